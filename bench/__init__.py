@@ -1,0 +1,1 @@
+"""Uptrio bench package."""

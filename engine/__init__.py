@@ -1,0 +1,1 @@
+"""Uptrio engine package."""

@@ -1,0 +1,103 @@
+"""Accounts and API token records (asyncio side; run through :class:`store.Database`).
+
+Tokens are created and revoked from the command line (DESIGN: tokens). The JWT is never
+stored: only its ``tok_`` id (the JWT's ``sub``), permissions, expiry and revocation, so a
+database leak yields no usable token and revocation takes effect on the next request.
+"""
+
+from __future__ import annotations
+
+from .database import Connection
+from .ids import new_id
+from .records import AccountRecord, TokenContext, TokenRecord
+
+_TOKEN = "id, account_id, permissions, created, expires_at, revoked_at"
+
+
+async def ensure_account(connection: Connection, name: str, now: int) -> AccountRecord:
+    """The account called ``name``, created when missing (concurrency-safe)."""
+    await connection.execute(
+        "INSERT INTO accounts (id, name, created) VALUES ($1, $2, $3) "
+        "ON CONFLICT (name) DO NOTHING",
+        new_id("acct"),
+        name,
+        now,
+    )
+    row = await connection.fetchrow("SELECT * FROM accounts WHERE name = $1", name)
+    return AccountRecord.from_row(row)
+
+
+async def get_account(connection: Connection, name: str) -> AccountRecord | None:
+    """The account called ``name``, or None."""
+    row = await connection.fetchrow("SELECT * FROM accounts WHERE name = $1", name)
+    return None if row is None else AccountRecord.from_row(row)
+
+
+async def create_token(
+    connection: Connection,
+    account_name: str,
+    permissions: list[str],
+    *,
+    now: int,
+    expires_at: int | None,
+    current_version: str,
+) -> tuple[AccountRecord, TokenRecord]:
+    """Create a token record for ``account_name`` (creating the account if needed) and pin
+    the account to ``current_version`` if this is its first token (spec 9.2). Must run in
+    a transaction."""
+    account = await ensure_account(connection, account_name, now)
+    if account.api_version is None:
+        await connection.execute(
+            "UPDATE accounts SET api_version = $2 WHERE id = $1 AND api_version IS NULL",
+            account.id,
+            current_version,
+        )
+        account = AccountRecord.from_row(
+            await connection.fetchrow("SELECT * FROM accounts WHERE id = $1", account.id)
+        )
+    row = await connection.fetchrow(
+        f"INSERT INTO api_tokens ({_TOKEN}) VALUES ($1, $2, $3, $4, $5, NULL) RETURNING {_TOKEN}",
+        new_id("tok"),
+        account.id,
+        permissions,
+        now,
+        expires_at,
+    )
+    return account, TokenRecord.from_row(row)
+
+
+async def list_tokens(
+    connection: Connection, account_name: str | None
+) -> list[tuple[str, TokenRecord]]:
+    """Every token as ``(account name, record)``, oldest first; one account's when named."""
+    rows = await connection.fetch(
+        f"SELECT a.name AS account_name, {', '.join('t.' + c for c in _TOKEN.split(', '))} "
+        "FROM api_tokens t JOIN accounts a ON a.id = t.account_id "
+        "WHERE $1::text IS NULL OR a.name = $1 ORDER BY t.created, t.id",
+        account_name,
+    )
+    return [(r["account_name"], TokenRecord.from_row(r)) for r in rows]
+
+
+async def revoke_token(connection: Connection, token_id: str, now: int) -> TokenRecord | None:
+    """Revoke a token from now on (idempotent: an earlier revocation time is kept).
+    None when no such token exists."""
+    row = await connection.fetchrow(
+        "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1 "
+        f"RETURNING {_TOKEN}",
+        token_id,
+        now,
+    )
+    return None if row is None else TokenRecord.from_row(row)
+
+
+async def token_context(connection: Connection, token_id: str) -> TokenContext | None:
+    """The token with its account's name and pinned version, in one query; None when
+    unknown. Revocation and expiry are reported, not filtered: the caller decides."""
+    row = await connection.fetchrow(
+        "SELECT t.id, t.account_id, a.name AS account_name, a.api_version, t.permissions, "
+        "t.expires_at, t.revoked_at FROM api_tokens t JOIN accounts a ON a.id = t.account_id "
+        "WHERE t.id = $1",
+        token_id,
+    )
+    return None if row is None else TokenContext.from_row(row)

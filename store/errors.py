@@ -1,0 +1,43 @@
+"""The store's error hierarchy: every database failure leaves ``store`` as one of these.
+
+::
+
+    StoreError                  anything the store could not do
+    ├── DatabaseUnavailable     the server cannot be reached, or a connection broke mid-query
+    ├── CursorNotFound          a pagination cursor names no object of the account (spec 4.4)
+    └── IntegrityConflict       a constraint refused the write (unique key, foreign key)
+
+asyncpg's and the socket layer's exceptions are translated once, at the boundary in
+:mod:`store._database`; callers above never see an asyncpg type. Exceptions raised by
+caller-supplied callbacks (for example a validation error raised while a patch is applied
+inside a transaction) are not translated: they pass through unchanged and roll the
+transaction back.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class of every error the store raises."""
+
+
+class DatabaseUnavailable(StoreError):
+    """Postgres cannot be reached, refused the connection, or the connection broke."""
+
+
+class CursorNotFound(StoreError):
+    """``starting_after`` / ``ending_before`` names no object of this account.
+
+    Attributes:
+        param: the query parameter that carried the cursor (``"starting_after"`` or
+            ``"ending_before"``).
+    """
+
+    def __init__(self, param: str, cursor: str) -> None:
+        super().__init__(f"no object with id {cursor!r} for {param}")
+        self.param = param
+        self.cursor = cursor
+
+
+class IntegrityConflict(StoreError):
+    """A unique or foreign-key constraint refused the write."""

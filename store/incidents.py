@@ -1,0 +1,137 @@
+"""Incident queries (asyncio side; run them through :class:`store.Database`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .database import Connection
+from .pagination import Page, PageRequest, bury, fetch_page
+from .records import IncidentRecord
+
+_COLUMNS = [
+    "id",
+    "account_id",
+    "title",
+    "description",
+    "status",
+    "severity",
+    "resolved_at",
+    "resolution_message",
+    "created",
+    "updated",
+    "metadata",
+]
+_SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
+UPDATABLE = frozenset(
+    {"title", "description", "status", "severity", "metadata", "resolved_at", "resolution_message"}
+)
+"""Columns :func:`update_incident` may change."""
+
+
+async def insert_incident(connection: Connection, values: Mapping[str, Any]) -> IncidentRecord:
+    """Insert an incident; ``values`` holds every column but ``seq``."""
+    names = [n for n in _COLUMNS if n in values]
+    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
+    row = await connection.fetchrow(
+        f"INSERT INTO incidents AS t ({', '.join(names)}) VALUES ({placeholders}) "
+        f"RETURNING {_SELECT}",
+        *(values[n] for n in names),
+    )
+    return IncidentRecord.from_row(row)
+
+
+async def get_incident(
+    connection: Connection, account_id: str, incident_id: str, *, for_update: bool = False
+) -> IncidentRecord | None:
+    """The incident of the account, or None. ``for_update`` locks it."""
+    lock = " FOR UPDATE" if for_update else ""
+    row = await connection.fetchrow(
+        f"SELECT {_SELECT} FROM incidents t WHERE t.id = $1 AND t.account_id = $2{lock}",
+        incident_id,
+        account_id,
+    )
+    return None if row is None else IncidentRecord.from_row(row)
+
+
+async def list_incidents(
+    connection: Connection,
+    account_id: str,
+    page: PageRequest,
+    *,
+    status: str | None = None,
+    severity: str | None = None,
+    resolved: bool | None = None,
+) -> Page[IncidentRecord]:
+    """One page of the account's incidents, filtered by exact ``status`` and ``severity``
+    and by ``resolved`` (True: ``resolved_at`` set; False: open).
+
+    Raises:
+        CursorNotFound: the cursor names no incident of the account.
+    """
+    filters: list[tuple[str, object]] = []
+    if status is not None:
+        filters.append(("t.status = {}", status))
+    if severity is not None:
+        filters.append(("t.severity = {}", severity))
+    if resolved is not None:
+        filters.append(("(t.resolved_at IS NOT NULL) = {}", resolved))
+    rows, has_more = await fetch_page(
+        connection,
+        table="incidents",
+        select=_SELECT,
+        account_id=account_id,
+        filters=filters,
+        page=page,
+    )
+    return Page([IncidentRecord.from_row(r) for r in rows], has_more)
+
+
+async def update_incident(
+    connection: Connection,
+    account_id: str,
+    incident_id: str,
+    apply: Callable[[IncidentRecord], dict[str, Any]],
+    now: int,
+) -> IncidentRecord | None:
+    """Lock the incident, compute changes with ``apply(current)`` (a subset of
+    :data:`UPDATABLE` holding only values that differ; it may raise to refuse) and write
+    them; ``updated`` becomes ``now`` when something changed. Must run in a transaction.
+    None when the incident does not exist for the account."""
+    current = await get_incident(connection, account_id, incident_id, for_update=True)
+    if current is None:
+        return None
+    changes = apply(current)
+    if not changes:
+        return current
+    unknown = set(changes) - UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    names = list(changes)
+    assignments = ", ".join(f"{n} = ${i}" for i, n in enumerate(names, start=3))
+    row = await connection.fetchrow(
+        f"UPDATE incidents AS t SET {assignments}, updated = ${len(names) + 3} "
+        f"WHERE t.id = $1 AND t.account_id = $2 RETURNING {_SELECT}",
+        incident_id,
+        account_id,
+        *(changes[n] for n in names),
+        now,
+    )
+    return IncidentRecord.from_row(row)
+
+
+async def delete_incident(
+    connection: Connection, account_id: str, incident_id: str, now: int
+) -> bool:
+    """Delete an incident for good (spec 4.2). Must run in a transaction. False when it
+    does not exist for the account."""
+    exists = await connection.fetchval(
+        "SELECT id FROM incidents WHERE id = $1 AND account_id = $2 FOR UPDATE",
+        incident_id,
+        account_id,
+    )
+    if exists is None:
+        return False
+    await bury(connection, table="incidents", row_id=incident_id, now=now)
+    await connection.execute("DELETE FROM incidents WHERE id = $1", incident_id)
+    return True

@@ -1,0 +1,217 @@
+"""Monitor queries (asyncio side; run them through :class:`store.Database`).
+
+Every function taking ``account_id`` scopes to that account: another account's monitor is
+indistinguishable from a missing one (DESIGN: "another account's resource: 404").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .database import Connection
+from .pagination import Page, PageRequest, bury, fetch_page
+from .records import MonitorRecord
+
+_COLUMNS = (
+    "id, account_id, name, url, type, status, interval_seconds, timeout_seconds, method, "
+    "expected_status_code, failure_threshold, success_threshold, run_epoch, created, "
+    "updated, metadata"
+)
+_SELECT = (
+    ", ".join(f"t.{c.strip()}" for c in _COLUMNS.split(","))
+    + ", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id"
+    " ORDER BY c.seq DESC LIMIT 1) AS last_checked_at"
+)
+UPDATABLE = frozenset(
+    {
+        "name",
+        "url",
+        "interval_seconds",
+        "timeout_seconds",
+        "method",
+        "expected_status_code",
+        "failure_threshold",
+        "success_threshold",
+        "metadata",
+    }
+)
+"""Columns :func:`update_monitor` may change."""
+
+
+async def insert_monitor(connection: Connection, values: Mapping[str, Any]) -> MonitorRecord:
+    """Insert a monitor; ``values`` holds every column of the table but ``seq`` and
+    ``run_epoch``. Returns the stored record."""
+    names = [k for k in values if k in _COLUMNS]
+    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
+    await connection.execute(
+        f"INSERT INTO monitors ({', '.join(names)}) VALUES ({placeholders})",
+        *(values[n] for n in names),
+    )
+    record = await get_monitor(connection, values["account_id"], values["id"])
+    assert record is not None
+    return record
+
+
+async def get_monitor(
+    connection: Connection, account_id: str | None, monitor_id: str, *, for_update: bool = False
+) -> MonitorRecord | None:
+    """The monitor ``monitor_id`` of ``account_id`` (any account when None), or None.
+    ``for_update`` locks the row until the transaction ends."""
+    lock = " FOR UPDATE OF t" if for_update else ""
+    if account_id is None:
+        row = await connection.fetchrow(
+            f"SELECT {_SELECT} FROM monitors t WHERE t.id = $1{lock}", monitor_id
+        )
+    else:
+        row = await connection.fetchrow(
+            f"SELECT {_SELECT} FROM monitors t WHERE t.id = $1 AND t.account_id = $2{lock}",
+            monitor_id,
+            account_id,
+        )
+    return None if row is None else MonitorRecord.from_row(row)
+
+
+async def list_monitors(
+    connection: Connection,
+    account_id: str,
+    page: PageRequest,
+    *,
+    status: str | None = None,
+    type: str | None = None,
+    search: str | None = None,
+) -> Page[MonitorRecord]:
+    """One page of the account's monitors, filtered by exact ``status`` and ``type`` and a
+    case-insensitive substring ``search`` on the name (``%`` and ``_`` match literally).
+
+    Raises:
+        CursorNotFound: the page's cursor names no monitor of the account.
+    """
+    filters: list[tuple[str, object]] = []
+    if status is not None:
+        filters.append(("t.status = {}", status))
+    if type is not None:
+        filters.append(("t.type = {}", type))
+    if search is not None:
+        escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        filters.append(("t.name ILIKE {}", f"%{escaped}%"))
+    rows, has_more = await fetch_page(
+        connection,
+        table="monitors",
+        select=_SELECT,
+        account_id=account_id,
+        filters=filters,
+        page=page,
+    )
+    return Page([MonitorRecord.from_row(r) for r in rows], has_more)
+
+
+async def update_monitor(
+    connection: Connection,
+    account_id: str,
+    monitor_id: str,
+    apply: Callable[[MonitorRecord], dict[str, Any]],
+    now: int,
+) -> MonitorRecord | None:
+    """Lock the monitor, compute its changes with ``apply(current)`` and write them.
+
+    ``apply`` returns the columns to change (a subset of :data:`UPDATABLE`, only values that
+    differ) or raises to refuse the update; whatever it raises propagates and the caller's
+    transaction rolls back. ``updated`` is set to ``now`` (epoch seconds) only when
+    something changed. Must run inside a transaction. Returns None when the monitor does
+    not exist for the account.
+    """
+    current = await get_monitor(connection, account_id, monitor_id, for_update=True)
+    if current is None:
+        return None
+    changes = apply(current)
+    if not changes:
+        return current
+    unknown = set(changes) - UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    names = list(changes)
+    assignments = ", ".join(f"{n} = ${i}" for i, n in enumerate(names, start=3))
+    await connection.execute(
+        f"UPDATE monitors SET {assignments}, updated = ${len(names) + 3} "
+        "WHERE id = $1 AND account_id = $2",
+        monitor_id,
+        account_id,
+        *(changes[n] for n in names),
+        now,
+    )
+    return await get_monitor(connection, account_id, monitor_id)
+
+
+async def pause_monitor(
+    connection: Connection, account_id: str, monitor_id: str, now: int
+) -> tuple[MonitorRecord | None, bool]:
+    """Pause a monitor: status ``paused``, a new run epoch (spec 3.1).
+
+    Returns ``(record, changed)``: ``changed`` is False when it was already paused, and
+    then nothing was written (DESIGN: pause on paused is a no-op, ``updated`` unchanged).
+    The record is None when the monitor does not exist for the account.
+    """
+    return await _move(connection, account_id, monitor_id, now, to="paused", only_from=None)
+
+
+async def resume_monitor(
+    connection: Connection, account_id: str, monitor_id: str, now: int
+) -> tuple[MonitorRecord | None, bool]:
+    """Resume a paused monitor: status ``pending`` (DESIGN), a new run epoch.
+
+    Returns ``(record, changed)``; resuming a monitor that is not paused changes nothing.
+    """
+    return await _move(connection, account_id, monitor_id, now, to="pending", only_from="paused")
+
+
+async def _move(
+    connection: Connection,
+    account_id: str,
+    monitor_id: str,
+    now: int,
+    *,
+    to: str,
+    only_from: str | None,
+) -> tuple[MonitorRecord | None, bool]:
+    condition = "status <> 'paused'" if only_from is None else f"status = '{only_from}'"
+    moved = await connection.fetchval(
+        "UPDATE monitors SET status = $3, updated = $4, run_epoch = run_epoch + 1 "
+        f"WHERE id = $1 AND account_id = $2 AND {condition} RETURNING id",
+        monitor_id,
+        account_id,
+        to,
+        now,
+    )
+    return await get_monitor(connection, account_id, monitor_id), moved is not None
+
+
+async def delete_monitor(
+    connection: Connection, account_id: str, monitor_id: str, now: int
+) -> bool:
+    """Delete a monitor for good, with its checks and status history (spec 4.1: permanent
+    deletion). Must run inside a transaction. False when it does not exist."""
+    exists = await connection.fetchval(
+        "SELECT id FROM monitors WHERE id = $1 AND account_id = $2 FOR UPDATE",
+        monitor_id,
+        account_id,
+    )
+    if exists is None:
+        return False
+    await bury(connection, table="monitors", row_id=monitor_id, now=now)
+    await connection.execute("DELETE FROM monitors WHERE id = $1", monitor_id)
+    await connection.execute("DELETE FROM checks WHERE monitor_id = $1", monitor_id)
+    await connection.execute("DELETE FROM status_changes WHERE monitor_id = $1", monitor_id)
+    return True
+
+
+async def load_active_monitors(connection: Connection) -> list[MonitorRecord]:
+    """Every monitor this node runs: all that are not paused.
+
+    The one query by which the engine learns its work (DESIGN: "the monitors this node
+    owns"); when several nodes share a database this is where leases will filter.
+    """
+    rows = await connection.fetch(
+        f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' ORDER BY t.seq"
+    )
+    return [MonitorRecord.from_row(r) for r in rows]

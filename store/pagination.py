@@ -1,0 +1,127 @@
+"""Keyset (cursor) pagination over ``(sort key, seq)`` (spec 4.4; DESIGN's sort values).
+
+A list is ordered by one sort column and then by the table's ``seq`` (insertion order), so
+the order is total and stable. A page after a cursor is "rows whose ``(key, seq)`` come
+after the cursor row's", which stays correct when rows are inserted or deleted between
+pages: no offsets. The cursor is an object id (spec); its sort key is read from the row, or
+from ``cursor_tombstones`` when the row was deleted since (kept 24 hours), so deleting the
+last object of a page does not break the next request.
+
+``ending_before`` pages are fetched in reverse order and flipped back, so a page always
+reads in the list's order; ``has_more`` says whether more rows lie beyond the page in the
+direction of travel (after it for ``starting_after`` or no cursor, before it for
+``ending_before``), as Stripe does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from .database import Connection
+from .errors import CursorNotFound
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PageRequest:
+    """One page's parameters, already validated by the caller.
+
+    Attributes:
+        limit: 1 to 100 rows.
+        sort: a column of the table's whitelist (``created``, ``updated``, ``name`` or
+            ``title``).
+        descending: True for a leading ``-`` in the API's ``sort`` value.
+        starting_after / ending_before: at most one of them, an object id.
+    """
+
+    limit: int = 10
+    sort: str = "created"
+    descending: bool = True
+    starting_after: str | None = None
+    ending_before: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """Rows of one page in list order, and whether more lie beyond it."""
+
+    items: list[T]
+    has_more: bool
+
+
+_TOMBSTONE_COLUMN = {"created": "created", "updated": "updated", "name": "name", "title": "name"}
+
+
+async def fetch_page(
+    connection: Connection,
+    *,
+    table: str,
+    select: str,
+    account_id: str,
+    filters: list[tuple[str, object]],
+    page: PageRequest,
+) -> tuple[list[object], bool]:
+    """Fetch one page of ``table`` for ``account_id`` (asyncio side).
+
+    ``select`` is the select list (with the table aliased ``t``); ``filters`` are pairs of
+    an SQL condition with a single ``{}`` placeholder for its parameter and the value, for
+    example ``("t.status = {}", "up")``. ``table`` and ``page.sort`` must come from code,
+    never from a request.
+
+    Returns:
+        the asyncpg rows in list order, and ``has_more``.
+    Raises:
+        CursorNotFound: the cursor id is neither a row of the account nor a tombstone.
+    """
+    sort = page.sort
+    args: list[object] = [account_id]
+    where = ["t.account_id = $1"]
+    for condition, value in filters:
+        args.append(value)
+        where.append(condition.format(f"${len(args)}"))
+
+    forward = page.ending_before is None
+    descending = page.descending if forward else not page.descending
+    cursor = page.starting_after if forward else page.ending_before
+    if cursor is not None:
+        param = "starting_after" if forward else "ending_before"
+        key = await connection.fetchrow(
+            f"SELECT {sort} AS key, seq FROM {table} WHERE id = $1 AND account_id = $2 "
+            f"UNION ALL SELECT {_TOMBSTONE_COLUMN[sort]}, seq FROM cursor_tombstones "
+            "WHERE id = $1 AND account_id = $2 LIMIT 1",
+            cursor,
+            account_id,
+        )
+        if key is None:
+            raise CursorNotFound(param, cursor)
+        args.extend((key["key"], key["seq"]))
+        op = "<" if descending else ">"
+        where.append(f"(t.{sort}, t.seq) {op} (${len(args) - 1}, ${len(args)})")
+
+    direction = "DESC" if descending else "ASC"
+    rows = await connection.fetch(
+        f"SELECT {select} FROM {table} t WHERE {' AND '.join(where)} "
+        f"ORDER BY t.{sort} {direction}, t.seq {direction} LIMIT {int(page.limit) + 1}",
+        *args,
+    )
+    has_more = len(rows) > page.limit
+    rows = rows[: page.limit]
+    if not forward:
+        rows.reverse()
+    return list(rows), has_more
+
+
+async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> None:
+    """Keep the sort keys of a row about to be deleted, as a cursor tombstone, and purge
+    tombstones older than 24 hours (asyncio side)."""
+    name = "title" if table == "incidents" else "name"
+    await connection.execute(
+        "INSERT INTO cursor_tombstones (id, account_id, created, updated, name, seq, deleted_at) "
+        f"SELECT id, account_id, created, updated, {name}, seq, $2 FROM {table} WHERE id = $1 "
+        "ON CONFLICT (id) DO NOTHING",
+        row_id,
+        now,
+    )
+    await connection.execute("DELETE FROM cursor_tombstones WHERE deleted_at < $1", now - 86_400)

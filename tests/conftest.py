@@ -1,0 +1,114 @@
+"""Shared fixtures: the real embedded Postgres, one fresh database per test.
+
+Rules for every test module here: loopback only (127.0.0.1 / ::1), ports chosen by the OS
+(port 0), ``autojump_clock`` for anything timed that has no real I/O in flight, and a
+``trio.fail_after`` inside each test so a hang fails fast.
+
+The server starts once per session (about 0.6 s) in a temporary directory, or
+``UPTRIO_TEST_DATABASE_URL`` points at an external Postgres whose user may create
+databases. A template database is migrated once; each test that asks for a database gets
+a copy of it (``CREATE DATABASE ... TEMPLATE``), because the store writes through its own
+pool and tests must not see each other's rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+import trio
+import trio_asyncio
+
+from store import Database, apply_migrations, open_database, start_embedded
+
+TEMPLATE = "uptrio_template"
+_counter = itertools.count()
+
+
+def _with_database(url: str, name: str) -> str:
+    """``url`` pointing at database ``name`` (the path part of a libpq URL)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of the session's Postgres server (its maintenance database)."""
+    external = os.environ.get("UPTRIO_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    with tempfile.TemporaryDirectory(prefix="uptrio-test-") as tmp:
+        server = start_embedded(Path(tmp), delete_on_stop=True)
+        try:
+            yield server.url
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def template_url(postgres_url: str) -> str:
+    """A migrated template database, created once per session."""
+
+    async def build() -> None:
+        async with trio_asyncio.open_loop():
+
+            async def on_asyncio() -> None:
+                admin = await asyncpg.connect(postgres_url)
+                try:
+                    await admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+                    await admin.execute(f"CREATE DATABASE {TEMPLATE}")
+                finally:
+                    await admin.close()
+                conn = await asyncpg.connect(_with_database(postgres_url, TEMPLATE))
+                try:
+                    await apply_migrations(conn)
+                finally:
+                    await conn.close()
+
+            await trio_asyncio.aio_as_trio(on_asyncio)()
+
+    trio.run(build)
+    return _with_database(postgres_url, TEMPLATE)
+
+
+@pytest.fixture
+async def asyncio_loop() -> AsyncIterator[None]:
+    """The trio-asyncio bridge, as the service opens it in its root nursery."""
+    async with trio_asyncio.open_loop():
+        yield
+
+
+@pytest.fixture
+async def database_url(
+    postgres_url: str, template_url: str, asyncio_loop: None
+) -> AsyncIterator[str]:
+    """URL of a fresh, migrated database, dropped after the test."""
+    name = f"uptrio_test_{os.getpid()}_{next(_counter)}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(postgres_url)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    await trio_asyncio.aio_as_trio(admin)(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    try:
+        yield _with_database(postgres_url, name)
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio_asyncio.aio_as_trio(admin)(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """A :class:`store.Database` on a fresh database."""
+    async with open_database(database_url, min_size=1, max_size=5) as database:
+        yield database

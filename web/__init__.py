@@ -1,0 +1,1 @@
+"""Uptrio web package."""
