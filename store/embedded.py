@@ -51,12 +51,12 @@ def start_embedded(data_dir: Path, *, delete_on_stop: bool = False) -> EmbeddedP
         RuntimeError: the server failed to initialise or start (pgserver's message, with
             the server log, is in the exception chain).
     """
-    import pgserver  # imported here: it scans its install on import, ~50 ms
-
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     data_dir.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
+        import pgserver  # imported here: it scans its install on import, ~50 ms
+
         server = pgserver.get_server(  # type: ignore[attr-defined]
             data_dir.resolve() / "pgdata", cleanup_mode="delete" if delete_on_stop else "stop"
         )

@@ -1,0 +1,205 @@
+"""The Quart-Trio application: routes, the middleware chain, errors and headers.
+
+Every response carries ``Request-Id`` (``req_...``) and ``Service-Version``, errors
+included (spec 2.4, 9.4). Failures become the error shape of :mod:`web.errors` in one
+place: :class:`web.errors.ApiError` from the chain, store errors translated at this
+boundary, Quart's routing errors (404, 405, 413) mapped, and anything unexpected a 500
+``internal_error`` that is logged with its Request-Id.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from quart import Response, g, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
+
+from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
+
+from .auth import bearer_token, require_permission, verify_token
+from .errors import ApiError, error_body
+from .openapi import openapi_document
+from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
+from .routes import ROUTES
+from .services import Services
+from .versioning import CURRENT_VERSION, HEADER, resolve_version
+
+log = structlog.get_logger("uptrio.web")
+
+JSON = "application/json"
+
+
+async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401."""
+    if ctx.route.permission is None:
+        return await call_next(ctx)
+    token_id = verify_token(ctx.services.jwt_secret, bearer_token(ctx.headers.get("authorization")))
+    token = await ctx.services.db.run(accounts.token_context, token_id)
+    if token is None:
+        raise ApiError("invalid_token", "invalid token: unknown token")
+    if token.revoked_at is not None:
+        raise ApiError("token_revoked", "this token was revoked")
+    if token.expires_at is not None and token.expires_at <= time.time():
+        raise ApiError("token_expired", "the token has expired")
+    ctx.token = token
+    return await call_next(ctx)
+
+
+async def negotiate_version(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: the request's API version (spec 9), echoed on every response."""
+    pinned = ctx.token.api_version if ctx.token is not None else None
+    ctx.version = resolve_version(ctx.headers.get(HEADER), pinned)
+    return await call_next(ctx)
+
+
+async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: the route's permission must be granted (spec 5.5), else 403."""
+    if ctx.route.permission is not None and ctx.token is not None:
+        require_permission(ctx.token.permissions, ctx.route.permission)
+    return await call_next(ctx)
+
+
+DEFAULT_MIDDLEWARES: tuple[Middleware, ...] = (authenticate, negotiate_version, authorize)
+"""The chain every endpoint runs behind, outermost first. Rate limits and idempotency
+keys join it here."""
+
+
+def _translate(exc: Exception) -> ApiError | None:
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, CursorNotFound):
+        return ApiError("cursor_not_found", str(exc), param=exc.param)
+    if isinstance(exc, DatabaseUnavailable):
+        return ApiError("database_unavailable", "the database is unavailable; retry later")
+    return None
+
+
+def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    if status == 204 or body is None:
+        return Response(b"", status=status, headers=headers)
+    return Response(
+        json.dumps(body, separators=(",", ":")),
+        status=status,
+        headers=headers,
+        content_type=JSON,
+    )
+
+
+def _error_response(error: ApiError) -> Response:
+    return _json_response(error.status, error_body(error, g.request_id), error.headers)
+
+
+def _view(route: Route, services: Services, pipeline: Handler) -> Any:
+    async def view(**path_params: str) -> Response:
+        body = await request.get_data(cache=False)
+        assert isinstance(body, bytes)
+        ctx = RequestContext(
+            request_id=g.request_id,
+            route=route,
+            method=request.method,
+            path=request.path,
+            path_params=path_params,
+            query={k: request.args.getlist(k) for k in request.args},
+            headers=request.headers,
+            body=body,
+            remote_addr=request.remote_addr,
+            services=services,
+        )
+        try:
+            response = await pipeline(ctx)
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                log.exception("unhandled error", request_id=ctx.request_id, route=route.name)
+                error = ApiError("internal_error", "internal error; quote the Request-Id")
+            g.version = ctx.version
+            g.extra_headers = ctx.response_headers
+            return _error_response(error)
+        g.version = ctx.version
+        g.extra_headers = ctx.response_headers
+        status = route.success_status if response.status == 200 else response.status
+        return _json_response(status, response.body, response.headers)
+
+    view.__name__ = route.name
+    return view
+
+
+def create_app(
+    services: Services,
+    *,
+    routes: Sequence[Route] = ROUTES,
+    middlewares: Sequence[Middleware] = DEFAULT_MIDDLEWARES,
+) -> QuartTrio:
+    """The ASGI application serving ``routes`` behind ``middlewares``.
+
+    Serve it with Hypercorn's trio worker (``hypercorn.trio.serve``) inside the service's
+    root nursery, within ``trio_asyncio.open_loop()`` (the store runs on asyncio).
+    """
+    app = QuartTrio("uptrio")
+    app.config["MAX_CONTENT_LENGTH"] = services.settings.max_body_bytes
+    app.config["JSON_SORT_KEYS"] = False
+    document = openapi_document(routes)
+
+    @app.before_request
+    async def start() -> None:
+        g.request_id = new_id("req")
+        g.version = CURRENT_VERSION
+        g.extra_headers = {}
+
+    @app.after_request
+    async def finish(response: Response) -> Response:
+        response.headers["Request-Id"] = g.get("request_id") or new_id("req")
+        response.headers[HEADER] = g.get("version") or CURRENT_VERSION
+        for name, value in (g.get("extra_headers") or {}).items():
+            response.headers[name] = value
+        return response
+
+    @app.errorhandler(HTTPException)
+    async def http_error(exc: HTTPException) -> Response:
+        if exc.code == 405 and isinstance(exc, MethodNotAllowed):
+            allowed = ", ".join(sorted(exc.valid_methods or ()))
+            return _error_response(
+                ApiError(
+                    "method_not_allowed",
+                    f"{request.method} is not allowed on {request.path}; allowed: {allowed}",
+                    headers={"Allow": allowed},
+                )
+            )
+        if exc.code == 413:
+            return _error_response(
+                ApiError(
+                    "body_too_large",
+                    f"the body is larger than {services.settings.max_body_bytes} bytes",
+                )
+            )
+        if exc.code == 404:
+            return _error_response(
+                ApiError("route_not_found", f"no endpoint at {request.path[:200]}")
+            )
+        return _error_response(ApiError("invalid_json", exc.description or "bad request"))
+
+    @app.errorhandler(Exception)
+    async def crashed(exc: Exception) -> Response:
+        log.error("unhandled error", request_id=g.get("request_id"), exc_info=exc)
+        return _error_response(ApiError("internal_error", "internal error; quote the Request-Id"))
+
+    for route in routes:
+        pipeline = chain(middlewares, route.handler)
+        app.add_url_rule(
+            route.path,
+            endpoint=route.name,
+            view_func=_view(route, services, pipeline),
+            methods=[route.method],
+            provide_automatic_options=False,
+        )
+
+    @app.route("/openapi.json", methods=["GET"], provide_automatic_options=False)
+    async def openapi() -> Response:
+        return _json_response(200, document)
+
+    return app

@@ -1,0 +1,140 @@
+"""Bearer-token authentication and per-resource permissions (spec 5; DESIGN: tokens).
+
+A token is an HS256 JWT: ``sub`` is its ``tok_`` id, ``aud`` is :data:`AUDIENCE`, ``iat``
+is required, ``exp`` is enforced when present. The algorithm is pinned (``alg: none`` or
+any other algorithm is refused before the signature is looked at). The signature proves
+the token was made here; the database decides whether it still counts: permissions,
+expiry and revocation live in ``api_tokens``, read on every request, so a revocation
+applies from the next request on.
+
+The signing secret is ``UPTRIO_JWT_SECRET`` when set, else a random secret generated once
+into ``<data-dir>/jwt-secret`` with mode 0600. Several processes sharing a database must
+share the secret.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+import jwt
+
+from .errors import ApiError
+
+AUDIENCE = "uptrio"
+ALGORITHM = "HS256"
+LEEWAY_SECONDS = 30
+"""Clock skew tolerated on ``iat``, ``nbf`` and ``exp`` (seconds)."""
+
+PERMISSIONS = (
+    "monitors.read",
+    "monitors.create",
+    "monitors.update",
+    "monitors.delete",
+    "incidents.read",
+    "incidents.create",
+    "incidents.update",
+    "incidents.delete",
+)
+"""The permission strings in use (spec 5.4)."""
+
+SECRET_ENV = "UPTRIO_JWT_SECRET"
+
+
+def load_secret(data_dir: Path) -> bytes:
+    """The JWT signing secret: ``$UPTRIO_JWT_SECRET``, else ``data_dir/jwt-secret``,
+    created with mode 0600 on first use (race-free: ``O_EXCL``).
+
+    Raises:
+        OSError: the data directory cannot be written.
+    """
+    from_env = os.environ.get(SECRET_ENV)
+    if from_env:
+        return from_env.encode()
+    path = data_dir / "jwt-secret"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(48))
+    return path.read_bytes().strip()
+
+
+def issue_token(secret: bytes, token_id: str, *, now: int, expires_at: int | None) -> str:
+    """The JWT for token record ``token_id`` (times in epoch seconds)."""
+    claims: dict[str, object] = {"sub": token_id, "aud": AUDIENCE, "iat": now}
+    if expires_at is not None:
+        claims["exp"] = expires_at
+    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header.
+
+    Raises:
+        ApiError: ``missing_token`` (401) when the header is absent or not a bearer token.
+    """
+    if not authorization:
+        raise ApiError("missing_token", "Authorization: Bearer <token> is required")
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError("missing_token", "Authorization must be of the form: Bearer <token>")
+    return token.strip()
+
+
+def verify_token(secret: bytes, token: str) -> str:
+    """Check a JWT's signature and claims; return its ``sub`` (the ``tok_`` id).
+
+    Raises:
+        ApiError: ``token_expired`` (401) for a past ``exp``; ``invalid_token`` (401) for
+            anything else wrong (segments, base64, algorithm, signature, audience, missing
+            claims, ``nbf``/``iat`` in the future beyond the leeway, malformed ``sub``).
+    """
+    try:
+        claims = jwt.decode(
+            token,
+            secret,
+            algorithms=[ALGORITHM],
+            audience=AUDIENCE,
+            leeway=LEEWAY_SECONDS,
+            options={"require": ["sub", "iat", "aud"]},
+        )
+    except jwt.ExpiredSignatureError:
+        raise ApiError("token_expired", "the token has expired") from None
+    except jwt.PyJWTError as exc:
+        raise ApiError("invalid_token", f"invalid token: {exc}") from None
+    subject = claims.get("sub")
+    iat = claims.get("iat")
+    if not isinstance(subject, str) or not subject.startswith("tok_"):
+        raise ApiError("invalid_token", "invalid token: sub is not a token id")
+    if not isinstance(iat, int | float) or iat > time.time() + LEEWAY_SECONDS:
+        raise ApiError("invalid_token", "invalid token: iat is in the future")
+    return subject
+
+
+def require_permission(permissions: list[str], needed: str) -> None:
+    """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted."""
+    if needed not in permissions:
+        raise ApiError("missing_permission", f"this token lacks the permission {needed}")
+
+
+def parse_permissions(text: str) -> list[str]:
+    """Parse ``monitors.read,incidents.create,...`` (or ``all``) for the command line.
+
+    Raises:
+        ValueError: an unknown permission, or none at all.
+    """
+    if text.strip() == "all":
+        return list(PERMISSIONS)
+    wanted = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in PERMISSIONS]
+    if unknown or not wanted:
+        raise ValueError(
+            f"unknown permission(s) {', '.join(unknown) or '(none given)'}; "
+            f"known: {', '.join(PERMISSIONS)}, or all"
+        )
+    return sorted(set(wanted), key=PERMISSIONS.index)

@@ -1,0 +1,128 @@
+"""The API's one error type and its response shape (spec 7; DESIGN: error object).
+
+Every failure a client can cause becomes an :class:`ApiError` somewhere in the web layer and
+is turned into a response in one place (:func:`error_body`), in the shape::
+
+    {"error": {"type": "invalid_request_error", "code": "parameter_missing",
+               "message": "...", "param": "name", "request_id": "req_..."}}
+
+``type`` is one of spec 7's types; ``code`` is a stable snake_case value from
+:data:`CODES` (listed in the README with when each occurs); ``param`` names the offending
+field or query parameter, else None. Lower layers' errors are translated at the boundary:
+``store.CursorNotFound`` becomes ``cursor_not_found``, ``store.DatabaseUnavailable``
+becomes ``database_unavailable``, anything unexpected ``internal_error`` (500, logged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+TYPES_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    405: "invalid_request_error",
+    409: "idempotency_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "api_error",
+}
+
+CODES: dict[str, tuple[int, str]] = {
+    # 400: the request cannot be read
+    "invalid_json": (400, "The body is not valid UTF-8 JSON."),
+    "body_too_large": (400, "The body is larger than the limit (default 1 MiB)."),
+    "unsupported_content_type": (
+        400,
+        "A POST or PATCH with a body does not have Content-Type: application/json.",
+    ),
+    "unknown_parameter": (400, "A query parameter the endpoint does not take."),
+    "invalid_parameter": (400, "A query parameter's value is malformed or out of range."),
+    "cursor_conflict": (400, "Both starting_after and ending_before were sent."),
+    "cursor_not_found": (400, "The cursor id names no object of the account."),
+    "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
+    "unknown_version": (400, "Service-Version names no version of this API."),
+    "incident_not_open": (400, "Resolve was called on an incident that is already resolved."),
+    # 401
+    "missing_token": (401, "No Authorization: Bearer header."),
+    "invalid_token": (401, "The token is malformed, forged, for another audience, or unknown."),
+    "token_expired": (401, "The token's exp has passed."),
+    "token_revoked": (401, "The token was revoked."),
+    # 403
+    "missing_permission": (403, "The token lacks the permission the endpoint requires."),
+    # 404, 405
+    "resource_missing": (404, "No such object in the account (or malformed id)."),
+    "route_not_found": (404, "No endpoint at this path."),
+    "method_not_allowed": (405, "The path exists but not with this method."),
+    # 422: a readable body that fails validation
+    "parameter_missing": (422, "A required field is missing."),
+    "parameter_unknown": (422, "A field the endpoint does not take (or may not set)."),
+    "parameter_immutable": (422, "A field that cannot change after creation (type)."),
+    "invalid_type": (422, "A field has the wrong JSON type, or the body is not an object."),
+    "invalid_value": (422, "A field's value is not one of the allowed values."),
+    "value_out_of_range": (422, "A number is outside its bounds."),
+    "value_too_long": (422, "A string is longer than its limit."),
+    "value_too_short": (422, "A string is empty where it may not be."),
+    "timeout_exceeds_interval": (422, "timeout_seconds is greater than interval_seconds."),
+    "invalid_url": (422, "url does not fit the monitor's type."),
+    "metadata_too_many_keys": (422, "metadata would have more than 50 keys."),
+    "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
+    "metadata_value_too_long": (422, "A metadata value is longer than 500 characters."),
+    "metadata_invalid": (422, "metadata is not an object of string values."),
+    # 500
+    "internal_error": (500, "A bug: quote the Request-Id to support."),
+    "database_unavailable": (500, "The database cannot be reached right now; retry later."),
+}
+"""Every error code: its HTTP status and when it occurs (copied into the README)."""
+
+
+class ApiError(Exception):
+    """An error response: ``status`` and ``type`` follow from ``code`` (see :data:`CODES`).
+
+    Attributes:
+        code: a key of :data:`CODES`.
+        message: a human sentence for the developer reading the response.
+        param: the offending field or query parameter, or None.
+        headers: extra response headers (for example ``Allow`` on a 405).
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        if code not in CODES:
+            raise ValueError(f"unknown error code {code!r}")
+        self.code = code
+        self.message = message
+        self.param = param
+        self.headers = dict(headers or {})
+
+    @property
+    def status(self) -> int:
+        """The HTTP status of this error."""
+        return CODES[self.code][0]
+
+    @property
+    def type(self) -> str:
+        """The spec 7 error type of this error."""
+        return TYPES_BY_STATUS[self.status]
+
+
+def error_body(error: ApiError, request_id: str) -> dict[str, Any]:
+    """The JSON body of an error response."""
+    return {
+        "error": {
+            "type": error.type,
+            "code": error.code,
+            "message": error.message,
+            "param": error.param,
+            "request_id": request_id,
+        }
+    }

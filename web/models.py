@@ -1,0 +1,267 @@
+"""Request and response bodies as pydantic models (spec 2 and 4; DESIGN: lengths and bounds).
+
+Request models are strict (no coercion: ``"60"`` is not an integer, ``60.0`` is not an
+integer, ``true`` is not a number) and forbid unknown fields, which also refuses mass
+assignment of ``id``, ``object``, ``status``, ``created`` or ``account``. Response models
+describe the objects for the OpenAPI document; responses themselves are built by
+:mod:`web.objects` and checked against these models in the tests.
+
+Limits (DESIGN): name and title 1-200 characters; description at most 10,000; url 1-2,048;
+interval_seconds 1-86,400; timeout_seconds 1-60 and not above interval_seconds;
+failure_threshold and success_threshold 1-10 (engine issue); metadata per spec 2.4.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+MAX_METADATA_KEYS = 50
+MAX_METADATA_KEY_LENGTH = 40
+MAX_METADATA_VALUE_LENGTH = 500
+
+MonitorType = Literal["http", "tcp", "dns", "ping"]
+MonitorStatus = Literal["up", "down", "pending", "paused"]
+IncidentStatus = Literal["investigating", "identified", "monitoring", "resolved"]
+Severity = Literal["critical", "major", "minor", "maintenance"]
+HttpMethod = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+def _check_metadata(value: dict[str, str]) -> dict[str, str]:
+    """Spec 2.4 rules 1-3 on what a request sends (rule 1 is checked again after a merge)."""
+    if len(value) > MAX_METADATA_KEYS:
+        raise PydanticCustomError(
+            "metadata_too_many_keys",
+            f"metadata may have at most {MAX_METADATA_KEYS} keys, got {len(value)}",
+        )
+    for key, item in value.items():
+        if not 0 < len(key) <= MAX_METADATA_KEY_LENGTH:
+            raise PydanticCustomError(
+                "metadata_key_too_long",
+                f"metadata keys must be 1 to {MAX_METADATA_KEY_LENGTH} characters: {key[:50]!r}",
+            )
+        if len(item) > MAX_METADATA_VALUE_LENGTH:
+            raise PydanticCustomError(
+                "metadata_value_too_long",
+                f"metadata values may be at most {MAX_METADATA_VALUE_LENGTH} characters "
+                f"(key {key!r})",
+            )
+    return value
+
+
+Metadata = Annotated[dict[str, str], AfterValidator(_check_metadata)]
+"""Metadata as a request sends it: string keys to string values; ``""`` removes a key."""
+
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Url = Annotated[str, Field(min_length=1, max_length=2048)]
+Interval = Annotated[int, Field(ge=1, le=86_400, description="Seconds between checks.")]
+Timeout = Annotated[int, Field(ge=1, le=60, description="Seconds a check may take.")]
+StatusCode = Annotated[int, Field(ge=100, le=599)]
+Threshold = Annotated[int, Field(ge=1, le=10)]
+Description = Annotated[str, Field(max_length=10_000)]
+
+_REQUEST = ConfigDict(strict=True, extra="forbid")
+
+
+class MonitorCreate(BaseModel):
+    """POST /monitors body (spec 4.1), with the engine's thresholds."""
+
+    model_config = _REQUEST
+
+    name: Name
+    url: Url
+    type: MonitorType
+    interval_seconds: Interval = 60
+    timeout_seconds: Timeout = 30
+    method: HttpMethod | None = Field(default=None, description="http only; default GET.")
+    expected_status_code: StatusCode | None = Field(
+        default=None, description="http only; default 200."
+    )
+    failure_threshold: Threshold = Field(
+        default=2, description="Consecutive failed checks that make the monitor down."
+    )
+    success_threshold: Threshold = Field(
+        default=1, description="Consecutive good checks that make the monitor up."
+    )
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class MonitorUpdate(BaseModel):
+    """PATCH /monitors/:id body: only the fields to change (spec 4.1); ``type`` may not
+    change; ``metadata`` is merged key by key."""
+
+    model_config = _REQUEST
+
+    name: Name | None = None
+    url: Url | None = None
+    interval_seconds: Interval | None = None
+    timeout_seconds: Timeout | None = None
+    method: HttpMethod | None = None
+    expected_status_code: StatusCode | None = None
+    failure_threshold: Threshold | None = None
+    success_threshold: Threshold | None = None
+    metadata: Metadata | None = None
+
+
+class IncidentCreate(BaseModel):
+    """POST /incidents body (spec 4.2)."""
+
+    model_config = _REQUEST
+
+    title: Name
+    description: Description | None = None
+    severity: Severity = "major"
+    status: IncidentStatus = "investigating"
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class IncidentUpdate(BaseModel):
+    """PATCH /incidents/:id body (spec 4.2): only the fields to change."""
+
+    model_config = _REQUEST
+
+    title: Name | None = None
+    description: Description | None = None
+    status: IncidentStatus | None = None
+    severity: Severity | None = None
+    metadata: Metadata | None = None
+
+
+class IncidentResolve(BaseModel):
+    """POST /incidents/:id/resolve body (spec 4.2); the body itself is optional."""
+
+    model_config = _REQUEST
+
+    resolution_message: Description | None = None
+
+
+class EmptyBody(BaseModel):
+    """The body of pause and resume: none, or an empty object."""
+
+    model_config = _REQUEST
+
+
+# ---- response objects (documentation and tests) ---------------------------------------
+
+
+class MonitorObject(BaseModel):
+    """A monitor (spec 2.1). ``method`` and ``expected_status_code`` are null unless http."""
+
+    id: str = Field(pattern=r"^mon_[a-z0-9]+$")
+    object: Literal["monitor"]
+    name: str
+    url: str
+    type: MonitorType
+    status: MonitorStatus
+    interval_seconds: int
+    timeout_seconds: int
+    method: str | None
+    expected_status_code: int | None
+    failure_threshold: int
+    success_threshold: int
+    last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+class IncidentObject(BaseModel):
+    """An incident (spec 2.2) with DESIGN's ``resolution_message``."""
+
+    id: str = Field(pattern=r"^inc_[a-z0-9]+$")
+    object: Literal["incident"]
+    title: str
+    description: str | None
+    status: IncidentStatus
+    severity: Severity
+    created: int
+    updated: int
+    resolved_at: int | None
+    resolution_message: str | None
+    metadata: dict[str, str]
+
+
+class CheckError(BaseModel):
+    """Why a check failed: a stable ``code`` (README) and a human ``message``."""
+
+    code: str
+    message: str
+
+
+class CheckObject(BaseModel):
+    """One check result of a monitor (DESIGN: check object). Times in milliseconds."""
+
+    id: str = Field(pattern=r"^chk_[a-z0-9]+$")
+    object: Literal["check"]
+    monitor: str
+    status: Literal["up", "down"]
+    response_time_ms: float
+    status_code: int | None
+    error: CheckError | None
+    created: int
+
+
+class _List(BaseModel):
+    object: Literal["list"]
+    has_more: bool
+    url: str
+
+
+class MonitorList(_List):
+    """A page of monitors (DESIGN: list wrapper)."""
+
+    data: list[MonitorObject]
+
+
+class IncidentList(_List):
+    """A page of incidents (DESIGN: list wrapper)."""
+
+    data: list[IncidentObject]
+
+
+class CheckList(_List):
+    """A page of checks, newest first."""
+
+    data: list[CheckObject]
+
+
+class ErrorDetail(BaseModel):
+    """The fields of an error (DESIGN: error object; codes in the README)."""
+
+    type: Literal[
+        "api_error",
+        "authentication_error",
+        "invalid_request_error",
+        "rate_limit_error",
+        "permission_error",
+        "idempotency_error",
+    ]
+    code: str
+    message: str
+    param: str | None
+    request_id: str
+
+
+class ErrorResponse(BaseModel):
+    """Every error response: ``{"error": {...}}`` (spec 7)."""
+
+    error: ErrorDetail
+
+
+def merge_metadata(current: dict[str, str], patch: dict[str, str]) -> dict[str, str]:
+    """Spec 2.4 rules 4-5: keys sent are set, others stay, ``""`` removes a key.
+
+    Pure; the caller checks the 50-key limit on the result.
+    """
+    merged = dict(current)
+    for key, value in patch.items():
+        if value == "":
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+JsonObject = dict[str, Any]

@@ -1,0 +1,77 @@
+"""Store records shaped as API objects (spec 2; DESIGN: check object, list wrapper).
+
+Plain dicts, built directly: this is the hot path of every read. Their shapes are the
+response models of :mod:`web.models`, which the tests validate them against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from store import CheckRecord, IncidentRecord, MonitorRecord
+
+R = TypeVar("R")
+
+
+def monitor_object(r: MonitorRecord) -> dict[str, Any]:
+    """A monitor as the API shows it (spec 2.1)."""
+    return {
+        "id": r.id,
+        "object": "monitor",
+        "name": r.name,
+        "url": r.url,
+        "type": r.type,
+        "status": r.status,
+        "interval_seconds": r.interval_seconds,
+        "timeout_seconds": r.timeout_seconds,
+        "method": r.method,
+        "expected_status_code": r.expected_status_code,
+        "failure_threshold": r.failure_threshold,
+        "success_threshold": r.success_threshold,
+        "last_checked_at": r.last_checked_at,
+        "created": r.created,
+        "updated": r.updated,
+        "metadata": r.metadata,
+    }
+
+
+def incident_object(r: IncidentRecord) -> dict[str, Any]:
+    """An incident as the API shows it (spec 2.2, DESIGN's resolution_message)."""
+    return {
+        "id": r.id,
+        "object": "incident",
+        "title": r.title,
+        "description": r.description,
+        "status": r.status,
+        "severity": r.severity,
+        "created": r.created,
+        "updated": r.updated,
+        "resolved_at": r.resolved_at,
+        "resolution_message": r.resolution_message,
+        "metadata": r.metadata,
+    }
+
+
+def check_object(r: CheckRecord) -> dict[str, Any]:
+    """A check as the API shows it (DESIGN: check object)."""
+    error = None
+    if r.error_code is not None:
+        error = {"code": r.error_code, "message": r.error_message or ""}
+    return {
+        "id": r.id,
+        "object": "check",
+        "monitor": r.monitor_id,
+        "status": r.status,
+        "response_time_ms": r.response_time_ms,
+        "status_code": r.status_code,
+        "error": error,
+        "created": r.created,
+    }
+
+
+def list_object(
+    url: str, items: Iterable[R], has_more: bool, shape: Callable[[R], dict[str, Any]]
+) -> dict[str, Any]:
+    """The list wrapper of DESIGN: ``{"object": "list", "data", "has_more", "url"}``."""
+    return {"object": "list", "data": [shape(i) for i in items], "has_more": has_more, "url": url}

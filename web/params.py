@@ -1,0 +1,161 @@
+"""Query parameters of list endpoints (spec 4.1, 4.2, 4.4; DESIGN: sort values, 400s).
+
+Every bad query parameter is a 400 ``invalid_request_error`` naming it in ``param``: an
+unknown name (``unknown_parameter``), a repeated or malformed value or one out of range
+(``invalid_parameter``), both cursors at once (``cursor_conflict``), a cursor that is not
+an id of the listed kind (``cursor_not_found``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from store import PageRequest, has_prefix
+
+from .errors import ApiError
+
+Parser = Callable[[str, str], Any]
+"""A filter's parser: ``(param name, raw value) -> value``, raising ApiError."""
+
+
+def choice(*allowed: str) -> Parser:
+    """A parser accepting exactly one of ``allowed``."""
+
+    def parse(name: str, raw: str) -> str:
+        if raw not in allowed:
+            raise ApiError(
+                "invalid_parameter",
+                f"{name} must be one of {', '.join(allowed)}; got {raw[:50]!r}",
+                param=name,
+            )
+        return raw
+
+    return parse
+
+
+def boolean(name: str, raw: str) -> bool:
+    """``true`` or ``false`` (spec 2.4: lowercase booleans)."""
+    if raw not in ("true", "false"):
+        raise ApiError("invalid_parameter", f"{name} must be true or false", param=name)
+    return raw == "true"
+
+
+def text(max_length: int) -> Parser:
+    """A free string of 1 to ``max_length`` characters."""
+
+    def parse(name: str, raw: str) -> str:
+        if not 0 < len(raw) <= max_length:
+            raise ApiError(
+                "invalid_parameter",
+                f"{name} must be 1 to {max_length} characters",
+                param=name,
+            )
+        return raw
+
+    return parse
+
+
+def integer(low: int, high: int) -> Parser:
+    """A decimal integer from ``low`` to ``high``."""
+
+    def parse(name: str, raw: str) -> int:
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not (low <= int(raw) <= high):
+            raise ApiError(
+                "invalid_parameter",
+                f"{name} must be an integer from {low} to {high}; got {raw[:20]!r}",
+                param=name,
+            )
+        return int(raw)
+
+    return parse
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    """A parsed list request: the page and the filters (by parameter name)."""
+
+    page: PageRequest
+    filters: dict[str, Any]
+
+
+def _single(args: Mapping[str, list[str]], name: str) -> str | None:
+    values = args.get(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ApiError("invalid_parameter", f"{name} may be given once", param=name)
+    return values[0]
+
+
+def check_names(args: Mapping[str, list[str]], allowed: Iterable[str]) -> None:
+    """Raise ``unknown_parameter`` for a query parameter not in ``allowed``."""
+    allowed = set(allowed)
+    for name in args:
+        if name not in allowed:
+            raise ApiError(
+                "unknown_parameter",
+                f"unknown query parameter {name[:50]!r}; this endpoint takes "
+                + ", ".join(sorted(allowed)),
+                param=name[:100],
+            )
+
+
+def cursor(args: Mapping[str, list[str]], name: str, prefix: str) -> str | None:
+    """A cursor parameter: an id with ``prefix``, or None when absent."""
+    value = _single(args, name)
+    if value is not None and not has_prefix(value, prefix):
+        raise ApiError(
+            "cursor_not_found", f"{name} must be the id of a {prefix}_ object", param=name
+        )
+    return value
+
+
+def parse_list_query(
+    args: Mapping[str, list[str]],
+    *,
+    prefix: str,
+    sorts: Iterable[str],
+    filters: Mapping[str, Parser],
+) -> ListQuery:
+    """Parse a list endpoint's query string: ``limit`` (1-100, default 10), the cursors,
+    ``sort`` (a field of ``sorts``, optionally with a leading ``-``; default ``-created``)
+    and ``filters``.
+
+    Raises:
+        ApiError: 400 as described in the module docstring.
+    """
+    sorts = tuple(sorts)
+    check_names(args, {"limit", "starting_after", "ending_before", "sort", *filters})
+    raw_limit = _single(args, "limit")
+    limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
+    after = cursor(args, "starting_after", prefix)
+    before = cursor(args, "ending_before", prefix)
+    if after is not None and before is not None:
+        raise ApiError(
+            "cursor_conflict",
+            "starting_after and ending_before are mutually exclusive",
+            param="ending_before",
+        )
+    raw_sort = _single(args, "sort") or "-created"
+    field = raw_sort.removeprefix("-")
+    if field not in sorts:
+        raise ApiError(
+            "invalid_parameter",
+            "sort must be one of " + ", ".join(f"{s}, -{s}" for s in sorts),
+            param="sort",
+        )
+    parsed: dict[str, Any] = {}
+    for name, parse in filters.items():
+        raw = _single(args, name)
+        if raw is not None:
+            parsed[name] = parse(name, raw)
+    page = PageRequest(
+        limit=limit,
+        sort=field,
+        descending=raw_sort.startswith("-"),
+        starting_after=after,
+        ending_before=before,
+    )
+    return ListQuery(page=page, filters=parsed)

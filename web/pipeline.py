@@ -1,0 +1,213 @@
+"""The request pipeline: a context, a response, a route table entry and a middleware chain.
+
+Quart routes a request to a :class:`Route`; the route's handler runs behind a chain of
+middlewares, each ``async def middleware(ctx, call_next) -> ApiResponse``::
+
+    authenticate -> negotiate version -> authorize -> [rate limit] -> [idempotency] -> handler
+
+This module owns the shapes; :mod:`web.app` assembles the chain. Request safety
+(idempotency keys, rate limits) plugs in as further middlewares without touching the
+handlers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from werkzeug.datastructures import Headers
+
+from store import TokenContext
+
+from .errors import CODES, ApiError
+from .services import Services
+from .versioning import CURRENT_VERSION
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(slots=True)
+class ApiResponse:
+    """What a handler returns: status, a JSON-able body (None for 204) and extra headers."""
+
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class RequestContext:
+    """One request as the pipeline sees it. Middlewares fill ``token`` and ``version``;
+    handlers read the rest.
+
+    Attributes:
+        query: every query parameter with all its values.
+        body: the raw request body (bytes; empty when none was sent).
+        response_headers: headers every response to this request carries (Request-Id,
+            Service-Version, rate-limit headers), errors included.
+    """
+
+    request_id: str
+    route: Route
+    method: str
+    path: str
+    path_params: dict[str, str]
+    query: Mapping[str, list[str]]
+    headers: Headers
+    body: bytes
+    remote_addr: str | None
+    services: Services
+    token: TokenContext | None = None
+    version: str = CURRENT_VERSION
+    response_headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def account_id(self) -> str:
+        """The authenticated account's id (only after :func:`web.app.authenticate`)."""
+        assert self.token is not None, "authenticate must run first"
+        return self.token.account_id
+
+    def json_object(self) -> dict[str, Any]:
+        """The body as a JSON object, not yet validated.
+
+        Raises:
+            ApiError: 400 ``invalid_json`` for an empty or unreadable body,
+                ``unsupported_content_type`` without ``Content-Type: application/json``;
+                422 ``invalid_type`` when the JSON is not an object.
+        """
+        if not self.body.strip():
+            raise ApiError("invalid_json", "a JSON object body is required")
+        content_type = self.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "application/json":
+            raise ApiError(
+                "unsupported_content_type",
+                "Content-Type must be application/json",
+                param="Content-Type",
+            )
+        data = parse_json(self.body)
+        if not isinstance(data, dict):
+            raise ApiError("invalid_type", "the body must be a JSON object")
+        return data
+
+    def json_body(self, model: type[M], *, optional: bool = False) -> M:
+        """Parse and validate the body as ``model`` (DESIGN: 400 or 422).
+
+        ``optional`` accepts an empty body as ``{}`` (pause, resume, resolve), with no
+        Content-Type needed.
+
+        Raises:
+            ApiError: as :meth:`json_object`, and 422 (``parameter_missing``,
+                ``parameter_unknown``, ``value_out_of_range``, ...) naming the field when
+                the object is not valid.
+        """
+        if optional and not self.body.strip():
+            return model.model_validate({})
+        return validate(model, self.json_object())
+
+
+Handler = Callable[[RequestContext], Awaitable[ApiResponse]]
+Middleware = Callable[[RequestContext, Handler], Awaitable[ApiResponse]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Route:
+    """One endpoint: its method and path (Quart syntax, ``<id>``), the permission it needs
+    (None: no authentication), its handler, and what the OpenAPI document says of it."""
+
+    name: str
+    method: str
+    path: str
+    handler: Handler
+    permission: str | None
+    summary: str
+    success_status: int = 200
+    request_model: type[BaseModel] | None = None
+    response_model: type[BaseModel] | None = None
+    query: Sequence[tuple[str, str, str]] = ()
+    """Query parameters for the OpenAPI document: ``(name, JSON type, description)``."""
+
+
+def chain(middlewares: Sequence[Middleware], handler: Handler) -> Handler:
+    """Compose ``middlewares`` (outermost first) around ``handler``."""
+    composed = handler
+    for middleware in reversed(middlewares):
+        composed = _bind(middleware, composed)
+    return composed
+
+
+def _bind(middleware: Middleware, call_next: Handler) -> Handler:
+    async def run(ctx: RequestContext) -> ApiResponse:
+        return await middleware(ctx, call_next)
+
+    return run
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def parse_json(raw: bytes) -> Any:
+    """Decode a request body: UTF-8, strict JSON (no NaN or Infinity, no overflowing
+    numbers), nesting bounded by the parser.
+
+    Raises:
+        ApiError: ``invalid_json`` (400).
+    """
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        message = "the body is not valid JSON"
+        if isinstance(exc, UnicodeDecodeError):
+            message = "the body is not valid UTF-8"
+        raise ApiError("invalid_json", message) from None
+
+
+_PYDANTIC_CODES = {
+    "missing": "parameter_missing",
+    "extra_forbidden": "parameter_unknown",
+    "literal_error": "invalid_value",
+    "enum": "invalid_value",
+    "string_too_long": "value_too_long",
+    "string_too_short": "value_too_short",
+    "greater_than_equal": "value_out_of_range",
+    "less_than_equal": "value_out_of_range",
+    "greater_than": "value_out_of_range",
+    "less_than": "value_out_of_range",
+}
+
+
+def validate(model: type[M], data: dict[str, Any]) -> M:
+    """Validate ``data`` as ``model``; the first error becomes a 422 naming its field.
+
+    Raises:
+        ApiError: 422 with a code from :data:`web.errors.CODES`.
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        kind = first["type"]
+        code = _PYDANTIC_CODES.get(kind)
+        if code is None:
+            code = kind if kind in CODES else "invalid_type"
+        location = first["loc"]
+        param = str(location[0]) if location else None
+        if param == "metadata" and code == "invalid_type":
+            code = "metadata_invalid"
+        message = first["msg"]
+        if code == "parameter_unknown" and param is not None:
+            message = f"unknown field {param!r}"
+        elif param is not None:
+            message = f"{param}: {message}"
+        raise ApiError(code, message, param=param) from None

@@ -1,0 +1,8 @@
+"""The endpoints of spec part 4, as :class:`web.pipeline.Route` tables."""
+
+from .incidents import ROUTES as INCIDENT_ROUTES
+from .monitors import ROUTES as MONITOR_ROUTES
+
+ROUTES = (*MONITOR_ROUTES, *INCIDENT_ROUTES)
+
+__all__ = ["ROUTES"]

@@ -1,0 +1,73 @@
+"""Helpers the resource routes share: path ids, the clock, body-to-changes diffing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from store import has_prefix
+
+from ..errors import ApiError
+from ..models import MAX_METADATA_KEYS, merge_metadata
+from ..pipeline import RequestContext
+
+
+def now() -> int:
+    """Wall-clock time as integer epoch seconds (spec 2.4), for stored timestamps."""
+    return int(time.time())
+
+
+def path_id(ctx: RequestContext, prefix: str) -> str:
+    """The ``<id>`` of the path; a malformed one is a 404 like an unknown one."""
+    value = ctx.path_params["id"]
+    if not has_prefix(value, prefix):
+        raise not_found(prefix, value)
+    return value
+
+
+def not_found(prefix: str, value: str) -> ApiError:
+    """The 404 for an id of ``prefix`` that the account does not have."""
+    kind = {"mon": "monitor", "inc": "incident"}[prefix]
+    return ApiError("resource_missing", f"no such {kind}: {value[:80]!r}", param="id")
+
+
+def patch_changes(
+    body: BaseModel,
+    current: Any,
+    *,
+    nullable: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """The columns a PATCH body changes on ``current``: fields sent whose value differs,
+    with ``metadata`` merged (spec 2.4 rules 4-5) and its 50-key limit checked after the
+    merge.
+
+    Raises:
+        ApiError: 422 ``invalid_type`` for null sent to a field not in ``nullable``;
+            ``metadata_too_many_keys`` when the merge would pass 50 keys.
+    """
+    changes: dict[str, Any] = {}
+    for name in body.model_fields_set:
+        value = getattr(body, name)
+        if value is None and name not in nullable:
+            raise ApiError("invalid_type", f"{name} may not be null", param=name)
+        if name == "metadata":
+            value = merged_metadata(current.metadata, value)
+        if value != getattr(current, name):
+            changes[name] = value
+    return changes
+
+
+def merged_metadata(current: Mapping[str, str], patch: dict[str, str]) -> dict[str, str]:
+    """``current`` merged with ``patch``; raises 422 ``metadata_too_many_keys`` past 50."""
+    merged = merge_metadata(dict(current), patch)
+    if len(merged) > MAX_METADATA_KEYS:
+        raise ApiError(
+            "metadata_too_many_keys",
+            f"metadata may have at most {MAX_METADATA_KEYS} keys; this update would leave "
+            f"{len(merged)}",
+            param="metadata",
+        )
+    return merged

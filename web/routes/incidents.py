@@ -1,0 +1,216 @@
+"""Incident endpoints (spec 4.2): create, read, list, update, resolve, delete.
+
+Decisions (DESIGN): any status move is allowed by PATCH; moving into ``resolved`` sets
+``resolved_at``, moving out of it clears ``resolved_at`` and ``resolution_message``;
+creating an incident as ``resolved`` sets ``resolved_at`` to its creation time; resolve on
+a resolved incident is a 400 ``incident_not_open``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store import IncidentRecord, incidents, new_id
+
+from ..errors import ApiError
+from ..models import (
+    IncidentCreate,
+    IncidentList,
+    IncidentObject,
+    IncidentResolve,
+    IncidentUpdate,
+    merge_metadata,
+)
+from ..objects import incident_object, list_object
+from ..params import boolean, choice, parse_list_query
+from ..pipeline import ApiResponse, RequestContext, Route
+from .common import not_found, now, patch_changes, path_id
+
+_STATUSES = ("investigating", "identified", "monitoring", "resolved")
+_SEVERITIES = ("critical", "major", "minor", "maintenance")
+
+
+async def create_incident(ctx: RequestContext) -> ApiResponse:
+    """POST /incidents: 201 with the new incident."""
+    body = ctx.json_body(IncidentCreate)
+    created = now()
+    values = {
+        "id": new_id("inc"),
+        "account_id": ctx.account_id,
+        "title": body.title,
+        "description": body.description,
+        "status": body.status,
+        "severity": body.severity,
+        "resolved_at": created if body.status == "resolved" else None,
+        "resolution_message": None,
+        "created": created,
+        "updated": created,
+        "metadata": merge_metadata({}, body.metadata),
+    }
+    record = await ctx.services.db.transaction(incidents.insert_incident, values)
+    return ApiResponse(201, incident_object(record))
+
+
+async def get_incident(ctx: RequestContext) -> ApiResponse:
+    """GET /incidents/:id."""
+    incident_id = path_id(ctx, "inc")
+    record = await ctx.services.db.run(incidents.get_incident, ctx.account_id, incident_id)
+    if record is None:
+        raise not_found("inc", incident_id)
+    return ApiResponse(200, incident_object(record))
+
+
+async def list_incidents(ctx: RequestContext) -> ApiResponse:
+    """GET /incidents: a page, filtered by status, severity and resolution."""
+    query = parse_list_query(
+        ctx.query,
+        prefix="inc",
+        sorts=("created", "updated", "title"),
+        filters={
+            "status": choice(*_STATUSES),
+            "severity": choice(*_SEVERITIES),
+            "resolved": boolean,
+        },
+    )
+    page = await ctx.services.db.run(
+        incidents.list_incidents, ctx.account_id, query.page, **query.filters
+    )
+    return ApiResponse(200, list_object("/incidents", page.items, page.has_more, incident_object))
+
+
+def _status_move(current: IncidentRecord, status: str, at: int) -> dict[str, Any]:
+    """The columns a move to ``status`` changes besides ``status`` itself."""
+    if status == "resolved" and current.status != "resolved":
+        return {"resolved_at": at}
+    if status != "resolved" and current.status == "resolved":
+        return {"resolved_at": None, "resolution_message": None}
+    return {}
+
+
+async def update_incident(ctx: RequestContext) -> ApiResponse:
+    """PATCH /incidents/:id: only the fields sent change; metadata merges."""
+    incident_id = path_id(ctx, "inc")
+    body = ctx.json_body(IncidentUpdate)
+    at = now()
+
+    def apply(current: IncidentRecord) -> dict[str, Any]:
+        changes = patch_changes(body, current, nullable=frozenset({"description"}))
+        if "status" in changes:
+            changes.update(_status_move(current, changes["status"], at))
+        return changes
+
+    record = await ctx.services.db.transaction(
+        incidents.update_incident, ctx.account_id, incident_id, apply, at
+    )
+    if record is None:
+        raise not_found("inc", incident_id)
+    return ApiResponse(200, incident_object(record))
+
+
+async def resolve_incident(ctx: RequestContext) -> ApiResponse:
+    """POST /incidents/:id/resolve: status ``resolved``, ``resolved_at`` now, the optional
+    ``resolution_message`` stored; 400 ``incident_not_open`` if already resolved."""
+    incident_id = path_id(ctx, "inc")
+    body = ctx.json_body(IncidentResolve, optional=True)
+    at = now()
+
+    def apply(current: IncidentRecord) -> dict[str, Any]:
+        if current.status == "resolved":
+            raise ApiError(
+                "incident_not_open", f"incident {incident_id} is already resolved", param="id"
+            )
+        return {
+            "status": "resolved",
+            "resolved_at": at,
+            "resolution_message": body.resolution_message,
+        }
+
+    record = await ctx.services.db.transaction(
+        incidents.update_incident, ctx.account_id, incident_id, apply, at
+    )
+    if record is None:
+        raise not_found("inc", incident_id)
+    return ApiResponse(200, incident_object(record))
+
+
+async def delete_incident(ctx: RequestContext) -> ApiResponse:
+    """DELETE /incidents/:id: 204; gone for good."""
+    incident_id = path_id(ctx, "inc")
+    deleted = await ctx.services.db.transaction(
+        incidents.delete_incident, ctx.account_id, incident_id, now()
+    )
+    if not deleted:
+        raise not_found("inc", incident_id)
+    return ApiResponse(204)
+
+
+ROUTES = (
+    Route(
+        name="list_incidents",
+        method="GET",
+        path="/incidents",
+        handler=list_incidents,
+        permission="incidents.read",
+        summary="List incidents",
+        response_model=IncidentList,
+        query=(
+            ("limit", "integer", "1 to 100, default 10."),
+            ("starting_after", "string", "Cursor: objects after this id."),
+            ("ending_before", "string", "Cursor: objects before this id."),
+            ("status", "string", "Filter: " + ", ".join(_STATUSES) + "."),
+            ("severity", "string", "Filter: " + ", ".join(_SEVERITIES) + "."),
+            ("resolved", "boolean", "Filter: true for resolved, false for open."),
+            ("sort", "string", "created, updated or title; leading - for descending."),
+        ),
+    ),
+    Route(
+        name="create_incident",
+        method="POST",
+        path="/incidents",
+        handler=create_incident,
+        permission="incidents.create",
+        summary="Create an incident",
+        success_status=201,
+        request_model=IncidentCreate,
+        response_model=IncidentObject,
+    ),
+    Route(
+        name="get_incident",
+        method="GET",
+        path="/incidents/<id>",
+        handler=get_incident,
+        permission="incidents.read",
+        summary="Retrieve an incident",
+        response_model=IncidentObject,
+    ),
+    Route(
+        name="update_incident",
+        method="PATCH",
+        path="/incidents/<id>",
+        handler=update_incident,
+        permission="incidents.update",
+        summary="Update an incident",
+        request_model=IncidentUpdate,
+        response_model=IncidentObject,
+    ),
+    Route(
+        name="resolve_incident",
+        method="POST",
+        path="/incidents/<id>/resolve",
+        handler=resolve_incident,
+        permission="incidents.update",
+        summary="Resolve an incident",
+        request_model=IncidentResolve,
+        response_model=IncidentObject,
+    ),
+    Route(
+        name="delete_incident",
+        method="DELETE",
+        path="/incidents/<id>",
+        handler=delete_incident,
+        permission="incidents.delete",
+        summary="Delete an incident",
+        success_status=204,
+    ),
+)
+"""The incident endpoints."""

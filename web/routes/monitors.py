@@ -1,0 +1,318 @@
+"""Monitor endpoints (spec 4.1): create, read, list, update, delete, pause, resume, checks.
+
+Each mutation commits first, then tells the engine and waits for its acknowledgement,
+then responds (engine issue, item 6), so a 2xx means both stored and in effect.
+
+Rules beyond the spec's table, decided here (DESIGN and README): ``method`` and
+``expected_status_code`` default to GET and 200 for http monitors and are null for the
+other types (sending a non-null value for a non-http monitor is a 422); ``url`` must fit
+the type (``engine.targets``); ``timeout_seconds`` may not exceed ``interval_seconds``,
+checked on the values the monitor ends up with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.targets import InvalidTarget, parse_target
+from store import Connection, MonitorRecord, PageRequest, checks, monitors, new_id
+
+from ..errors import ApiError
+from ..models import (
+    CheckList,
+    EmptyBody,
+    MonitorCreate,
+    MonitorList,
+    MonitorObject,
+    MonitorUpdate,
+    merge_metadata,
+)
+from ..objects import check_object, list_object, monitor_object
+from ..params import check_names, choice, cursor, integer, parse_list_query, text
+from ..pipeline import ApiResponse, RequestContext, Route, validate
+from .common import not_found, now, patch_changes, path_id
+
+_HTTP_ONLY = ("method", "expected_status_code")
+
+
+def check_target(type: str, url: str) -> None:
+    """Raise 422 ``invalid_url`` unless ``url`` fits monitor ``type``."""
+    try:
+        parse_target(type, url)
+    except InvalidTarget as exc:
+        raise ApiError("invalid_url", str(exc), param="url") from None
+
+
+def check_timeout(interval_seconds: int, timeout_seconds: int) -> None:
+    """Raise 422 ``timeout_exceeds_interval`` when a check could outlast its interval."""
+    if timeout_seconds > interval_seconds:
+        raise ApiError(
+            "timeout_exceeds_interval",
+            f"timeout_seconds ({timeout_seconds}) may not exceed interval_seconds "
+            f"({interval_seconds})",
+            param="timeout_seconds",
+        )
+
+
+def check_http_only(type: str, values: dict[str, Any]) -> None:
+    """Raise 422 when ``method`` or ``expected_status_code`` is set on a non-http monitor."""
+    if type == "http":
+        return
+    for name in _HTTP_ONLY:
+        if values.get(name) is not None:
+            raise ApiError("invalid_value", f"{name} applies to http monitors only", param=name)
+
+
+async def create_monitor(ctx: RequestContext) -> ApiResponse:
+    """POST /monitors: 201 with the new monitor, status ``pending`` (DESIGN)."""
+    body = ctx.json_body(MonitorCreate)
+    check_http_only(body.type, body.model_dump())
+    check_timeout(body.interval_seconds, body.timeout_seconds)
+    check_target(body.type, body.url)
+    created = now()
+    is_http = body.type == "http"
+    values = {
+        "id": new_id("mon"),
+        "account_id": ctx.account_id,
+        "name": body.name,
+        "url": body.url,
+        "type": body.type,
+        "status": "pending",
+        "interval_seconds": body.interval_seconds,
+        "timeout_seconds": body.timeout_seconds,
+        "method": (body.method or "GET") if is_http else None,
+        "expected_status_code": (body.expected_status_code or 200) if is_http else None,
+        "failure_threshold": body.failure_threshold,
+        "success_threshold": body.success_threshold,
+        "created": created,
+        "updated": created,
+        "metadata": merge_metadata({}, body.metadata),
+    }
+    record = await ctx.services.db.transaction(monitors.insert_monitor, values)
+    await ctx.services.engine.monitor_saved(record)
+    return ApiResponse(201, monitor_object(record))
+
+
+async def get_monitor(ctx: RequestContext) -> ApiResponse:
+    """GET /monitors/:id."""
+    monitor_id = path_id(ctx, "mon")
+    record = await ctx.services.db.run(monitors.get_monitor, ctx.account_id, monitor_id)
+    if record is None:
+        raise not_found("mon", monitor_id)
+    return ApiResponse(200, monitor_object(record))
+
+
+async def list_monitors(ctx: RequestContext) -> ApiResponse:
+    """GET /monitors: a page, filtered by status, type and a name search."""
+    query = parse_list_query(
+        ctx.query,
+        prefix="mon",
+        sorts=("created", "updated", "name"),
+        filters={
+            "status": choice("up", "down", "pending", "paused"),
+            "type": choice("http", "tcp", "dns", "ping"),
+            "search": text(200),
+        },
+    )
+    page = await ctx.services.db.run(
+        monitors.list_monitors, ctx.account_id, query.page, **query.filters
+    )
+    return ApiResponse(200, list_object("/monitors", page.items, page.has_more, monitor_object))
+
+
+async def update_monitor(ctx: RequestContext) -> ApiResponse:
+    """PATCH /monitors/:id: only the fields sent change; metadata merges; ``type`` may
+    not change (422 ``parameter_immutable``)."""
+    monitor_id = path_id(ctx, "mon")
+    data = ctx.json_object()
+    if "type" in data:
+        raise ApiError(
+            "parameter_immutable",
+            "type cannot change; create a new monitor instead",
+            param="type",
+        )
+    body = validate(MonitorUpdate, data)
+
+    def apply(current: MonitorRecord) -> dict[str, Any]:
+        is_http = current.type == "http"
+        changes = patch_changes(
+            body, current, nullable=frozenset() if is_http else frozenset(_HTTP_ONLY)
+        )
+        check_http_only(current.type, changes)
+        check_timeout(
+            changes.get("interval_seconds", current.interval_seconds),
+            changes.get("timeout_seconds", current.timeout_seconds),
+        )
+        if "url" in changes:
+            check_target(current.type, changes["url"])
+        return changes
+
+    record = await ctx.services.db.transaction(
+        monitors.update_monitor, ctx.account_id, monitor_id, apply, now()
+    )
+    if record is None:
+        raise not_found("mon", monitor_id)
+    await ctx.services.engine.monitor_saved(record)
+    return ApiResponse(200, monitor_object(record))
+
+
+async def delete_monitor(ctx: RequestContext) -> ApiResponse:
+    """DELETE /monitors/:id: 204; the monitor, its checks and history are gone for good."""
+    monitor_id = path_id(ctx, "mon")
+    deleted = await ctx.services.db.transaction(
+        monitors.delete_monitor, ctx.account_id, monitor_id, now()
+    )
+    if not deleted:
+        raise not_found("mon", monitor_id)
+    await ctx.services.engine.monitor_deleted(monitor_id)
+    return ApiResponse(204)
+
+
+async def pause_monitor(ctx: RequestContext) -> ApiResponse:
+    """POST /monitors/:id/pause: status ``paused``, checks stop; on a paused monitor a
+    no-op 200 (DESIGN)."""
+    return await _move(ctx, monitors.pause_monitor)
+
+
+async def resume_monitor(ctx: RequestContext) -> ApiResponse:
+    """POST /monitors/:id/resume: status ``pending``, checks resume; on a monitor that is
+    not paused a no-op 200 (DESIGN)."""
+    return await _move(ctx, monitors.resume_monitor)
+
+
+async def _move(ctx: RequestContext, move: Any) -> ApiResponse:
+    monitor_id = path_id(ctx, "mon")
+    ctx.json_body(EmptyBody, optional=True)
+    record, changed = await ctx.services.db.transaction(move, ctx.account_id, monitor_id, now())
+    if record is None:
+        raise not_found("mon", monitor_id)
+    if changed:
+        await ctx.services.engine.monitor_saved(record)
+    return ApiResponse(200, monitor_object(record))
+
+
+async def _monitor_checks(
+    connection: Connection, account_id: str, monitor_id: str, limit: int, after: str | None
+) -> tuple[list[Any], bool] | None:
+    if await monitors.get_monitor(connection, account_id, monitor_id) is None:
+        return None
+    return await checks.list_checks(connection, monitor_id, limit=limit, starting_after=after)
+
+
+async def list_checks(ctx: RequestContext) -> ApiResponse:
+    """GET /monitors/:id/checks: the monitor's checks, newest first (DESIGN)."""
+    monitor_id = path_id(ctx, "mon")
+    check_names(ctx.query, ("limit", "starting_after"))
+    raw_limit = ctx.query.get("limit")
+    limit = 10
+    if raw_limit:
+        if len(raw_limit) > 1:
+            raise ApiError("invalid_parameter", "limit may be given once", param="limit")
+        limit = integer(1, 100)("limit", raw_limit[0])
+    after = cursor(ctx.query, "starting_after", "chk")
+    found = await ctx.services.db.run(_monitor_checks, ctx.account_id, monitor_id, limit, after)
+    if found is None:
+        raise not_found("mon", monitor_id)
+    items, has_more = found
+    return ApiResponse(
+        200, list_object(f"/monitors/{monitor_id}/checks", items, has_more, check_object)
+    )
+
+
+_PAGE = (
+    ("limit", "integer", "1 to 100, default 10."),
+    ("starting_after", "string", "Cursor: objects after this id."),
+    ("ending_before", "string", "Cursor: objects before this id."),
+)
+
+ROUTES = (
+    Route(
+        name="list_monitors",
+        method="GET",
+        path="/monitors",
+        handler=list_monitors,
+        permission="monitors.read",
+        summary="List monitors",
+        response_model=MonitorList,
+        query=(
+            *_PAGE,
+            ("status", "string", "Filter: up, down, pending, paused."),
+            ("type", "string", "Filter: http, tcp, dns, ping."),
+            ("search", "string", "Case-insensitive substring of the name."),
+            ("sort", "string", "created, updated or name; leading - for descending."),
+        ),
+    ),
+    Route(
+        name="create_monitor",
+        method="POST",
+        path="/monitors",
+        handler=create_monitor,
+        permission="monitors.create",
+        summary="Create a monitor",
+        success_status=201,
+        request_model=MonitorCreate,
+        response_model=MonitorObject,
+    ),
+    Route(
+        name="get_monitor",
+        method="GET",
+        path="/monitors/<id>",
+        handler=get_monitor,
+        permission="monitors.read",
+        summary="Retrieve a monitor",
+        response_model=MonitorObject,
+    ),
+    Route(
+        name="update_monitor",
+        method="PATCH",
+        path="/monitors/<id>",
+        handler=update_monitor,
+        permission="monitors.update",
+        summary="Update a monitor",
+        request_model=MonitorUpdate,
+        response_model=MonitorObject,
+    ),
+    Route(
+        name="delete_monitor",
+        method="DELETE",
+        path="/monitors/<id>",
+        handler=delete_monitor,
+        permission="monitors.delete",
+        summary="Delete a monitor",
+        success_status=204,
+    ),
+    Route(
+        name="pause_monitor",
+        method="POST",
+        path="/monitors/<id>/pause",
+        handler=pause_monitor,
+        permission="monitors.update",
+        summary="Pause a monitor",
+        response_model=MonitorObject,
+    ),
+    Route(
+        name="resume_monitor",
+        method="POST",
+        path="/monitors/<id>/resume",
+        handler=resume_monitor,
+        permission="monitors.update",
+        summary="Resume a monitor",
+        response_model=MonitorObject,
+    ),
+    Route(
+        name="list_checks",
+        method="GET",
+        path="/monitors/<id>/checks",
+        handler=list_checks,
+        permission="monitors.read",
+        summary="List a monitor's checks, newest first",
+        response_model=CheckList,
+        query=(
+            ("limit", "integer", "1 to 100, default 10."),
+            ("starting_after", "string", "Cursor: checks older than this check id."),
+        ),
+    ),
+)
+"""The monitor endpoints."""
+
+__all__ = ["ROUTES", "PageRequest"]
