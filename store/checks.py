@@ -52,10 +52,11 @@ async def write_check_batch(
     if checks:
         result = await connection.execute(
             f"INSERT INTO checks ({_CHECK_COLUMNS}) "
-            "SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], "
-            "$5::int[], $6::text[], $7::text[], $8::bigint[]) AS u "
+            f"SELECT {_CHECK_COLUMNS} FROM unnest($1::text[], $2::text[], $3::text[], "
+            "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[]) "
+            f"WITH ORDINALITY AS u({_CHECK_COLUMNS}, ord) "
             "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id) "
-            "ON CONFLICT (id) DO NOTHING",
+            "ORDER BY ord ON CONFLICT (id) DO NOTHING",
             [c.id for c in checks],
             [c.monitor_id for c in checks],
             [c.status for c in checks],
@@ -68,7 +69,7 @@ async def write_check_batch(
         inserted = int(result.rsplit(" ", 1)[-1])
     if changes:
         await connection.execute(
-            "WITH ch AS (SELECT u.*, u.ord FROM unnest($1::text[], $2::text[], $3::text[], "
+            "WITH ch AS (SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], "
             "$4::text[], $5::int[], $6::bigint[]) WITH ORDINALITY "
             "AS u(monitor_id, check_id, from_status, to_status, epoch, created, ord)), "
             "last AS (SELECT DISTINCT ON (monitor_id) * FROM ch ORDER BY monitor_id, ord DESC), "

@@ -19,6 +19,7 @@ from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
+from engine import ActorUnavailable
 from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
 
 from .auth import bearer_token, require_permission, verify_token
@@ -74,6 +75,8 @@ def _translate(exc: Exception) -> ApiError | None:
         return exc
     if isinstance(exc, CursorNotFound):
         return ApiError("cursor_not_found", str(exc), param=exc.param)
+    if isinstance(exc, ActorUnavailable):
+        return ApiError("engine_unavailable", "saved, but the engine did not acknowledge it")
     if isinstance(exc, DatabaseUnavailable):
         return ApiError("database_unavailable", "the database is unavailable; retry later")
     return None

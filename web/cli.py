@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -31,6 +31,7 @@ import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
+from engine import EngineSettings, Intensity, Prober, run_engine
 from store import (
     Database,
     EmbeddedPostgres,
@@ -39,6 +40,7 @@ from store import (
     open_database,
     start_embedded,
 )
+from store.actor import run_check_writer
 
 from .app import create_app
 from .auth import PERMISSIONS, issue_token, load_secret, parse_permissions
@@ -125,52 +127,113 @@ async def _wait_for_signal(
             return
 
 
-EngineFactory = Callable[..., Awaitable[None]]
-"""``async def run_engine(db, args, *, task_status)``: starts the engine, reports a
-:class:`web.services.MonitorEngine` with ``task_status.started(engine)``, runs until
-cancelled, flushing what it must on the way out."""
+def parse_nameserver(text: str) -> tuple[str, int]:
+    """``IP[:PORT]`` (IPv6 as ``[IP]:PORT``) for ``--dns-nameserver``; port 53 by default.
+
+    Raises:
+        argparse.ArgumentTypeError: not an IP address with an optional port.
+    """
+    import ipaddress
+
+    host, port = text, "53"
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":") or "53"
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        ipaddress.ip_address(host)
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not IP[:PORT]: {text!r}") from None
+    return host, number
 
 
-async def serve(args: argparse.Namespace, run_engine: EngineFactory | None = None) -> None:
-    """``uptrio serve``: run until SIGINT or SIGTERM, then stop cleanly."""
+def engine_settings(args: argparse.Namespace) -> EngineSettings:
+    """The engine's settings from ``uptrio serve`` flags."""
+    return EngineSettings(
+        max_probes_in_flight=args.max_probes_in_flight,
+        shard_count=args.shards,
+        monitor_intensity=Intensity(
+            max_restarts=args.restart_intensity, period_seconds=args.restart_period
+        ),
+    )
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """``uptrio serve``: run until SIGINT or SIGTERM, then stop cleanly.
+
+    Shutdown order: Hypercorn stops accepting and finishes requests in flight (up to
+    ``--shutdown-seconds``), the engine's actors stop, then the store actor writes every
+    result still queued and the pool closes: no probed check is lost.
+    """
     data_dir = _data_dir(args)
     secret = load_secret(data_dir)
     stop = trio.Event()
     async with trio_asyncio.open_loop(), open_store(args) as db:
         first = await _first_token(db, secret, data_dir)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(_wait_for_signal, stop)
-            engine: MonitorEngine = NoEngine()
-            if run_engine is not None and not args.no_engine:
-                engine = await nursery.start(run_engine, db, args)
-            services = Services(
-                db=db,
-                engine=engine,
-                jwt_secret=secret,
-                settings=WebSettings(max_body_bytes=args.max_body_bytes),
-                data_dir=data_dir,
-            )
-            config = HypercornConfig()
-            config.bind = [f"{args.host}:{args.port}"]
-            config.accesslog = None
-            config.errorlog = None
-            config.graceful_timeout = args.shutdown_seconds
-            binds = await nursery.start(
-                partial(hypercorn_serve, create_app(services), config, shutdown_trigger=stop.wait)
-            )
-            log.info("listening", binds=binds, data_dir=str(data_dir))
-            print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
-            if first is not None:
-                print(
-                    "\nFirst start: created account 'default' and a token with all eight "
-                    f"permissions (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
-                    flush=True,
+        async with trio.open_nursery() as outer:
+            writer = await outer.start(
+                partial(
+                    run_check_writer,
+                    db,
+                    batch_size=args.batch_size,
+                    batch_age_seconds=args.batch_age_ms / 1000,
                 )
-            await stop.wait()
-            # Hypercorn has stopped accepting and finished in-flight requests (it returns
-            # on the same trigger); stopping the engine flushes the store on its way out.
-            nursery.cancel_scope.cancel()
+            )
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(_wait_for_signal, stop)
+                    engine: MonitorEngine = NoEngine()
+                    if not args.no_engine:
+                        prober = Prober(dns_nameserver=args.dns_nameserver)
+                        engine = await nursery.start(
+                            run_engine, db, writer, prober, engine_settings(args)
+                        )
+                    await _serve_http(nursery, args, db, engine, secret, data_dir, stop, first)
+                    await stop.wait()
+                    nursery.cancel_scope.cancel()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await writer.aclose()
     log.info("stopped")
+
+
+async def _serve_http(
+    nursery: trio.Nursery,
+    args: argparse.Namespace,
+    db: Database,
+    engine: MonitorEngine,
+    secret: bytes,
+    data_dir: Path,
+    stop: trio.Event,
+    first: str | None,
+) -> None:
+    services = Services(
+        db=db,
+        engine=engine,
+        jwt_secret=secret,
+        settings=WebSettings(max_body_bytes=args.max_body_bytes),
+        data_dir=data_dir,
+    )
+    config = HypercornConfig()
+    config.bind = [f"{args.host}:{args.port}"]
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = args.shutdown_seconds
+    binds = await nursery.start(
+        partial(hypercorn_serve, create_app(services), config, shutdown_trigger=stop.wait)
+    )
+    log.info("listening", binds=binds, data_dir=str(data_dir))
+    print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
+    if first is not None:
+        print(
+            "\nFirst start: created account 'default' and a token with all eight "
+            f"permissions (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
+            flush=True,
+        )
 
 
 async def tokens_command(args: argparse.Namespace) -> int:
@@ -251,6 +314,40 @@ def build_parser() -> argparse.ArgumentParser:
     serve_p.add_argument(
         "--no-engine", action="store_true", help="serve the API only; probe nothing"
     )
+    serve_p.add_argument(
+        "--dns-nameserver",
+        type=parse_nameserver,
+        default=None,
+        help="IP[:PORT] for dns checks (default: the system's)",
+    )
+    serve_p.add_argument(
+        "--max-probes-in-flight",
+        type=int,
+        default=1000,
+        help="global cap on concurrent probes (default 1000)",
+    )
+    serve_p.add_argument("--shards", type=int, default=8, help="monitor supervisors (default 8)")
+    serve_p.add_argument(
+        "--restart-intensity",
+        type=int,
+        default=50,
+        help="monitor restarts one shard tolerates per period (default 50)",
+    )
+    serve_p.add_argument(
+        "--restart-period",
+        type=float,
+        default=60.0,
+        help="restart intensity period, seconds (default 60)",
+    )
+    serve_p.add_argument(
+        "--batch-size", type=int, default=500, help="check results per store batch (default 500)"
+    )
+    serve_p.add_argument(
+        "--batch-age-ms",
+        type=float,
+        default=200.0,
+        help="oldest result age before a batch is written, ms (default 200)",
+    )
 
     tokens_p = commands.add_parser("tokens", help="create, list and revoke API tokens")
     token_commands = tokens_p.add_subparsers(dest="tokens", required=True)
@@ -277,15 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_format, args.log_level)
     if args.command == "serve":
-        trio.run(serve, args, _engine_factory())
+        trio.run(serve, args)
         return 0
     if args.command == "tokens":
         return trio.run(tokens_command, args)
     return 2
-
-
-def _engine_factory() -> EngineFactory | None:
-    return None
 
 
 if __name__ == "__main__":

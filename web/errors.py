@@ -74,6 +74,11 @@ CODES: dict[str, tuple[int, str]] = {
     # 500
     "internal_error": (500, "A bug: quote the Request-Id to support."),
     "database_unavailable": (500, "The database cannot be reached right now; retry later."),
+    "engine_unavailable": (
+        500,
+        "The change was saved but the engine did not acknowledge it in time; it applies "
+        "the stored state when it recovers.",
+    ),
 }
 """Every error code: its HTTP status and when it occurs (copied into the README)."""
 

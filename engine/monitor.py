@@ -1,0 +1,262 @@
+"""The monitor actor: one trio task per running monitor, owning its schedule and status.
+
+Only the actor's loop touches its state (config, health, next deadline). A probe runs as
+a child task in the actor's nursery and posts a :class:`ProbeDone` back to the inbox, so
+the actor keeps answering :class:`Reconfigure` while a probe is in flight. Each result
+becomes a check record, moves the state machine (:mod:`engine.health`) and goes to the
+store actor, together with the status change it caused (one transaction there).
+
+Schedule (DESIGN, :mod:`engine.schedule`): deadlines on the grid ``phase + k *
+interval`` of the trio clock; a probe still running at the next deadline makes that tick
+a missed one (skipped, never piled up); a created or resumed monitor checks at once, one
+started by a (re)load waits for its grid point. Every probe waits for a slot of the
+global ``CapacityLimiter`` (file descriptors are finite), then runs under its own
+timeout inside :meth:`engine.probes.Prober.probe`.
+
+The inbox belongs to the engine and outlives an incarnation: a restarted actor reads the
+same inbox, and ignores the results of probes started by an earlier incarnation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import structlog
+import trio
+
+from store import CheckRecord, MonitorRecord, StatusChange, new_id
+from store.actor import CheckWriter
+
+from .actor import ActorRef, Reply, answer
+from .health import Health, after_check
+from .probes import Prober, ProbeResult, ProbeSpec
+from .schedule import grid_phase, missed_between, next_deadline
+
+log = structlog.get_logger("uptrio.engine")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reconfigure:
+    """Apply a new configuration from the next check on (a PATCH, committed)."""
+
+    monitor: MonitorRecord
+    reply: Reply[None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeDone:
+    """A probe of incarnation ``incarnation`` finished: its result, when it started
+    (wall time, epoch seconds) and which deadline (trio clock, seconds) it served."""
+
+    incarnation: object
+    result: ProbeResult
+    started_wall: float
+    deadline: float
+
+
+MonitorMessage = Reconfigure | ProbeDone
+
+
+@dataclass(slots=True)
+class EngineStatistics:
+    """Counters every monitor actor adds to (read by metrics and the benchmark).
+
+    Lateness is a probe's start (after a limiter slot was had) minus its deadline, in
+    seconds; the most recent samples are kept (at most ``max_samples``).
+    """
+
+    checks: int = 0
+    failures: int = 0
+    missed: int = 0
+    status_changes: int = 0
+    lateness_samples: list[float] = field(default_factory=list)
+    max_samples: int = 200_000
+
+    def record_lateness(self, seconds: float) -> None:
+        """Keep one lateness sample (seconds)."""
+        if len(self.lateness_samples) >= self.max_samples:
+            del self.lateness_samples[: self.max_samples // 2]
+        self.lateness_samples.append(seconds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MonitorDeps:
+    """What every monitor actor shares: the prober, the store actor's writer, the global
+    probe limiter and the statistics."""
+
+    prober: Prober
+    writer: CheckWriter
+    limiter: trio.CapacityLimiter
+    stats: EngineStatistics
+
+
+def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
+    """What to probe for ``monitor``."""
+    return ProbeSpec(
+        type=monitor.type,  # type: ignore[arg-type]
+        url=monitor.url,
+        timeout_seconds=float(monitor.timeout_seconds),
+        method=monitor.method,
+        expected_status_code=monitor.expected_status_code,
+    )
+
+
+async def _probe(
+    deps: MonitorDeps,
+    ref: ActorRef[MonitorMessage],
+    incarnation: object,
+    spec: ProbeSpec,
+    deadline: float,
+) -> None:
+    async with deps.limiter:
+        deps.stats.record_lateness(trio.current_time() - deadline)
+        started_wall = time.time()
+        result = await deps.prober.probe(spec)
+    await ref.tell(
+        ProbeDone(
+            incarnation=incarnation, result=result, started_wall=started_wall, deadline=deadline
+        )
+    )
+
+
+class _Monitor:
+    """The state of one incarnation; methods are called from the actor's loop only."""
+
+    def __init__(self, monitor: MonitorRecord, deps: MonitorDeps) -> None:
+        self.config = monitor
+        self.spec = probe_spec(monitor)
+        self.deps = deps
+        status = monitor.status if monitor.status in ("up", "down") else "pending"
+        self.health = Health(status)
+        self.clock_offset = trio.current_time() - time.time()
+        self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
+        self.incarnation = object()
+        self.in_flight = False
+
+    def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
+        """Take the new config; returns the next deadline (moved onto the new grid when
+        the interval changed)."""
+        old_interval = self.config.interval_seconds
+        self.config = monitor
+        self.spec = probe_spec(monitor)
+        if monitor.interval_seconds != old_interval:
+            self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
+            return next_deadline(now, self.phase, monitor.interval_seconds)
+        return deadline
+
+    def record(self, done: ProbeDone) -> tuple[CheckRecord, StatusChange | None]:
+        """Turn a probe result into a check and maybe a status change."""
+        result = done.result
+        config = self.config
+        check = CheckRecord(
+            id=new_id("chk"),
+            monitor_id=config.id,
+            status="up" if result.ok else "down",
+            response_time_ms=result.response_time_ms,
+            status_code=result.status_code,
+            error_code=result.error_code,
+            error_message=result.error_message,
+            created=int(done.started_wall),
+        )
+        before = self.health.status
+        self.health = after_check(
+            self.health,
+            result.ok,
+            failure_threshold=config.failure_threshold,
+            success_threshold=config.success_threshold,
+        )
+        stats = self.deps.stats
+        stats.checks += 1
+        stats.failures += not result.ok
+        change = None
+        if self.health.status != before:
+            stats.status_changes += 1
+            change = StatusChange(
+                monitor_id=config.id,
+                check_id=check.id,
+                from_status=before,
+                to_status=self.health.status,
+                run_epoch=config.run_epoch,
+                created=check.created,
+            )
+            log.info(
+                "monitor status changed",
+                monitor=config.id,
+                from_status=before,
+                to_status=self.health.status,
+                error_code=result.error_code,
+            )
+        return check, change
+
+
+async def run_monitor(
+    monitor: MonitorRecord,
+    ref: ActorRef[MonitorMessage],
+    inbox: trio.MemoryReceiveChannel[MonitorMessage],
+    deps: MonitorDeps,
+    *,
+    check_now: bool,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run ``monitor`` until cancelled (pause, delete, shutdown) or its inbox closes.
+
+    ``ref`` is the send side of ``inbox`` (probe tasks post their results there).
+    ``check_now`` runs the first check at once (create, resume) instead of at the grid
+    point. Raises only for bugs (a probe that raises crashes the actor; its supervisor
+    restarts it); ``trio.Cancelled`` propagates after results already probed are handed
+    to the store.
+    """
+    state = _Monitor(monitor, deps)
+    interval = float(monitor.interval_seconds)
+    now = trio.current_time()
+    deadline = now if check_now else next_deadline(now, state.phase, interval)
+    try:
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            while True:
+                message: MonitorMessage | None = None
+                with trio.move_on_at(deadline):
+                    try:
+                        message = await inbox.receive()
+                    except trio.EndOfChannel:
+                        return
+                now = trio.current_time()
+                if message is None:
+                    interval = float(state.config.interval_seconds)
+                    following = next_deadline(max(now, deadline), state.phase, interval)
+                    if state.in_flight:
+                        deps.stats.missed += 1
+                    else:
+                        state.in_flight = True
+                        nursery.start_soon(
+                            _probe, deps, ref, state.incarnation, state.spec, deadline
+                        )
+                    deps.stats.missed += missed_between(deadline, following, interval)
+                    deadline = following
+                    continue
+                match message:
+                    case Reconfigure(monitor=new, reply=reply):
+                        with reply:
+                            deadline = state.reconfigure(new, now, deadline)
+                            answer(reply, None)
+                    case ProbeDone() if message.incarnation is state.incarnation:
+                        state.in_flight = False
+                        check, change = state.record(message)
+                        await deps.writer.write(check, change)
+                    case ProbeDone():
+                        pass  # a probe of an earlier incarnation: its actor is gone
+    except trio.Cancelled:
+        # A probe that already finished is a check: hand it over before going.
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            while True:
+                try:
+                    message = inbox.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                if isinstance(message, ProbeDone) and message.incarnation is state.incarnation:
+                    check, change = state.record(message)
+                    await deps.writer.write(check, change)
+                elif isinstance(message, Reconfigure):
+                    message.reply.close()
+        raise

@@ -1,0 +1,39 @@
+"""The probes: http, tcp, dns and ping checks, run through one shared `Prober`.
+
+Usage::
+
+    prober = Prober()  # once per process
+    result = await prober.probe(
+        ProbeSpec(type="http", url="https://example.com/", timeout_seconds=10.0,
+                  method="GET", expected_status_code=200)
+    )
+    result.ok, result.response_time_ms, result.status_code, result.error_code
+
+A failing target is data: `Prober.probe` returns a `ProbeResult` whose ``error_code`` is
+one of `ERROR_CODES` (table in ``_result.py``); it raises only for bugs, and lets
+`trio.Cancelled` through. The modules, one per concern:
+
+- ``_result``: `ProbeSpec`, `ProbeResult`, the error codes;
+- ``_prober``: `Prober`, the timeout and the translation of failures into results;
+- ``_tcp``: resolution, the address policy, TCP connects (happy eyeballs), the tcp probe;
+- ``_http``: the http probe (h11 over trio streams, redirects, TLS);
+- ``_dns``: the dns probe (dnspython on trio);
+- ``_ping``: the ping probe (ICMP sockets on trio).
+"""
+
+from ._http import BODY_LIMIT_BYTES, MAX_REDIRECTS, USER_AGENT
+from ._prober import Prober
+from ._result import ERROR_CODES, ErrorCode, ProbeResult, ProbeSpec
+from ._tcp import AddressPolicy
+
+__all__ = [
+    "BODY_LIMIT_BYTES",
+    "ERROR_CODES",
+    "MAX_REDIRECTS",
+    "USER_AGENT",
+    "AddressPolicy",
+    "ErrorCode",
+    "ProbeResult",
+    "ProbeSpec",
+    "Prober",
+]

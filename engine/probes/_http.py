@@ -1,0 +1,298 @@
+"""The ``http`` probe: a lean HTTP/1.1 client, h11 on trio sockets and trio.SSLStream.
+
+Why not httpx: httpx costs about 0.5 CPU ms per GET, and the engine's budget is
+0.3 CPU ms per check for the whole service at 1,000 checks/s (DESIGN.md, "Facts
+measured"); ``bench/probe_micro.py`` compares the two (about 0.15 against 0.57 CPU ms
+per check on loopback). A check needs little of a general client: one request on a
+fresh connection, the status, a bounded body read. What keeps it cheap: the parsed URL
+and the validated h11 request are cached per (url, method), IP literals skip
+getaddrinfo, and plain http is spoken on the trio socket itself (no
+`trio.SocketStream` wrapper); https goes through `trio.SSLStream`.
+
+One check, hop by hop:
+
+1. The URL is parsed (`engine.targets.parse_target`) and the host resolved and
+   checked against the address policy (`._tcp.resolve`); the connection goes to exactly
+   the address that was checked, so a second DNS answer cannot redirect it.
+2. A new TCP connection (never reused between checks; the request says
+   ``Connection: close``), then for https a TLS handshake verified by the shared
+   `ssl.SSLContext` with the URL's host as server name (SNI and certificate check).
+3. One request: the monitor's method, ``Host``, ``User-Agent``, ``Accept: */*``,
+   ``Connection: close``, and ``Content-Length: 0`` for POST, PUT and PATCH. No body.
+4. The response head, then the body up to `BODY_LIMIT_BYTES` (read and dropped, so the
+   target sees a normal client); the connection is closed without waiting for the peer.
+5. A 301, 302, 303, 307 or 308 with a ``Location`` is followed, relative locations
+   resolved against the current URL, at most `MAX_REDIRECTS` times (one more redirect
+   is ``too_many_redirects``). 303, and 302 except for HEAD, continue with GET; 301
+   turns POST into GET (what browsers and httpx do). A redirect is not followed when
+   its status *is* ``expected_status_code``: the monitor then checks the redirect.
+
+Up: the final status equals ``expected_status_code``, or is 2xx when that is ``None``.
+
+Response time: from just before the first connection attempt (after the first name
+resolution) to the end of reading the final response, in milliseconds; later redirect
+hops, their resolution included, count in full.
+
+Error handling: returns a `ProbeResult` for every final response (ok,
+``unexpected_status``, ``too_many_redirects``); raises `ProbeFailure` for everything
+else (``tls_error``, ``protocol_error``, connection errors, ``dns_failure``,
+``target_denied``, ``invalid_target``); lets `trio.Cancelled` through untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import quote, urljoin, urlsplit
+
+import h11
+import trio
+
+from engine.targets import parse_target
+
+from ._result import ProbeFailure, ProbeResult
+from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve
+
+__all__ = ["BODY_LIMIT_BYTES", "MAX_REDIRECTS", "USER_AGENT", "probe_http"]
+
+MAX_REDIRECTS = 10
+"""Redirects followed in one check; the next one fails it with ``too_many_redirects``."""
+
+BODY_LIMIT_BYTES = 64 * 1024
+"""Bytes of response body read at most; the connection is closed after that."""
+
+USER_AGENT = "Uptrio/0.1 (uptime monitor)"
+"""The ``User-Agent`` every http check sends."""
+
+_RECEIVE_BYTES = 64 * 1024
+_MAX_HEAD_BYTES = 64 * 1024
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What one (URL, method) needs on the wire, computed once (`_prepare` is cached)."""
+
+    host: str
+    port: int
+    https: bool
+    request: h11.Request
+
+
+_END = h11.EndOfMessage()
+
+
+@functools.lru_cache(maxsize=16_384)
+def _prepare(url: str, method: str) -> _Prepared:
+    """Parse ``url`` and build its validated h11 request (events are immutable, so the
+    request is built once and sent by every check).
+
+    Raises:
+        InvalidTarget: ``url`` is not an http(s) URL.
+        UnicodeError: the path holds characters UTF-8 cannot encode (lone surrogates).
+        h11.LocalProtocolError: ``method`` is not a valid HTTP method token.
+    """
+    target = parse_target("http", url)
+    assert target.port is not None
+    parts = urlsplit(url)
+    request_target = quote(parts.path or "/", safe=_PATH_SAFE)
+    if parts.query:
+        request_target += "?" + quote(parts.query, safe=_QUERY_SAFE)
+    https = target.scheme == "https"
+    host_header = f"[{target.host}]" if ":" in target.host else target.host
+    if target.port != (443 if https else 80):
+        host_header += f":{target.port}"
+    headers = [
+        (b"Host", host_header.encode("ascii")),
+        (b"User-Agent", USER_AGENT.encode("ascii")),
+        (b"Accept", b"*/*"),
+        (b"Connection", b"close"),
+    ]
+    if method in _BODY_METHODS:
+        headers.append((b"Content-Length", b"0"))
+    request = h11.Request(method=method, target=request_target.encode("ascii"), headers=headers)
+    return _Prepared(host=target.host, port=target.port, https=https, request=request)
+
+
+async def probe_http(
+    url: str,
+    *,
+    method: str | None,
+    expected_status_code: int | None,
+    ssl_context: ssl.SSLContext,
+    policy: AddressPolicy | None,
+) -> ProbeResult:
+    """Run one http check of ``url`` (see the module docstring for the rules).
+
+    Args:
+        url: an http(s) URL as `engine.targets.parse_target` accepts it.
+        method: the request method; ``None`` means GET.
+        expected_status_code: the status that counts as up; ``None`` means any 2xx.
+        ssl_context: verifies https servers; shared by every check.
+        policy: the address policy applied to every hop, or ``None``.
+
+    Returns:
+        A `ProbeResult` for the final response: ok, ``unexpected_status`` or
+        ``too_many_redirects``, with ``status_code`` and ``response_time_ms``.
+
+    Raises:
+        ProbeFailure: when no usable final response arrives (module docstring).
+    """
+    method = method or "GET"
+    started: float | None = None
+    for hops in range(MAX_REDIRECTS + 1):
+        try:
+            plan = _prepare(url, method)
+        except ValueError as exc:  # InvalidTarget, or a path that cannot be encoded
+            if hops == 0:
+                raise ProbeFailure("invalid_target", str(exc)) from None
+            raise ProbeFailure("protocol_error", f"redirect to an unusable URL: {exc}") from None
+        except h11.LocalProtocolError as exc:
+            raise ProbeFailure("invalid_target", f"cannot send this request: {exc}") from None
+        addresses = await resolve(plan.host, plan.port, policy)
+        if started is None:
+            started = time.perf_counter()
+        status, location = await _exchange(plan, addresses, ssl_context)
+        if status in _REDIRECT_STATUSES and location is not None and status != expected_status_code:
+            if hops == MAX_REDIRECTS:
+                return ProbeResult(
+                    ok=False,
+                    response_time_ms=(time.perf_counter() - started) * 1000.0,
+                    status_code=status,
+                    error_code="too_many_redirects",
+                    error_message=f"more than {MAX_REDIRECTS} redirects (the last to {location})",
+                )
+            url = urljoin(url, location)
+            if (status in (302, 303) and method != "HEAD") or (status == 301 and method == "POST"):
+                method = "GET"
+            continue
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        if expected_status_code is None:
+            ok = 200 <= status < 300
+            wanted = "a 2xx status"
+        else:
+            ok = status == expected_status_code
+            wanted = f"status {expected_status_code}"
+        if ok:
+            return ProbeResult(
+                ok=True,
+                response_time_ms=elapsed_ms,
+                status_code=status,
+                error_code=None,
+                error_message=None,
+            )
+        return ProbeResult(
+            ok=False,
+            response_time_ms=elapsed_ms,
+            status_code=status,
+            error_code="unexpected_status",
+            error_message=f"expected {wanted}, got {status}",
+        )
+    raise AssertionError("unreachable: the loop returns on its last hop")
+
+
+async def _exchange(
+    plan: _Prepared, addresses: list[Address], ctx: ssl.SSLContext
+) -> tuple[int, str | None]:
+    """One request and response on a new connection: (status, Location or None).
+
+    Plain http talks to the trio socket directly (a `trio.SocketStream` around it costs
+    CPU the check does not need); https goes through `trio.SSLStream`.
+    """
+    sock = await connect(addresses)
+    where = describe(addresses[0]) if len(addresses) == 1 else plan.host
+    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD_BYTES)
+    data = conn.send(plan.request)
+    end = conn.send(_END)
+    assert data is not None and end is not None
+    if not plan.https:
+        try:
+            await _send_all(sock, data + end)
+            return await _read_response(sock.recv, conn, where)
+        except OSError as exc:
+            raise os_failure(exc, where) from None
+        finally:
+            sock.close()
+    stream = trio.SSLStream(
+        trio.SocketStream(sock), ctx, server_hostname=plan.host, https_compatible=True
+    )
+    try:
+        try:
+            await stream.do_handshake()
+        except trio.BrokenResourceError as exc:
+            raise _broken(exc, where, handshake=True) from None
+        try:
+            await stream.send_all(data + end)
+            return await _read_response(stream.receive_some, conn, where)
+        except trio.BrokenResourceError as exc:
+            raise _broken(exc, where, handshake=False) from None
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+async def _send_all(sock: trio.socket.SocketType, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        sent = await sock.send(view)
+        view = view[sent:]
+
+
+async def _read_response(
+    receive: Callable[[int], Awaitable[bytes | bytearray]], conn: h11.Connection, where: str
+) -> tuple[int, str | None]:
+    """Read the response head and up to `BODY_LIMIT_BYTES` of body from ``receive``."""
+    status: int | None = None
+    location: str | None = None
+    body_bytes = 0
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise ProbeFailure(
+                "protocol_error", f"invalid HTTP response from {where}: {exc}", status_code=status
+            ) from None
+        if event is h11.NEED_DATA:
+            conn.receive_data(bytes(await receive(_RECEIVE_BYTES)))
+        elif type(event) is h11.Response:
+            status = event.status_code
+            for name, value in event.headers:
+                if name == b"location":
+                    location = value.decode("latin-1").strip() or None
+        elif type(event) is h11.Data:
+            body_bytes += len(event.data)
+            if body_bytes >= BODY_LIMIT_BYTES:
+                break
+        elif type(event) is h11.EndOfMessage:
+            break
+        elif type(event) is h11.InformationalResponse:
+            continue
+        else:  # ConnectionClosed before a response, or PAUSED after a protocol switch
+            raise ProbeFailure(
+                "protocol_error",
+                f"{where} closed the connection before a complete response",
+                status_code=status,
+            )
+    assert status is not None
+    return status, location
+
+
+def _broken(exc: trio.BrokenResourceError, where: str, *, handshake: bool) -> ProbeFailure:
+    """Translate a broken stream (trio wraps the OS or TLS error as ``__cause__``)."""
+    cause = exc.__cause__
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return ProbeFailure(
+            "tls_error", f"TLS certificate of {where} not accepted: {cause.verify_message}"
+        )
+    if isinstance(cause, ssl.SSLError):
+        return ProbeFailure("tls_error", f"TLS with {where} failed: {cause.reason or cause}")
+    if isinstance(cause, OSError):
+        return os_failure(cause, where)
+    if handshake:
+        return ProbeFailure("tls_error", f"{where} closed the connection during the TLS handshake")
+    return ProbeFailure("connection_reset", f"connection to {where} broken: {cause or exc}")

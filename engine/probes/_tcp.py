@@ -1,0 +1,234 @@
+"""Name resolution, the address policy and TCP connects; the ``tcp`` probe.
+
+The http, tcp and ping probes share `resolve` (and http and tcp `connect`), which
+together close the DNS rebinding hole: the host name is resolved once
+(`trio.socket.getaddrinfo` in a worker thread; IP literals skip it through a cached
+fast path), every resolved address is checked against the address policy, and the
+connection goes to exactly one of the checked addresses. The host name is never handed
+to anything that could resolve it again.
+
+With several allowed addresses, `connect` races them the RFC 8305 ("happy eyeballs")
+way, like `trio.open_tcp_stream`: first and second attempts use different address
+families, a new attempt starts 250 ms after the previous one or as soon as it fails, and
+the first connection that opens wins. With one address (an IP literal, most single-
+stack hosts) it connects directly, without a nursery.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import ipaddress
+import socket
+import time
+from collections.abc import Callable
+
+import trio
+
+from ._result import ProbeFailure
+
+__all__ = ["Address", "AddressPolicy", "connect", "describe", "os_failure", "probe_tcp", "resolve"]
+
+AddressPolicy = Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], str | None]
+"""Decides whether a probe may contact an address: ``None`` allows it, a string is the
+reason it is refused (the check then fails with ``target_denied``)."""
+
+Address = tuple[int, tuple[object, ...]]
+"""One resolved address: (address family, socket address as `socket.connect` takes it)."""
+
+HAPPY_EYEBALLS_DELAY_SECONDS = 0.25
+"""Seconds to wait for a connection attempt before also trying the next address."""
+
+_UNREACHABLE_ERRNOS = frozenset(
+    {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ENETDOWN}
+)
+
+
+async def resolve(
+    host: str, port: int, policy: AddressPolicy | None, *, kind: int = socket.SOCK_STREAM
+) -> list[Address]:
+    """Resolve ``host`` to the addresses a probe may contact, in connection order.
+
+    Args:
+        host: a host name or IP literal (as in `engine.targets.Target.host`).
+        port: the port to put in the socket addresses (0 for ping).
+        policy: the address policy, or ``None`` to allow every address.
+        kind: the socket type to resolve for (``SOCK_STREAM``; ping uses ``SOCK_DGRAM``).
+
+    Returns:
+        One or more addresses, duplicates removed, families alternated (RFC 6555 §5.4).
+
+    Raises:
+        ProbeFailure: ``dns_failure`` when the name does not resolve; ``target_denied``
+            when the policy refuses every resolved address (refused addresses are dropped
+            and the others kept).
+    """
+    literal = _ip_literal(host, port)
+    if literal is not None:  # the common case of monitors on IP addresses: no look-up
+        addresses = [literal]
+        await trio.lowlevel.checkpoint()
+    else:
+        addresses = await _lookup(host, port, kind)
+    if policy is not None:
+        allowed: list[Address] = []
+        refusal = ""
+        for address in addresses:
+            reason = policy(ipaddress.ip_address(str(address[1][0])))
+            if reason is None:
+                allowed.append(address)
+            elif not refusal:
+                refusal = f"{host} resolves to {address[1][0]}, which is not allowed: {reason}"
+        if not allowed:
+            raise ProbeFailure("target_denied", refusal)
+        addresses = allowed
+    if not addresses:  # getaddrinfo never answers an empty list, but be sure
+        raise ProbeFailure("dns_failure", f"{host} has no address")
+    for i in range(1, len(addresses)):
+        if addresses[i][0] != addresses[0][0]:
+            if i != 1:
+                addresses.insert(1, addresses.pop(i))
+            break
+    return addresses
+
+
+@functools.lru_cache(maxsize=4096)
+def _ip_literal(host: str, port: int) -> Address | None:
+    """The `Address` of an IP literal ``host`` (``None`` for a name), as getaddrinfo
+    would answer it, without getaddrinfo's per-call cost."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if ip.version == 6:
+        return (socket.AF_INET6, (ip.compressed, port, 0, 0))
+    return (socket.AF_INET, (ip.compressed, port))
+
+
+async def _lookup(host: str, port: int, kind: int) -> list[Address]:
+    try:
+        infos = await trio.socket.getaddrinfo(host, port, type=kind)
+    except socket.gaierror as exc:
+        raise ProbeFailure("dns_failure", f"{host} does not resolve: {exc.strerror}") from None
+    except (OSError, UnicodeError) as exc:
+        raise ProbeFailure("dns_failure", f"{host} does not resolve: {exc}") from None
+    addresses: list[Address] = []
+    for family, _type, _proto, _canonname, sockaddr in infos:
+        address = (int(family), tuple(sockaddr))
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+def describe(address: Address) -> str:
+    """``ip:port`` (``[ip]:port`` for IPv6) of an `Address`, for messages."""
+    ip, port = address[1][0], address[1][1]
+    return f"[{ip}]:{port}" if address[0] == socket.AF_INET6 else f"{ip}:{port}"
+
+
+def os_failure(exc: OSError, where: str) -> ProbeFailure:
+    """Translate an `OSError` met while talking to ``where`` into a `ProbeFailure`.
+
+    ``ECONNREFUSED`` is ``connection_refused``; resets, aborts and broken pipes are
+    ``connection_reset``; no route to the network or host is ``unreachable``; a kernel
+    connect timeout is ``timeout``; anything else is ``connection_failed``.
+    """
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if isinstance(exc, ConnectionRefusedError):
+        return ProbeFailure("connection_refused", f"connection to {where} refused")
+    if isinstance(exc, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
+        return ProbeFailure("connection_reset", f"connection to {where} reset: {reason}")
+    if exc.errno in _UNREACHABLE_ERRNOS:
+        return ProbeFailure("unreachable", f"{where} is unreachable: {reason}")
+    if exc.errno == errno.ETIMEDOUT:
+        return ProbeFailure("timeout", f"connection to {where} timed out")
+    return ProbeFailure("connection_failed", f"connection to {where} failed: {reason}")
+
+
+async def connect(addresses: list[Address]) -> trio.socket.SocketType:
+    """Open a TCP connection to the first of ``addresses`` that accepts.
+
+    Returns:
+        A connected trio socket; the caller closes it.
+
+    Raises:
+        ProbeFailure: from `os_failure` for the first address's error when no address
+            accepts.
+    """
+    if len(addresses) == 1:
+        family, sockaddr = addresses[0]
+        try:
+            sock = trio.socket.socket(family, socket.SOCK_STREAM)
+        except OSError as exc:  # out of file descriptors, address family unsupported
+            raise os_failure(exc, describe(addresses[0])) from None
+        try:
+            await sock.connect(sockaddr)
+        except OSError as exc:
+            sock.close()
+            raise os_failure(exc, describe(addresses[0])) from None
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    return await _connect_racing(addresses)
+
+
+async def _connect_racing(addresses: list[Address]) -> trio.socket.SocketType:
+    winner: trio.socket.SocketType | None = None
+    opened: list[trio.socket.SocketType] = []
+    errors: list[tuple[Address, OSError]] = []
+
+    async def attempt(address: Address, failed: trio.Event) -> None:
+        nonlocal winner
+        try:
+            sock = trio.socket.socket(address[0], socket.SOCK_STREAM)
+            opened.append(sock)
+            await sock.connect(address[1])
+        except OSError as exc:
+            errors.append((address, exc))
+            failed.set()
+            return
+        if winner is None:
+            winner = sock
+            nursery.cancel_scope.cancel()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            for address in addresses:
+                failed = trio.Event()
+                nursery.start_soon(attempt, address, failed)
+                with trio.move_on_after(HAPPY_EYEBALLS_DELAY_SECONDS):
+                    await failed.wait()
+    except BaseException:
+        winner = None  # cancelled from outside: close the winner too, then re-raise
+        raise
+    finally:
+        for sock in opened:
+            if sock is not winner:
+                sock.close()
+    if winner is None:
+        address, exc = errors[0]
+        failure = os_failure(exc, describe(address))
+        if len(errors) > 1:
+            failure.message += f" (and {len(errors) - 1} other addresses failed)"
+        raise failure
+    return winner
+
+
+async def probe_tcp(host: str, port: int, policy: AddressPolicy | None) -> float:
+    """The ``tcp`` probe: up when a TCP connection to ``host:port`` opens.
+
+    The connection is closed as soon as it opens; nothing is sent.
+
+    Returns:
+        The connect time in milliseconds: from just before the first connection attempt
+        (after name resolution) to the connection being open.
+
+    Raises:
+        ProbeFailure: see `resolve` and `connect`.
+    """
+    addresses = await resolve(host, port, policy)
+    started = time.perf_counter()
+    sock = await connect(addresses)
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    sock.close()
+    return elapsed_ms

@@ -1,0 +1,498 @@
+"""One-for-one supervisors for trio, built from Erlang/OTP's rules (``sup_princ``).
+
+A supervisor runs children (:class:`ChildSpec`) and restarts the one that fails without
+touching its siblings (OTP ``one_for_one``): :func:`open_supervisor`, or
+:func:`run_supervisor` to nest one under another. Rules and their origins:
+:class:`RestartType`, :class:`Intensity` (OTP), :class:`Backoff` (Akka
+``BackoffSupervisor``), the shutdown ladder of :class:`ChildSpec` (OTP's shutdown
+timeout, tractor's stop-then-cancel). Past the intensity the supervisor *escalates*: it
+cancels every child and raises :class:`SupervisorEscalation` ``from`` the child's
+exception into its parent, which decides (a parent supervisor counts one crash).
+
+A **crash** is an incarnation raising an ``Exception`` (``ExceptionGroup`` included).
+``trio.Cancelled`` is never a crash and never swallowed: a cancellation the supervisor
+asked for (stop, restart) is absorbed by the incarnation's own cancel scope, even inside
+exception groups (trio splits them with ``eg.split(Cancelled)``); anything else carrying
+a ``Cancelled`` is a ``BaseExceptionGroup``, not an ``Exception``, and propagates, as do
+``KeyboardInterrupt`` and ``SystemExit``. A supervisor cancelled from outside cancels
+every child at once; children bound their own shielded clean-up.
+
+Scale: one trio task per child, running its incarnations inline; no timer while a child
+runs; O(1) amortised work per crash (a deque of at most ``max_restarts`` restart times).
+Size the intensity for the number of children, or shard them across supervisors.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import random
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import trio
+
+_logger = logging.getLogger(__name__)
+
+
+class RestartType(enum.StrEnum):
+    """When a child is restarted (OTP ``restart``): ``PERMANENT`` after a crash *and*
+    after a normal return; ``TRANSIENT`` only after a crash; ``TEMPORARY`` never. A child
+    that is not restarted is removed. Operator restarts and stops are not counted."""
+
+    PERMANENT = "permanent"
+    TRANSIENT = "transient"
+    TEMPORARY = "temporary"
+
+
+ChildState = Literal["starting", "running", "restarting", "stopping"]
+"""``starting``: the incarnation has not called ``started`` yet; an ended child is gone."""
+
+SupervisorState = Literal["running", "closing", "closed", "escalated"]
+"""``closing``: stopping its children; ``escalated``: ended by :class:`SupervisorEscalation`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Intensity:
+    """At most ``max_restarts`` automatic restarts within ``period_seconds`` seconds (OTP
+    ``intensity`` and ``period``), window (now - period, now]; one more escalates instead
+    (``max_restarts=0``: the first crash escalates). ValueError if negative."""
+
+    max_restarts: int = 10
+    period_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_restarts < 0 or self.period_seconds <= 0:
+            raise ValueError(f"need max_restarts >= 0 and period_seconds > 0: {self}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backoff:
+    """Exponential back-off before each automatic restart (Akka ``BackoffSupervisor``).
+
+    The *n*-th consecutive restart of a child (n = 0, 1, ...) waits
+    ``min(max_seconds, min_seconds * 2**n) * (1 + r * random_factor)`` seconds, r uniform
+    in [0, 1) (``random_factor=0.2``: up to 20 % longer, so restarts do not synchronise).
+    *n* is per child and goes back to 0 when the incarnation that just ended had run for
+    at least ``reset_after_seconds`` seconds (Akka's auto-reset). ValueError if negative
+    or ``min_seconds`` > ``max_seconds``."""
+
+    min_seconds: float = 0.1
+    max_seconds: float = 30.0
+    random_factor: float = 0.2
+    reset_after_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        low = min(self.min_seconds, self.random_factor, self.reset_after_seconds)
+        if low < 0 or self.min_seconds > self.max_seconds:
+            raise ValueError(f"need 0 <= min_seconds <= max_seconds, others >= 0: {self}")
+
+    def delay_seconds(self, attempt: int, random_value: float) -> float:
+        """The wait in seconds before consecutive restart ``attempt`` (0-based), given
+        ``random_value`` in [0, 1); a pure function of its arguments."""
+        base = self.max_seconds
+        if attempt < 64:  # past that, any sane min_seconds * 2**attempt is above max
+            base = min(self.max_seconds, self.min_seconds * 2.0**attempt)
+        return base * (1.0 + random_value * self.random_factor)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildSpec:
+    """How to run and restart one child (OTP child specification).
+
+    ``start`` is called as ``await start(task_status=status)`` for every incarnation and
+    must call ``status.started(value)`` once ready (trio's ``nursery.start`` protocol;
+    bind other arguments with ``functools.partial``). ``shutdown``, if given, is the
+    polite stop, called with the incarnation's started value (for example
+    ``lambda ref: ref.tell_nowait(Stop())``); the incarnation then has
+    ``shutdown_seconds`` seconds to return before it is cancelled. Without it, before
+    ``started``, or if the hook raises, stopping cancels at once."""
+
+    child_id: str
+    start: Callable[..., Awaitable[object]]
+    restart: RestartType = RestartType.PERMANENT
+    shutdown: Callable[[Any], object] | None = None
+    shutdown_seconds: float = 5.0
+
+
+class SupervisorError(Exception):
+    """Base of the supervisor's errors; ``child_id`` is None if no child is concerned."""
+
+    def __init__(self, message: str, *, supervisor_name: str, child_id: str | None) -> None:
+        super().__init__(message)
+        self.supervisor_name = supervisor_name
+        self.child_id = child_id
+
+
+class SupervisorEscalation(SupervisorError):
+    """The restart intensity was exceeded: raised by the supervisor into its parent,
+    ``from`` the child's exception (None if a permanent child kept returning)."""
+
+
+class ChildStartError(SupervisorError):
+    """A child's first incarnation raised, returned or was stopped before it called
+    ``task_status.started``; ``__cause__`` is its exception. Not counted as a restart."""
+
+
+class SupervisorClosed(SupervisorError):
+    """The supervisor is closing, closed or escalated: it takes no new child."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildInfo:
+    """A snapshot of one child; ``last_failure`` is the repr of its last crash or None."""
+
+    child_id: str
+    state: ChildState
+    restart: RestartType
+    restarts: int
+    last_failure: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorStatistics:
+    """A snapshot of a supervisor: live ``children``; automatic restarts within the
+    intensity period and in total; ``last_failure`` as ``"child_id: repr"`` or None."""
+
+    name: str
+    state: SupervisorState
+    children: int
+    restarts_in_period: int
+    total_restarts: int
+    last_failure: str | None
+
+
+OnRestart = Callable[[str, Exception | None], object]
+"""``on_restart(child_id, exc or None)`` before each automatic restart; errors are logged."""
+
+
+@dataclass(eq=False, slots=True)
+class _Child:
+    spec: ChildSpec
+    state: ChildState = "starting"
+    scope: trio.CancelScope | None = None  # the current phase: an incarnation or a back-off
+    start_status: trio.TaskStatus[object] | None = None  # start_child's, until started
+    started: bool = False  # the current incarnation called started()
+    value: object = None  # ... with this value
+    incarnation: int = 0
+    restarts: int = 0  # automatic restarts, in total
+    consecutive: int = 0  # automatic restarts since the last reset: the back-off exponent
+    last_failure: str | None = None
+    stop_requested: bool = False
+    restart_requested: bool = False
+    gone: bool = False
+    changed: trio.Event | None = None  # created only while someone waits
+
+    def notify(self) -> None:
+        if self.changed is not None:
+            self.changed.set()
+            self.changed = None
+
+    async def wait_changed(self) -> None:
+        if self.changed is None:
+            self.changed = trio.Event()
+        await self.changed.wait()
+
+
+@dataclass(slots=True)
+class _IncarnationStatus:  # one incarnation's task_status; the first started() goes on
+    child: _Child
+    incarnation: int
+
+    def started(self, value: object = None) -> None:
+        child = self.child
+        if child.started or child.incarnation != self.incarnation or child.gone:
+            raise RuntimeError("task_status.started() called twice or after the incarnation")
+        child.started, child.value = True, value
+        if child.state == "starting":
+            child.state = "running"
+        outer, child.start_status = child.start_status, None
+        if outer is not None:
+            outer.started(value)
+        child.notify()
+
+
+class Supervisor:
+    """A running supervisor, made by :func:`open_supervisor` or :func:`run_supervisor`."""
+
+    def __init__(
+        self, name: str, nursery: trio.Nursery, intensity: Intensity, backoff: Backoff
+    ) -> None:
+        self.name = name
+        self.on_restart: OnRestart | None = None
+        self._nursery, self._intensity, self._backoff = nursery, intensity, backoff
+        self._rng = random.Random()
+        self._children: dict[str, _Child] = {}
+        self._restart_times: deque[float] = deque()
+        self._total_restarts = 0
+        self._last_failure: str | None = None
+        self._state: SupervisorState = "running"
+        self._escalation: SupervisorEscalation | None = None
+        self._all_gone: trio.Event | None = None
+
+    async def start_child(self, spec: ChildSpec) -> object:
+        """Start a child; wait until its first incarnation calls
+        ``task_status.started(value)`` and return that value. Raises ValueError if
+        ``spec.child_id`` exists, :class:`SupervisorClosed`, or :class:`ChildStartError`
+        if the child raised, returned or was stopped before it started."""
+        where = {"supervisor_name": self.name, "child_id": spec.child_id}
+        if self._state != "running":
+            raise SupervisorClosed(f"supervisor {self.name!r} is {self._state}", **where)
+        if spec.child_id in self._children:
+            raise ValueError(f"supervisor {self.name!r} already has child {spec.child_id!r}")
+        child = self._children[spec.child_id] = _Child(spec)
+        try:
+            return await self._nursery.start(self._supervise, child)
+        except BaseException as exc:
+            self._forget(child)
+            if isinstance(exc, Exception):
+                raise ChildStartError(f"child {spec.child_id!r} failed to start", **where) from exc
+            raise
+
+    async def stop_child(self, child_id: str) -> bool:
+        """Stop a child (the :class:`ChildSpec` ladder) and wait until it is gone. Not a
+        crash, not restarted. Returns False if ``child_id`` is unknown."""
+        child = self._children.get(child_id)
+        if child is None:
+            await trio.lowlevel.checkpoint()
+            return False
+        self._request_stop(child)
+        while not child.gone:
+            await child.wait_changed()
+        return True
+
+    async def restart_child(self, child_id: str) -> bool:
+        """Operator restart: end the current incarnation (the :class:`ChildSpec` ladder;
+        a back-off wait is cut short) and start a new one at once, without back-off and
+        without counting toward the intensity. Waits until the new incarnation called
+        ``started`` or ended. Returns False if ``child_id`` is unknown or stopping."""
+        child = self._children.get(child_id)
+        if child is None or child.stop_requested:
+            await trio.lowlevel.checkpoint()
+            return False
+        target = child.incarnation + 1
+        child.restart_requested = True
+        self._end_phase(child)
+        while not child.gone and (child.incarnation < target or child.state == "starting"):
+            await child.wait_changed()
+        return not child.gone
+
+    def has_child(self, child_id: str) -> bool:
+        """Whether ``child_id`` is a live child (in any state)."""
+        return child_id in self._children
+
+    def child_ids(self) -> list[str]:
+        """The live children's ids, in start order."""
+        return list(self._children)
+
+    def child_info(self, child_id: str) -> ChildInfo | None:
+        """A snapshot of one child, or None if unknown."""
+        c = self._children.get(child_id)
+        if c is None:
+            return None
+        return ChildInfo(child_id, c.state, c.spec.restart, c.restarts, c.last_failure)
+
+    def child_value(self, child_id: str) -> object:
+        """What the current incarnation passed to ``task_status.started`` (say, the new
+        :class:`~engine.actor.ActorRef` after a restart); None if unknown or in between."""
+        child = self._children.get(child_id)
+        return None if child is None else child.value
+
+    def statistics(self) -> SupervisorStatistics:
+        """A frozen snapshot; ``restarts_in_period`` is counted at ``trio.current_time()``."""
+        cutoff = trio.current_time() - self._intensity.period_seconds
+        in_period = sum(1 for when in self._restart_times if when > cutoff)
+        children, total, last = len(self._children), self._total_restarts, self._last_failure
+        state = "closed" if self._state == "closing" and not children else self._state
+        return SupervisorStatistics(self.name, state, children, in_period, total, last)
+
+    async def _supervise(self, child: _Child, *, task_status: trio.TaskStatus[object]) -> None:
+        child.start_status = task_status
+        delay_seconds = 0.0
+        try:
+            while True:
+                if delay_seconds > 0:
+                    child.state = "restarting"
+                    child.notify()
+                    with self._open_phase(child):
+                        await trio.sleep(delay_seconds)
+                    if child.stop_requested or self._state != "running":
+                        return
+                crash, ran_seconds = await self._run_incarnation(child)
+                if crash is not None:
+                    child.last_failure = repr(crash)
+                    self._last_failure = f"{child.spec.child_id}: {crash!r}"
+                if child.stop_requested or self._state != "running":
+                    return
+                if child.restart_requested:
+                    delay_seconds = 0.0  # operator restart: at once, not counted
+                    continue
+                restart = child.spec.restart  # never started: start_child reports it
+                if child.start_status is not None or restart is RestartType.TEMPORARY:
+                    return
+                if crash is None and restart is RestartType.TRANSIENT:
+                    return
+                if not self._count_restart(trio.current_time()):
+                    self._escalate(child, crash)
+                    return
+                if ran_seconds >= self._backoff.reset_after_seconds:
+                    child.consecutive = 0
+                delay_seconds = self._backoff.delay_seconds(child.consecutive, self._rng.random())
+                child.consecutive += 1
+                child.restarts += 1
+                self._total_restarts += 1
+                self._report_restart(child, crash, delay_seconds)
+        finally:
+            self._forget(child)
+
+    async def _run_incarnation(self, child: _Child) -> tuple[Exception | None, float]:
+        """Run one incarnation inline; return (its crash or None, seconds it ran)."""
+        child.restart_requested, child.incarnation = False, child.incarnation + 1
+        child.state = "stopping" if child.stop_requested else "starting"
+        status, began = _IncarnationStatus(child, child.incarnation), trio.current_time()
+        crash: Exception | None = None
+        child.notify()
+        try:
+            with self._open_phase(child):
+                await child.spec.start(task_status=status)
+        except Exception as exc:
+            if child.start_status is not None:
+                raise  # the first incarnation never started: nursery.start raises it
+            crash = exc
+        finally:
+            child.started, child.value = False, None
+        return crash, trio.current_time() - began
+
+    def _open_phase(self, child: _Child) -> trio.CancelScope:
+        child.scope = scope = trio.CancelScope()
+        if child.stop_requested:
+            scope.cancel()
+        return scope
+
+    def _request_stop(self, child: _Child) -> None:
+        if not child.stop_requested:
+            child.stop_requested, child.state = True, "stopping"
+            self._end_phase(child)
+
+    def _end_phase(self, child: _Child) -> None:
+        """Ask the current phase to end: shutdown hook plus grace, or cancel now."""
+        scope, hook, grace_seconds = child.scope, child.spec.shutdown, child.spec.shutdown_seconds
+        if scope is None:
+            return  # the task has not run yet; it sees the flags when it opens a phase
+        if child.started and hook is not None and grace_seconds > 0:
+            try:
+                hook(child.value)
+            except Exception:
+                _logger.exception("shutdown hook of child %r failed", child.spec.child_id)
+            else:
+                scope.deadline = min(scope.deadline, trio.current_time() + grace_seconds)
+                return
+        scope.cancel()
+
+    def _forget(self, child: _Child) -> None:
+        if self._children.get(child.spec.child_id) is child:
+            del self._children[child.spec.child_id]
+        child.gone, child.scope = True, None
+        child.notify()
+        if not self._children and self._all_gone is not None:
+            self._all_gone.set()
+
+    def _count_restart(self, now: float) -> bool:
+        """OTP intensity: record a restart at ``now`` unless it would exceed the limit."""
+        times, cutoff = self._restart_times, now - self._intensity.period_seconds
+        while times and times[0] <= cutoff:
+            times.popleft()
+        if len(times) >= self._intensity.max_restarts:
+            return False
+        times.append(now)
+        return True
+
+    def _escalate(self, child: _Child, crash: Exception | None) -> None:
+        if self._escalation is None:
+            limit, child_id = self._intensity, child.spec.child_id
+            self._escalation = SupervisorEscalation(
+                f"supervisor {self.name!r}: child {child_id!r} ended ({crash!r}), over "
+                f"{limit.max_restarts} restarts within {limit.period_seconds} s",
+                supervisor_name=self.name,
+                child_id=child_id,
+            )
+            self._escalation.__cause__ = crash  # as `raise ... from crash` would
+            self._escalation.__suppress_context__, self._state = True, "escalated"
+        self._nursery.cancel_scope.cancel()
+
+    def _report_restart(self, child: _Child, crash: Exception | None, delay: float) -> None:
+        what = (self.name, child.spec.child_id, delay, child.restarts)
+        _logger.warning("%r restarts child %r in %.3f s (restart %d)", *what, exc_info=crash)
+        if self.on_restart is not None:
+            try:
+                self.on_restart(child.spec.child_id, crash)
+            except Exception:
+                _logger.exception("on_restart hook of supervisor %r failed", self.name)
+
+    async def _close_gracefully(self) -> None:  # stop every child with its ladder
+        self._state = "closing"
+        for child in list(self._children.values()):
+            self._request_stop(child)
+        while self._children:
+            self._all_gone = trio.Event()
+            await self._all_gone.wait()
+
+
+@asynccontextmanager
+async def open_supervisor(
+    name: str,
+    *,
+    intensity: Intensity = Intensity(),
+    backoff: Backoff = Backoff(),
+    on_restart: OnRestart | None = None,
+) -> AsyncIterator[Supervisor]:
+    """Open a one-for-one supervisor named ``name``; its children live in its own nursery.
+
+    Leaving the body normally stops every child with its shutdown ladder; leaving by an
+    exception or a cancellation cancels them at once (trio's rule: a body's exception
+    comes out in an ``ExceptionGroup``). Raises :class:`SupervisorEscalation`, bare, when
+    the restart intensity is exceeded, after cancelling the body and every child."""
+    async with trio.open_nursery() as nursery:
+        supervisor = Supervisor(name, nursery, intensity, backoff)
+        supervisor.on_restart = on_restart
+        try:
+            yield supervisor
+            await supervisor._close_gracefully()
+        finally:
+            if supervisor._state != "escalated":
+                supervisor._state = "closing"  # reported as closed once no child is left
+            nursery.cancel_scope.cancel()
+    if supervisor._escalation is not None:
+        raise supervisor._escalation
+
+
+async def run_supervisor(
+    name: str,
+    *,
+    children: Iterable[ChildSpec] = (),
+    populate: Callable[[Supervisor], Awaitable[object]] | None = None,
+    intensity: Intensity = Intensity(),
+    backoff: Backoff = Backoff(),
+    on_restart: OnRestart | None = None,
+    task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run a supervisor until cancelled; usable as a :class:`ChildSpec` ``start``.
+
+    Starts ``children`` in order, awaits ``populate(supervisor)`` (for example: start the
+    monitors this node owns, read from the store), then ``task_status.started(supervisor)``;
+    every incarnation does this afresh, so a restarted supervisor reloads its children.
+    Raises :class:`SupervisorEscalation` past its intensity (a parent supervisor counts a
+    crash), or an ``ExceptionGroup`` if a child (``ChildStartError``) or ``populate``
+    fails before ``started``."""
+    async with open_supervisor(
+        name, intensity=intensity, backoff=backoff, on_restart=on_restart
+    ) as supervisor:
+        for spec in children:
+            await supervisor.start_child(spec)
+        if populate is not None:
+            await populate(supervisor)
+        task_status.started(supervisor)
+        await trio.sleep_forever()

@@ -1,0 +1,131 @@
+"""The store's batch write of checks and status changes, and the store actor."""
+
+from __future__ import annotations
+
+import time
+
+import trio
+
+from store import CheckRecord, Database, StatusChange, accounts, checks, monitors, new_id
+from store.actor import run_check_writer
+
+
+async def _monitor(db: Database, status: str = "pending") -> str:
+    account = await db.transaction(accounts.ensure_account, "acme", 1)
+    now = int(time.time())
+    record = await db.transaction(
+        monitors.insert_monitor,
+        {
+            "id": new_id("mon"),
+            "account_id": account.id,
+            "name": "m",
+            "url": "127.0.0.1:1",
+            "type": "tcp",
+            "status": status,
+            "interval_seconds": 10,
+            "timeout_seconds": 5,
+            "method": None,
+            "expected_status_code": None,
+            "failure_threshold": 2,
+            "success_threshold": 1,
+            "created": now,
+            "updated": now,
+            "metadata": {},
+        },
+    )
+    return record.id
+
+
+def _check(monitor_id: str, status: str = "up", created: int = 100) -> CheckRecord:
+    return CheckRecord(
+        id=new_id("chk"),
+        monitor_id=monitor_id,
+        status=status,
+        response_time_ms=1.5,
+        status_code=None,
+        error_code=None if status == "up" else "connection_refused",
+        error_message=None if status == "up" else "refused",
+        created=created,
+    )
+
+
+def _change(check: CheckRecord, before: str, after: str, epoch: int = 0) -> StatusChange:
+    return StatusChange(
+        monitor_id=check.monitor_id,
+        check_id=check.id,
+        from_status=before,
+        to_status=after,
+        run_epoch=epoch,
+        created=check.created,
+    )
+
+
+async def test_batch_writes_checks_and_the_last_status_change(db: Database) -> None:
+    with trio.fail_after(10):
+        monitor_id = await _monitor(db)
+        first, second = _check(monitor_id, "up", 100), _check(monitor_id, "down", 110)
+        inserted = await db.transaction(
+            checks.write_check_batch,
+            [first, second],
+            [_change(first, "pending", "up"), _change(second, "up", "down")],
+        )
+        assert inserted == 2
+        record = await db.run(monitors.get_monitor, None, monitor_id)
+        assert record is not None
+        assert (record.status, record.updated, record.last_checked_at) == ("down", 110, 110)
+        listed, has_more = await db.run(
+            checks.list_checks, monitor_id, limit=10, starting_after=None
+        )
+        assert [c.id for c in listed] == [second.id, first.id] and not has_more
+
+
+async def test_retried_batch_inserts_nothing_twice(db: Database) -> None:
+    with trio.fail_after(10):
+        monitor_id = await _monitor(db)
+        batch = [_check(monitor_id), _check(monitor_id)]
+        assert await db.transaction(checks.write_check_batch, batch, []) == 2
+        assert await db.transaction(checks.write_check_batch, batch, []) == 0
+
+
+async def test_status_change_of_an_old_epoch_or_a_paused_monitor_is_ignored(
+    db: Database,
+) -> None:
+    with trio.fail_after(10):
+        monitor_id = await _monitor(db)
+        check = _check(monitor_id, "up")
+        await db.transaction(
+            checks.write_check_batch, [check], [_change(check, "pending", "up", epoch=7)]
+        )
+        record = await db.run(monitors.get_monitor, None, monitor_id)
+        assert record is not None and record.status == "pending"
+        paused = await _monitor(db, status="paused")
+        check = _check(paused, "up")
+        await db.transaction(checks.write_check_batch, [check], [_change(check, "pending", "up")])
+        record = await db.run(monitors.get_monitor, None, paused)
+        assert record is not None and record.status == "paused"
+
+
+async def test_checks_of_a_deleted_monitor_are_dropped(db: Database) -> None:
+    with trio.fail_after(10):
+        assert await db.transaction(checks.write_check_batch, [_check("mon_gone")], []) == 0
+
+
+async def test_store_actor_batches_and_flushes_everything_on_close(db: Database) -> None:
+    with trio.fail_after(20):
+        monitor_id = await _monitor(db)
+        async with trio.open_nursery() as nursery:
+            writer = await nursery.start(run_check_writer, db)
+            for i in range(1200):
+                await writer.write(_check(monitor_id, created=i))
+            await writer.flush()
+            assert writer.statistics.rows_written == 1200
+            assert max(writer.statistics.batch_sizes) <= 500
+            for i in range(300):
+                await writer.write(_check(monitor_id, created=2000 + i))
+            await writer.aclose()
+        count = await db.run(
+            lambda conn: conn.fetchval(
+                "SELECT count(*) FROM checks WHERE monitor_id = $1", monitor_id
+            )
+        )
+        assert count == 1500
