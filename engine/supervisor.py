@@ -247,7 +247,8 @@ class Supervisor:
         try:
             return await self._nursery.start(self._supervise, child)
         except BaseException as exc:
-            self._forget(child)
+            if child.incarnation == 0:  # never ran (else it forgets itself when it ends)
+                self._forget(child)
             if isinstance(exc, Exception):
                 raise ChildStartError(f"child {spec.child_id!r} failed to start", **where) from exc
             raise

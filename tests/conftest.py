@@ -16,7 +16,8 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,8 +25,14 @@ import asyncpg
 import pytest
 import trio
 import trio_asyncio
+from quart.typing import TestClientProtocol
 
-from store import Database, apply_migrations, open_database, start_embedded
+from store import Database, accounts, apply_migrations, open_database, start_embedded
+from tests.api import SECRET, Api, MakeToken
+from web.app import create_app
+from web.auth import PERMISSIONS, issue_token
+from web.services import MonitorEngine, NoEngine, Services, WebSettings
+from web.versioning import CURRENT_VERSION
 
 TEMPLATE = "uptrio_template"
 _counter = itertools.count()
@@ -112,3 +119,67 @@ async def db(database_url: str) -> AsyncIterator[Database]:
     """A :class:`store.Database` on a fresh database."""
     async with open_database(database_url, min_size=1, max_size=5) as database:
         yield database
+
+
+# ---- the API: the real app on the fresh database ----------------------------------
+
+
+@pytest.fixture
+def engine() -> MonitorEngine:
+    """The engine the app tells of monitor changes; tests of the API alone use none."""
+    return NoEngine()
+
+
+@pytest.fixture
+def services(db: Database, engine: MonitorEngine) -> Services:
+    """The app's services on a fresh database."""
+    return Services(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
+
+
+@pytest.fixture
+async def client(services: Services) -> AsyncIterator[TestClientProtocol]:
+    """A test client of the real app."""
+    app = create_app(services)
+    async with app.test_app() as test_app:
+        yield test_app.test_client()
+
+
+@pytest.fixture
+def make_token(db: Database) -> MakeToken:
+    """``await make_token(account="acme", permissions=[...], expires_in=None)``: a JWT for
+    a new token record (the account is created and pinned on its first token)."""
+
+    async def make(
+        account: str = "acme",
+        permissions: list[str] | None = None,
+        expires_in: int | None = None,
+    ) -> str:
+        now = int(time.time())
+        expires_at = now + expires_in if expires_in is not None else None
+        _, token = await db.transaction(
+            accounts.create_token,
+            account,
+            list(PERMISSIONS) if permissions is None else permissions,
+            now=now,
+            expires_at=expires_at,
+            current_version=CURRENT_VERSION,
+        )
+        return issue_token(SECRET, token.id, now=now, expires_at=expires_at)
+
+    return make
+
+
+@pytest.fixture
+async def api(client: TestClientProtocol, make_token: MakeToken) -> Api:
+    """A client with every permission on account ``acme``."""
+    return Api(client, await make_token())
+
+
+@pytest.fixture
+def api_for(client: TestClientProtocol, make_token: MakeToken) -> Callable[..., Awaitable[Api]]:
+    """``await api_for(account="other", permissions=[...])``: a client for another token."""
+
+    async def make(account: str = "acme", permissions: list[str] | None = None) -> Api:
+        return Api(client, await make_token(account=account, permissions=permissions))
+
+    return make

@@ -1,0 +1,61 @@
+"""The API client tests use: a test client of the real app bound to one token."""
+
+from __future__ import annotations
+
+import json as json_module
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from quart.typing import TestClientProtocol
+
+SECRET = b"test-secret-not-for-production-0123456789"
+"""The JWT secret of the app in tests."""
+
+MakeToken = Callable[..., Awaitable[str]]
+
+
+class Api:
+    """A client bound to one token: ``await api.post("/monitors", json={...})`` returns
+    ``(status, body, headers)`` with the body decoded (None when empty)."""
+
+    def __init__(self, client: TestClientProtocol, token: str) -> None:
+        self.client = client
+        self.token = token
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        data: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, Any] | None = None,
+    ) -> tuple[int, Any, Any]:
+        all_headers = {"Authorization": f"Bearer {self.token}"}
+        all_headers.update(headers or {})
+        kwargs: dict[str, Any] = {"headers": all_headers}
+        if json is not None:
+            kwargs["json"] = json
+        if data is not None:
+            kwargs["data"] = data
+        if query is not None:
+            kwargs["query_string"] = query
+        response = await self.client.open(path, method=method, **kwargs)
+        raw = await response.get_data()
+        body = None
+        if raw:
+            body = json_module.loads(raw)
+        return response.status_code, body, response.headers
+
+    async def get(self, path: str, **kw: Any) -> tuple[int, Any, Any]:
+        return await self.request("GET", path, **kw)
+
+    async def post(self, path: str, **kw: Any) -> tuple[int, Any, Any]:
+        return await self.request("POST", path, **kw)
+
+    async def patch(self, path: str, **kw: Any) -> tuple[int, Any, Any]:
+        return await self.request("PATCH", path, **kw)
+
+    async def delete(self, path: str, **kw: Any) -> tuple[int, Any, Any]:
+        return await self.request("DELETE", path, **kw)
