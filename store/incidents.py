@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .database import Connection
-from .pagination import Page, PageRequest, bury, fetch_page
+from .owned import delete_owned, write_changes
+from .pagination import Page, PageRequest, fetch_page
 from .records import IncidentRecord
 
 _COLUMNS = [
@@ -104,20 +105,16 @@ async def update_incident(
     changes = apply(current)
     if not changes:
         return current
-    unknown = set(changes) - UPDATABLE
-    if unknown:
-        raise ValueError(f"not updatable: {sorted(unknown)}")
-    names = list(changes)
-    assignments = ", ".join(f"{n} = ${i}" for i, n in enumerate(names, start=3))
-    row = await connection.fetchrow(
-        f"UPDATE incidents AS t SET {assignments}, updated = ${len(names) + 3} "
-        f"WHERE t.id = $1 AND t.account_id = $2 RETURNING {_SELECT}",
-        incident_id,
-        account_id,
-        *(changes[n] for n in names),
-        now,
+    await write_changes(
+        connection,
+        table="incidents",
+        account_id=account_id,
+        row_id=incident_id,
+        changes=changes,
+        updatable=UPDATABLE,
+        now=now,
     )
-    return IncidentRecord.from_row(row)
+    return await get_incident(connection, account_id, incident_id)
 
 
 async def delete_incident(
@@ -125,13 +122,6 @@ async def delete_incident(
 ) -> bool:
     """Delete an incident for good (spec 4.2). Must run in a transaction. False when it
     does not exist for the account."""
-    exists = await connection.fetchval(
-        "SELECT id FROM incidents WHERE id = $1 AND account_id = $2 FOR UPDATE",
-        incident_id,
-        account_id,
+    return await delete_owned(
+        connection, table="incidents", account_id=account_id, row_id=incident_id, now=now
     )
-    if exists is None:
-        return False
-    await bury(connection, table="incidents", row_id=incident_id, now=now)
-    await connection.execute("DELETE FROM incidents WHERE id = $1", incident_id)
-    return True

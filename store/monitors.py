@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .database import Connection
-from .pagination import Page, PageRequest, bury, fetch_page
+from .owned import delete_owned, write_changes
+from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
 
 _COLUMNS = (
@@ -127,18 +128,14 @@ async def update_monitor(
     changes = apply(current)
     if not changes:
         return current
-    unknown = set(changes) - UPDATABLE
-    if unknown:
-        raise ValueError(f"not updatable: {sorted(unknown)}")
-    names = list(changes)
-    assignments = ", ".join(f"{n} = ${i}" for i, n in enumerate(names, start=3))
-    await connection.execute(
-        f"UPDATE monitors SET {assignments}, updated = ${len(names) + 3} "
-        "WHERE id = $1 AND account_id = $2",
-        monitor_id,
-        account_id,
-        *(changes[n] for n in names),
-        now,
+    await write_changes(
+        connection,
+        table="monitors",
+        account_id=account_id,
+        row_id=monitor_id,
+        changes=changes,
+        updatable=UPDATABLE,
+        now=now,
     )
     return await get_monitor(connection, account_id, monitor_id)
 
@@ -191,15 +188,11 @@ async def delete_monitor(
 ) -> bool:
     """Delete a monitor for good, with its checks and status history (spec 4.1: permanent
     deletion). Must run inside a transaction. False when it does not exist."""
-    exists = await connection.fetchval(
-        "SELECT id FROM monitors WHERE id = $1 AND account_id = $2 FOR UPDATE",
-        monitor_id,
-        account_id,
+    deleted = await delete_owned(
+        connection, table="monitors", account_id=account_id, row_id=monitor_id, now=now
     )
-    if exists is None:
+    if not deleted:
         return False
-    await bury(connection, table="monitors", row_id=monitor_id, now=now)
-    await connection.execute("DELETE FROM monitors WHERE id = $1", monitor_id)
     await connection.execute("DELETE FROM checks WHERE monitor_id = $1", monitor_id)
     await connection.execute("DELETE FROM status_changes WHERE monitor_id = $1", monitor_id)
     return True

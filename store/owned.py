@@ -1,0 +1,62 @@
+"""Writes shared by the account-owned tables (``monitors``, ``incidents``).
+
+Both are updated the same way (lock, diff, write only what changed, bump ``updated``) and
+deleted the same way (lock, keep a cursor tombstone, delete), so the logic lives here
+once; the table modules add what is their own. Table names come from code, never from a
+request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .database import Connection
+from .pagination import bury
+
+
+async def write_changes(
+    connection: Connection,
+    *,
+    table: str,
+    account_id: str,
+    row_id: str,
+    changes: Mapping[str, Any],
+    updatable: frozenset[str],
+    now: int,
+) -> None:
+    """Set ``changes`` (column to value) and ``updated = now`` (epoch seconds) on the row.
+
+    Raises:
+        ValueError: a column outside ``updatable`` (a programming error).
+    """
+    unknown = set(changes) - updatable
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    names = list(changes)
+    assignments = ", ".join(f"{n} = ${i}" for i, n in enumerate(names, start=3))
+    await connection.execute(
+        f"UPDATE {table} SET {assignments}, updated = ${len(names) + 3} "
+        "WHERE id = $1 AND account_id = $2",
+        row_id,
+        account_id,
+        *(changes[n] for n in names),
+        now,
+    )
+
+
+async def delete_owned(
+    connection: Connection, *, table: str, account_id: str, row_id: str, now: int
+) -> bool:
+    """Lock and delete the account's row, keeping its sort keys as a cursor tombstone.
+    Must run inside a transaction. False when the account has no such row."""
+    exists = await connection.fetchval(
+        f"SELECT id FROM {table} WHERE id = $1 AND account_id = $2 FOR UPDATE",
+        row_id,
+        account_id,
+    )
+    if exists is None:
+        return False
+    await bury(connection, table=table, row_id=row_id, now=now)
+    await connection.execute(f"DELETE FROM {table} WHERE id = $1", row_id)
+    return True
