@@ -173,6 +173,7 @@ async def ask(
     finalizer = weakref.finalize(
         reply_send, _cancel_soon, trio.lowlevel.current_trio_token(), dropped
     )
+    finalizer.atexit = False
     del reply_send  # our own reference would keep a dropped reply channel alive
     with reply_receive:
         try:

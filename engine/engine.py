@@ -42,6 +42,7 @@ from .supervisor import (
     Intensity,
     RestartType,
     Supervisor,
+    SupervisorError,
     SupervisorStatistics,
     open_supervisor,
     run_supervisor,
@@ -313,5 +314,10 @@ async def run_engine(
         async with inbox:
             async for message in inbox:
                 with message.reply:
-                    await _handle(shards, message, settings.ask_timeout_seconds)
+                    try:
+                        await _handle(shards, message, settings.ask_timeout_seconds)
+                    except SupervisorError as exc:
+                        # The shard is between incarnations (escalated, not yet
+                        # reloaded): its reload reads the committed change.
+                        log.warning("shard restarting; change applies on reload", error=repr(exc))
                     answer(message.reply, None)

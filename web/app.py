@@ -25,6 +25,7 @@ from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
 from .auth import bearer_token, require_permission, verify_token
 from .errors import ApiError, error_body
 from .openapi import openapi_document
+from .params import check_names
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
 from .services import Services
@@ -65,7 +66,19 @@ async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     return await call_next(ctx)
 
 
-DEFAULT_MIDDLEWARES: tuple[Middleware, ...] = (authenticate, negotiate_version, authorize)
+async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: a query parameter the route does not document is a 400
+    ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422)."""
+    check_names(ctx.query, [name for name, _, _ in ctx.route.query])
+    return await call_next(ctx)
+
+
+DEFAULT_MIDDLEWARES: tuple[Middleware, ...] = (
+    authenticate,
+    negotiate_version,
+    authorize,
+    reject_unknown_query,
+)
 """The chain every endpoint runs behind, outermost first. Rate limits and idempotency
 keys join it here."""
 
@@ -84,7 +97,13 @@ def _translate(exc: Exception) -> ApiError | None:
 
 def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
     if status == 204 or body is None:
-        return Response(b"", status=status, headers=headers)
+        empty = Response(b"", status=status, headers=headers)
+        # no body, so no Content-Type (Quart's default would be text/html), and a 204 may
+        # not carry Content-Length (RFC 9110, 8.6)
+        empty.headers.remove("Content-Type")
+        if status == 204:
+            empty.headers.remove("Content-Length")
+        return empty
     return Response(
         json.dumps(body, separators=(",", ":")),
         status=status,

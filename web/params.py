@@ -43,13 +43,14 @@ def boolean(name: str, raw: str) -> bool:
 
 
 def text(max_length: int) -> Parser:
-    """A free string of 1 to ``max_length`` characters."""
+    """A free string of 1 to ``max_length`` characters, without U+0000 (which Postgres
+    cannot compare against)."""
 
     def parse(name: str, raw: str) -> str:
-        if not 0 < len(raw) <= max_length:
+        if not 0 < len(raw) <= max_length or "\x00" in raw:
             raise ApiError(
                 "invalid_parameter",
-                f"{name} must be 1 to {max_length} characters",
+                f"{name} must be 1 to {max_length} characters, without NUL",
                 param=name,
             )
         return raw

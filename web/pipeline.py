@@ -191,10 +191,11 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
     """Validate ``data`` as ``model``; the first error becomes a 422 naming its field.
 
     Raises:
-        ApiError: 422 with a code from :data:`web.errors.CODES`.
+        ApiError: 422 with a code from :data:`web.errors.CODES`; ``invalid_value`` for
+            text holding U+0000, which Postgres cannot store.
     """
     try:
-        return model.model_validate(data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         kind = first["type"]
@@ -211,3 +212,23 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
         elif param is not None:
             message = f"{param}: {message}"
         raise ApiError(code, message, param=param) from None
+    for name, value in data.items():
+        if _has_nul(value):
+            # Postgres stores no U+0000 in text or jsonb: refuse it here, not with a 500
+            raise ApiError(
+                "invalid_value",
+                f"{name}: text may not contain the NUL character (\\u0000)",
+                param=name,
+            )
+    return validated
+
+
+def _has_nul(value: Any) -> bool:
+    """True when a string anywhere in ``value`` (object keys included) holds U+0000."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False

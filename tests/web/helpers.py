@@ -1,0 +1,104 @@
+"""Helpers shared by the API tests: object factories, error assertions, direct SQL.
+
+Direct SQL is used only to arrange what the API cannot arrange within one test second
+(old ``created``/``updated`` values, a monitor already ``up``); every behaviour under test
+goes through the real app.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store import Database
+from tests.api import Api
+from web.errors import CODES
+from web.models import ErrorResponse, IncidentObject, MonitorObject
+
+HTTP_MONITOR: dict[str, Any] = {"name": "web", "url": "https://example.com/", "type": "http"}
+VALID_URLS = {
+    "http": "https://example.com/health",
+    "tcp": "db.example.com:5432",
+    "dns": "example.com",
+    "ping": "192.0.2.10",
+}
+
+ANY = object()
+"""Sentinel: do not check this part of an error."""
+
+
+def assert_error(
+    response: tuple[int, Any, Any],
+    status: int,
+    code: str,
+    *,
+    param: Any = ANY,
+    type: str | None = None,
+) -> dict[str, Any]:
+    """Check an error response: status, the ErrorResponse shape, exactly the five fields,
+    the code (and its listed status), the type, ``param`` and the Request-Id echo.
+    Returns the error object."""
+    got_status, body, headers = response
+    assert got_status == status, body
+    assert body is not None, "an error response has a body"
+    ErrorResponse.model_validate(body)
+    error = body["error"]
+    assert set(body) == {"error"}
+    assert set(error) == {"type", "code", "message", "param", "request_id"}
+    assert error["code"] == code, error
+    assert CODES[code][0] == status
+    expected_type = type or {
+        401: "authentication_error",
+        403: "permission_error",
+        500: "api_error",
+    }.get(status, "invalid_request_error")
+    assert error["type"] == expected_type, error
+    if param is not ANY:
+        assert error["param"] == param, error
+    assert error["message"]
+    assert error["request_id"] == headers["Request-Id"]
+    return error
+
+
+async def create_monitor(api: Api, **fields: Any) -> dict[str, Any]:
+    """POST /monitors (an http monitor unless ``fields`` say otherwise); asserts 201."""
+    status, body, _ = await api.post("/monitors", json={**HTTP_MONITOR, **fields})
+    assert status == 201, body
+    MonitorObject.model_validate(body)
+    return body  # type: ignore[no-any-return]
+
+
+async def create_incident(api: Api, **fields: Any) -> dict[str, Any]:
+    """POST /incidents; asserts 201."""
+    status, body, _ = await api.post("/incidents", json={"title": "outage", **fields})
+    assert status == 201, body
+    IncidentObject.model_validate(body)
+    return body  # type: ignore[no-any-return]
+
+
+async def _execute(connection: Any, query: str, *args: Any) -> None:
+    await connection.execute(query, *args)
+
+
+async def sql(db: Database, query: str, *args: Any) -> None:
+    """Run one SQL statement on the test database (arrangement only)."""
+    await db.run(_execute, query, *args)
+
+
+async def set_times(
+    db: Database, table: str, object_id: str, *, created: int, updated: int
+) -> None:
+    """Backdate an object's ``created`` and ``updated`` (epoch seconds)."""
+    await sql(
+        db,
+        f"UPDATE {table} SET created = $2, updated = $3 WHERE id = $1",
+        object_id,
+        created,
+        updated,
+    )
+
+
+def expect(response: tuple[int, Any, Any], status: int = 200) -> Any:
+    """The body of ``response`` after checking its status."""
+    got_status, body, _ = response
+    assert got_status == status, body
+    return body

@@ -1,0 +1,108 @@
+"""The OpenAPI document at ``GET /openapi.json`` (DESIGN: Web): served without a token,
+OpenAPI 3.1, every route of the table with its parameters, request body, success and
+error responses, and every ``$ref`` resolvable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+
+from web.routes import ROUTES
+
+if TYPE_CHECKING:
+    from quart.typing import TestClientProtocol
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [r for value in node.values() for r in _refs(value)]
+    if isinstance(node, list):
+        return [r for value in node for r in _refs(value)]
+    return []
+
+
+async def _document(client: TestClientProtocol) -> dict[str, Any]:
+    response = await client.get("/openapi.json")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("application/json")
+    assert response.headers["Request-Id"].startswith("req_")
+    document = await response.get_json()
+    assert isinstance(document, dict)
+    return document
+
+
+async def test_openapi_document_describes_every_route_without_auth(
+    client: TestClientProtocol,
+) -> None:
+    with trio.fail_after(10):
+        doc = await _document(client)
+        assert doc["openapi"] == "3.1.0"
+        assert doc["info"]["title"] and doc["info"]["version"]
+        schemas = doc["components"]["schemas"]
+        assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+        expected = {(re.sub(r"<(\w+)>", r"{\1}", r.path), r.method.lower()) for r in ROUTES}
+        documented = {(path, method) for path, ops in doc["paths"].items() for method in ops}
+        assert documented == expected
+        assert len(expected) == 14
+
+        for route in ROUTES:
+            op = doc["paths"][re.sub(r"<(\w+)>", r"{\1}", route.path)][route.method.lower()]
+            assert op["operationId"] == route.name
+            responses = op["responses"]
+            assert str(route.success_status) in responses
+            for status in ("400", "401", "403", "500"):
+                error_schema = responses[status]["content"]["application/json"]["schema"]
+                assert error_schema == {"$ref": "#/components/schemas/ErrorResponse"}
+            if "<id>" in route.path:
+                assert "404" in responses
+                assert any(p["in"] == "path" and p["name"] == "id" for p in op["parameters"])
+            if route.method in ("POST", "PATCH"):
+                assert "422" in responses
+            if route.request_model is not None:
+                body_schema = op["requestBody"]["content"]["application/json"]["schema"]
+                assert body_schema["$ref"].rsplit("/", 1)[-1] in schemas
+            if route.response_model is not None:
+                success = responses[str(route.success_status)]
+                ref = success["content"]["application/json"]["schema"]["$ref"]
+                assert ref.rsplit("/", 1)[-1] in schemas
+            assert op["security"] == [{"bearer": []}]
+            assert route.permission in op["description"]
+            query = {p["name"] for p in op["parameters"] if p["in"] == "query"}
+            assert query == {name for name, _, _ in route.query}
+
+        monitors = doc["paths"]["/monitors"]
+        assert monitors["post"]["requestBody"]["required"] is True
+        assert {"limit", "starting_after", "ending_before", "status", "type", "search", "sort"} <= {
+            p["name"] for p in monitors["get"]["parameters"]
+        }
+        create = schemas[
+            monitors["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit(
+                "/", 1
+            )[-1]
+        ]
+        assert set(create["required"]) == {"name", "url", "type"}
+        assert create["additionalProperties"] is False
+        assert create["properties"]["name"]["maxLength"] == 200
+        assert {"error"} == set(schemas["ErrorResponse"]["required"])
+
+        for ref in _refs(doc):
+            assert ref.startswith("#/components/schemas/")
+            assert ref.rsplit("/", 1)[-1] in schemas, ref
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("openapi_spec_validator") is None,
+    reason="openapi-spec-validator is not installed",
+)
+async def test_openapi_document_passes_the_spec_validator(client: TestClientProtocol) -> None:
+    import openapi_spec_validator
+
+    with trio.fail_after(10):
+        openapi_spec_validator.validate(await _document(client))

@@ -1,0 +1,100 @@
+"""The permission matrix (spec 5.4-5.5): a token holding one permission can call exactly
+the endpoints that need it and gets 403 ``permission_error`` / ``missing_permission``
+on every other endpoint, without side effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import trio
+
+from tests.api import Api
+from tests.web.helpers import assert_error, create_incident, create_monitor, expect
+from web.auth import PERMISSIONS
+from web.routes import ROUTES
+
+ENDPOINTS: list[tuple[str, str, str, str, Any, int]] = [
+    # (method, path with {mon}/{inc}, permission, name, body, success status)
+    ("GET", "/monitors", "monitors.read", "list monitors", None, 200),
+    ("GET", "/monitors/{mon}", "monitors.read", "get monitor", None, 200),
+    ("GET", "/monitors/{mon}/checks", "monitors.read", "list checks", None, 200),
+    (
+        "POST",
+        "/monitors",
+        "monitors.create",
+        "create monitor",
+        {"name": "m", "url": "https://example.com/", "type": "http"},
+        201,
+    ),
+    ("PATCH", "/monitors/{mon}", "monitors.update", "update monitor", {"name": "n"}, 200),
+    ("POST", "/monitors/{mon}/pause", "monitors.update", "pause monitor", None, 200),
+    ("POST", "/monitors/{mon}/resume", "monitors.update", "resume monitor", None, 200),
+    ("DELETE", "/monitors/{mon}", "monitors.delete", "delete monitor", None, 204),
+    ("GET", "/incidents", "incidents.read", "list incidents", None, 200),
+    ("GET", "/incidents/{inc}", "incidents.read", "get incident", None, 200),
+    ("POST", "/incidents", "incidents.create", "create incident", {"title": "t"}, 201),
+    ("PATCH", "/incidents/{inc}", "incidents.update", "update incident", {"title": "u"}, 200),
+    ("POST", "/incidents/{inc}/resolve", "incidents.update", "resolve incident", None, 200),
+    ("DELETE", "/incidents/{inc}", "incidents.delete", "delete incident", None, 204),
+]
+
+
+def test_the_matrix_names_every_permission_and_route() -> None:
+    assert {e[2] for e in ENDPOINTS} == set(PERMISSIONS)
+    routes = {(r.method, r.path.replace("<id>", "{}"), r.permission) for r in ROUTES}
+    table = {
+        (m, p.replace("{mon}", "{}").replace("{inc}", "{}"), perm) for m, p, perm, *_ in ENDPOINTS
+    }
+    assert table == routes
+
+
+@pytest.mark.parametrize("permission", [*PERMISSIONS, None])
+async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
+    api: Api, api_for: Callable[..., Awaitable[Api]], permission: str | None
+) -> None:
+    with trio.fail_after(20):
+        granted = [] if permission is None else [permission]
+        limited = await api_for(account="acme", permissions=granted)
+        monitor = await create_monitor(api)
+        incident = await create_incident(api)
+        ids = {"mon": monitor["id"], "inc": incident["id"]}
+        for method, template, needed, name, body, success in ENDPOINTS:
+            path = template.format(**ids)
+            response = await limited.request(method, path, json=body)
+            if needed == permission:
+                assert response[0] == success, (name, response[1])
+            else:
+                error = assert_error(
+                    response, 403, "missing_permission", type="permission_error", param=None
+                )
+                assert needed in error["message"], name
+        # a refused request changed nothing: what is left is what the grants allowed
+        monitor_left = await api.get(f"/monitors/{monitor['id']}")
+        incident_left = await api.get(f"/incidents/{incident['id']}")
+        assert monitor_left[0] == (404 if permission == "monitors.delete" else 200)
+        assert incident_left[0] == (404 if permission == "incidents.delete" else 200)
+        if permission != "monitors.delete":
+            changed = permission == "monitors.update"
+            assert (monitor_left[1]["name"] == "n") is changed
+        if permission != "incidents.delete":
+            changed = permission == "incidents.update"
+            assert (incident_left[1]["status"] == "resolved") is changed
+        monitors = expect(await api.get("/monitors"))["data"]
+        incidents = expect(await api.get("/incidents"))["data"]
+        assert len(monitors) == {"monitors.create": 2, "monitors.delete": 0}.get(permission, 1)
+        assert len(incidents) == {"incidents.create": 2, "incidents.delete": 0}.get(permission, 1)
+
+
+async def test_permissions_combine(api_for: Callable[..., Awaitable[Api]], api: Api) -> None:
+    with trio.fail_after(10):
+        reader = await api_for(permissions=["monitors.read", "incidents.create"])
+        monitor = await create_monitor(api)
+        assert expect(await reader.get(f"/monitors/{monitor['id']}"))["id"] == monitor["id"]
+        expect(await reader.post("/incidents", json={"title": "t"}), 201)
+        assert_error(await reader.get("/incidents"), 403, "missing_permission")
+        assert_error(
+            await reader.post(f"/monitors/{monitor['id']}/pause"), 403, "missing_permission"
+        )
