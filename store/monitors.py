@@ -15,12 +15,25 @@ from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
 
 _COLUMNS = (
-    "id, account_id, name, url, type, status, interval_seconds, timeout_seconds, method, "
-    "expected_status_code, failure_threshold, success_threshold, run_epoch, created, "
-    "updated, metadata"
+    "id",
+    "account_id",
+    "name",
+    "url",
+    "type",
+    "status",
+    "interval_seconds",
+    "timeout_seconds",
+    "method",
+    "expected_status_code",
+    "failure_threshold",
+    "success_threshold",
+    "run_epoch",
+    "created",
+    "updated",
+    "metadata",
 )
 _SELECT = (
-    ", ".join(f"t.{c.strip()}" for c in _COLUMNS.split(","))
+    ", ".join(f"t.{c}" for c in _COLUMNS)
     + ", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id"
     " ORDER BY c.seq DESC LIMIT 1) AS last_checked_at"
 )
