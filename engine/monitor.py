@@ -211,6 +211,9 @@ async def run_monitor(
     interval = float(monitor.interval_seconds)
     now = trio.current_time()
     deadline = now if check_now else next_deadline(now, state.phase, interval)
+    # After an immediate first check the grid resumes at least half an interval later,
+    # so a new monitor is not checked twice in quick succession.
+    off_grid = check_now
     try:
         async with trio.open_nursery() as nursery:
             task_status.started()
@@ -224,7 +227,8 @@ async def run_monitor(
                 now = trio.current_time()
                 if message is None:
                     interval = float(state.config.interval_seconds)
-                    following = next_deadline(max(now, deadline), state.phase, interval)
+                    earliest = deadline + interval / 2 if off_grid else max(now, deadline)
+                    following = next_deadline(earliest, state.phase, interval)
                     if state.in_flight:
                         deps.stats.missed += 1
                     else:
@@ -232,7 +236,9 @@ async def run_monitor(
                         nursery.start_soon(
                             _probe, deps, ref, state.incarnation, state.spec, deadline
                         )
-                    deps.stats.missed += missed_between(deadline, following, interval)
+                    if not off_grid:
+                        deps.stats.missed += missed_between(deadline, following, interval)
+                    off_grid = False
                     deadline = following
                     continue
                 match message:
