@@ -7,6 +7,8 @@ from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
 from .engine import Engine, EngineSettings, run_engine, shard_of
 from .health import Health, after_check
 from .monitor import EngineStatistics, probe_spec
+from .observer import CheckObserver
+from .policy import TargetPolicy
 from .probes import Prober, ProbeResult, ProbeSpec
 from .supervisor import Backoff, Intensity, SupervisorEscalation, SupervisorStatistics
 from .targets import InvalidTarget, parse_target
@@ -16,6 +18,7 @@ __all__ = [
     "ActorUnavailable",
     "AskTimeout",
     "Backoff",
+    "CheckObserver",
     "Engine",
     "EngineSettings",
     "EngineStatistics",
@@ -27,6 +30,7 @@ __all__ = [
     "Prober",
     "SupervisorEscalation",
     "SupervisorStatistics",
+    "TargetPolicy",
     "after_check",
     "ask",
     "parse_target",

@@ -23,18 +23,21 @@ stopped), so no check starts after a pause response is sent.
 from __future__ import annotations
 
 import contextlib
+import gc
 import zlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from functools import partial
 
 import structlog
 import trio
 
-from store import Database, MonitorRecord, monitors
+from store import Database, DatabaseUnavailable, MonitorRecord, monitors
 from store.actor import CheckWriter
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .monitor import EngineStatistics, MonitorDeps, MonitorMessage, Reconfigure, run_monitor
+from .observer import CheckObserver
 from .probes import Prober
 from .supervisor import (
     Backoff,
@@ -67,6 +70,8 @@ class EngineSettings:
         monitor_backoff: back-off before restarting a crashed monitor actor.
         shard_intensity: shard restarts the engine supervisor tolerates per period.
         ask_timeout_seconds: how long a web request waits for the engine's acknowledgement.
+        gc_young_threshold: the garbage collector's young-generation threshold while the
+            engine runs (`young_gc_threshold`); None leaves the interpreter's (700).
     """
 
     max_probes_in_flight: int = 1000
@@ -76,6 +81,7 @@ class EngineSettings:
     shard_intensity: Intensity = _SHARD_INTENSITY
     ask_timeout_seconds: float = 10.0
     monitor_inbox_size: int = 16
+    gc_young_threshold: int | None = 50_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,6 +126,9 @@ class Shard:
     settings: EngineSettings
     supervisor: Supervisor | None = None
     entries: dict[str, _Entry] = field(default_factory=dict)
+    touched: set[str] | None = None
+    """While the shard loads from the database: the monitors a command changed meanwhile
+    (the command is newer than the load's read, so the load leaves them alone)."""
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor]) -> None:
         """One incarnation of the shard: a supervisor populated from the database."""
@@ -133,6 +142,8 @@ class Shard:
         )
 
     def _on_restart(self, child_id: str, exc: Exception | None) -> None:
+        restarts = self.deps.stats.supervisor_restarts
+        restarts[self.name] = restarts.get(self.name, 0) + 1
         log.warning(
             "monitor actor restarting", supervisor=self.name, monitor=child_id, error=repr(exc)
         )
@@ -142,11 +153,16 @@ class Shard:
             entry.ref.inbox.close()
         self.entries.clear()
         self.supervisor = supervisor
-        shard_count = self.settings.shard_count
-        loaded = await self.db.run(monitors.load_active_monitors)
-        for record in loaded:
-            if shard_of(record.id, shard_count) == self.index:
-                await self.start(record, check_now=False)
+        self.touched = set()
+        try:
+            loaded = await _load_when_available(self.db, self.name)
+            for record in loaded:
+                if shard_of(record.id, self.settings.shard_count) != self.index:
+                    continue
+                if record.id not in self.touched and record.id not in self.entries:
+                    await self.start(record, check_now=False)
+        finally:
+            self.touched = None
 
     async def start(self, record: MonitorRecord, *, check_now: bool) -> None:
         """Start an actor for ``record`` (not paused) under this shard's supervisor."""
@@ -173,7 +189,10 @@ class Shard:
     async def _incarnation(self, entry: _Entry, *, task_status: trio.TaskStatus[None]) -> None:
         check_now = entry.check_now and entry.fresh
         if not entry.fresh:  # a restart: the database has the latest config and status
-            stored = await self.db.run(monitors.get_monitor, None, entry.record.id)
+            try:
+                stored = await self.db.run(monitors.get_monitor, None, entry.record.id)
+            except DatabaseUnavailable:  # an outage: the last config and status known
+                stored = entry.record
             if stored is None or stored.status == "paused":
                 task_status.started()
                 return
@@ -188,6 +207,49 @@ class Shard:
             check_now=check_now,
             task_status=task_status,
         )
+
+
+async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
+    """The active monitors, waiting out a database outage (retried every 0.5 s doubling
+    to 5 s), so a supervisor (re)loading during an outage waits for the database instead
+    of crashing into its parent's restart intensity."""
+    delay_seconds = 0.5
+    while True:
+        try:
+            return await db.run(monitors.load_active_monitors)
+        except DatabaseUnavailable as exc:
+            log.warning(
+                "cannot load monitors; retrying",
+                supervisor=name,
+                error=str(exc),
+                retry_in_seconds=delay_seconds,
+            )
+            await trio.sleep(delay_seconds)
+            delay_seconds = min(5.0, delay_seconds * 2)
+
+
+@contextlib.asynccontextmanager
+async def young_gc_threshold(threshold: int | None) -> AsyncIterator[None]:
+    """Raise the garbage collector's young-generation threshold to ``threshold`` tracked
+    objects for the block (the older generations' thresholds unchanged), then restore it.
+
+    Why: every monitor actor parks on a timer for a whole interval, so each check leaves
+    objects that live ~10 s. With CPython's default (a young collection every 700 net
+    allocations) they are collected while alive and promoted to the oldest generation,
+    which then triggers a full collection every ~10 s over the whole heap: 1.5 s pauses
+    at 10,000 monitors, and a third of the service's CPU (bench/RESULTS.md). Those objects
+    are freed by reference counting, so allocations and frees balance and a young
+    collection comes only with real growth or cyclic garbage.
+    """
+    if threshold is None:
+        yield
+        return
+    previous = gc.get_threshold()
+    gc.set_threshold(threshold, *previous[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 def shard_of(monitor_id: str, shard_count: int) -> int:
@@ -251,9 +313,12 @@ class Engine:
 
 
 async def _handle(shards: list[Shard], message: EngineMessage, ask_seconds: float) -> None:
+    monitor_id = message.monitor.id if isinstance(message, Save) else message.monitor_id
+    shard = shards[shard_of(monitor_id, len(shards))]
+    if shard.touched is not None:
+        shard.touched.add(monitor_id)
     match message:
         case Save(monitor=record):
-            shard = shards[shard_of(record.id, len(shards))]
             if shard.supervisor is None:
                 return  # the shard is (re)loading from the database, which has the change
             entry = shard.entries.get(record.id)
@@ -274,7 +339,7 @@ async def _handle(shards: list[Shard], message: EngineMessage, ask_seconds: floa
                 with contextlib.suppress(ActorUnavailable):
                     await ask(entry.ref, make, timeout_seconds=ask_seconds)
         case Remove(monitor_id=monitor_id):
-            await shards[shard_of(monitor_id, len(shards))].stop(monitor_id)
+            await shard.stop(monitor_id)
 
 
 async def run_engine(
@@ -283,29 +348,44 @@ async def run_engine(
     prober: Prober,
     settings: EngineSettings = EngineSettings(),
     *,
+    stats: EngineStatistics | None = None,
+    observer: CheckObserver | None = None,
     task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Load every active monitor, run it, and serve commands until cancelled.
 
     Reports an :class:`Engine` through ``task_status.started`` once every monitor's actor
-    runs.
+    runs. ``stats`` (new when None) is where the actors count; pass the same one to every
+    incarnation of a restarted engine so counters keep going. ``observer`` (the service's
+    metrics) is told of every probe and check.
 
     Raises:
         engine.supervisor.SupervisorEscalation: shards kept failing past
             ``shard_intensity``.
     """
-    stats = EngineStatistics()
+    stats = EngineStatistics() if stats is None else stats
     deps = MonitorDeps(
         prober=prober,
         writer=writer,
         limiter=trio.CapacityLimiter(settings.max_probes_in_flight),
         stats=stats,
+        observer=observer,
     )
     shards = [
         Shard(index=i, name=f"shard-{i}", db=db, deps=deps, settings=settings)
         for i in range(settings.shard_count)
     ]
-    async with open_supervisor("engine", intensity=settings.shard_intensity) as root:
+
+    def on_restart(child_id: str, exc: Exception | None) -> None:
+        stats.supervisor_restarts["engine"] = stats.supervisor_restarts.get("engine", 0) + 1
+        log.warning("shard restarting", supervisor="engine", shard=child_id, error=repr(exc))
+
+    async with (
+        young_gc_threshold(settings.gc_young_threshold),
+        open_supervisor(
+            "engine", intensity=settings.shard_intensity, on_restart=on_restart
+        ) as root,
+    ):
         for shard in shards:
             await root.start_child(ChildSpec(child_id=shard.name, start=shard.run))
         ref, inbox = open_inbox[EngineMessage](1024)

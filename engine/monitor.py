@@ -30,6 +30,7 @@ from store.actor import CheckWriter
 
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
+from .observer import CheckObserver
 from .probes import Prober, ProbeResult, ProbeSpec
 from .schedule import grid_phase, missed_between, next_deadline
 
@@ -64,6 +65,13 @@ class EngineStatistics:
 
     Lateness is a probe's start (after a limiter slot was had) minus its deadline, in
     seconds; the most recent samples are kept (at most ``max_samples``).
+
+    Attributes:
+        statuses: the in-memory status (pending, up, down) of every running monitor
+            actor, by monitor id; it keeps moving while the database is down
+            (``uptrio_monitors{status}`` counts it when scraped).
+        supervisor_restarts: automatic restarts each engine supervisor made (``engine``,
+            ``shard-N``), by supervisor name, since start.
     """
 
     checks: int = 0
@@ -72,6 +80,8 @@ class EngineStatistics:
     status_changes: int = 0
     lateness_samples: list[float] = field(default_factory=list)
     max_samples: int = 200_000
+    statuses: dict[str, str] = field(default_factory=dict)
+    supervisor_restarts: dict[str, int] = field(default_factory=dict)
 
     def record_lateness(self, seconds: float) -> None:
         """Keep one lateness sample (seconds)."""
@@ -83,12 +93,13 @@ class EngineStatistics:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MonitorDeps:
     """What every monitor actor shares: the prober, the store actor's writer, the global
-    probe limiter and the statistics."""
+    probe limiter, the statistics and the observer (metrics) if any."""
 
     prober: Prober
     writer: CheckWriter
     limiter: trio.CapacityLimiter
     stats: EngineStatistics
+    observer: CheckObserver | None = None
 
 
 def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
@@ -110,7 +121,10 @@ async def _probe(
     deadline: float,
 ) -> None:
     async with deps.limiter:
-        deps.stats.record_lateness(trio.current_time() - deadline)
+        lateness_seconds = trio.current_time() - deadline
+        deps.stats.record_lateness(lateness_seconds)
+        if deps.observer is not None:
+            deps.observer.probe_started(lateness_seconds)
         started_wall = time.time()
         result = await deps.prober.probe(spec)
     await ref.tell(
@@ -129,6 +143,7 @@ class _Monitor:
         self.deps = deps
         status = monitor.status if monitor.status in ("up", "down") else "pending"
         self.health = Health(status)
+        deps.stats.statuses[monitor.id] = status
         self.clock_offset = trio.current_time() - time.time()
         self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
         self.incarnation = object()
@@ -169,9 +184,14 @@ class _Monitor:
         stats = self.deps.stats
         stats.checks += 1
         stats.failures += not result.ok
+        if self.deps.observer is not None:
+            self.deps.observer.check_finished(
+                config.type, result.ok, result.response_time_ms / 1000
+            )
         change = None
         if self.health.status != before:
             stats.status_changes += 1
+            stats.statuses[config.id] = self.health.status
             change = StatusChange(
                 monitor_id=config.id,
                 check_id=check.id,
@@ -252,8 +272,10 @@ async def run_monitor(
                         await deps.writer.write(check, change)
                     case ProbeDone():
                         pass  # a probe of an earlier incarnation: its actor is gone
-    except trio.Cancelled:
-        # A probe that already finished is a check: hand it over before going.
+    except BaseException:
+        # A probe that already finished is a check: hand it over before going. (A
+        # cancellation comes out of the nursery wrapped in a BaseExceptionGroup, so this
+        # catches everything, and re-raises it.)
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             while True:
                 try:
@@ -266,3 +288,5 @@ async def run_monitor(
                 elif isinstance(message, Reconfigure):
                     message.reply.close()
         raise
+    finally:
+        deps.stats.statuses.pop(monitor.id, None)

@@ -5,7 +5,7 @@ Imports nothing of Uptrio's other packages. Query functions are asyncio coroutin
 the connection first; run them with :meth:`Database.run` or :meth:`Database.transaction`.
 """
 
-from . import accounts, checks, incidents, monitors
+from . import accounts, checks, idempotency, incidents, monitors
 from .checks import StatusChange
 from .database import Connection, Database, open_database
 from .embedded import EmbeddedPostgres, start_embedded
@@ -44,6 +44,7 @@ __all__ = [
     "apply_migrations",
     "checks",
     "has_prefix",
+    "idempotency",
     "incidents",
     "monitors",
     "new_id",

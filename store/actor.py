@@ -1,55 +1,85 @@
-"""The store actor: batches check results into Postgres (DESIGN: Store; engine issue 5).
+"""The store actor: batches check results into Postgres and rides out database outages
+(DESIGN: Store; engine issue, item 5; operations issue, item 5).
 
-Producers (monitor actors) hand results to a :class:`CheckWriter`; one task,
-:func:`run_check_writer`, owns the receiving end. It takes one result, then more until the
-batch holds ``batch_size`` results or ``batch_age_seconds`` have passed since the first
-(``trio.move_on_at``), whichever comes first, and writes the batch in one transaction
-(:func:`store.checks.write_check_batch`: one ``unnest`` insert, status changes with the
-checks that caused them). Then it answers the flush requests that rode in the batch
-(group commit).
+Producers (monitor actors) hand results to a :class:`CheckWriter`; the actor owns the
+receiving end and a :class:`~store.buffer.CheckBuffer`, and runs two tasks over them:
 
-The inbox is bounded (``inbox_size`` results): when the database is slow, producers wait
-in :meth:`CheckWriter.write` instead of memory growing. A write that fails because the
-database is unavailable is retried with exponential back-off (0.1 s doubling to 5 s) and
-never dropped; check ids make the retry idempotent. Any other database error is a bug or
-a poison batch: it is retried :data:`POISON_RETRIES` times, then the batch is logged as
-an error, counted in ``dropped`` and dropped, so one bad batch cannot stop every write.
+* The **pump** moves results from the bounded inbox (``inbox_size``) into the buffer.
+  While the database answers, it stops taking once the buffer holds two batches, so a
+  slow database slows producers down (the inbox fills and :meth:`CheckWriter.write`
+  waits: DESIGN's back-pressure). While the database is *unavailable* it keeps taking, so
+  producers never block on an outage; the buffer's bound (``buffer_limit``, ``uptrio
+  serve --store-buffer``, default 100,000 results) then drops the OLDEST results, counted
+  in :attr:`WriterStatistics.dropped` (``uptrio_store_rows_dropped_total``) and logged.
+* The **writer** takes a batch from the front of the buffer once it holds ``batch_size``
+  results or its oldest result is ``batch_age_seconds`` old, whichever comes first, and
+  writes it in one transaction (:func:`store.checks.write_check_batch`: one ``unnest``
+  insert, the status changes with the checks that caused them), then answers the flushes
+  that waited for it (group commit). A write that fails because the database is
+  unavailable puts the batch back and is retried with exponential back-off
+  (``retry_min_seconds`` doubling to ``retry_max_seconds``; 0.1 s to 2 s by default,
+  so the buffer is written at most about 2 s after the database is back);
+  check ids make a retry idempotent, so a commit whose acknowledgement was lost inserts
+  nothing twice. Any other database error is a bug or a poison batch: after
+  :data:`POISON_RETRIES` attempts the batch is logged as an error, counted in ``dropped``
+  and dropped, so one bad batch cannot stop every write.
 
-Shutdown: :meth:`CheckWriter.aclose` closes the inbox; the actor writes everything still
-queued and returns. If it is cancelled instead, it drains and writes what is queued under
-a shield bounded by ``drain_seconds``.
+Restarts: :class:`StoreActor` holds the inbox, the buffer and the statistics, and
+:meth:`StoreActor.run` is one incarnation of the actor (a child of the service's root
+supervisor, :mod:`web.service`). A restart cancels the incarnation after one last attempt
+at the buffer; whatever is still buffered waits for the next incarnation: a restart loses
+nothing. :func:`run_check_writer` runs one actor with one incarnation (tests, tools).
+
+Shutdown: :meth:`CheckWriter.aclose` (or ``close``) closes the inbox; the incarnation
+writes everything queued and returns (:meth:`StoreActor.wait_finished`). If it is
+cancelled instead, it makes one last attempt at what is queued, under a shield bounded by
+``drain_seconds``; what that attempt cannot write (the database is down) is logged with
+its count and lost when the process exits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 import trio
 
+from .buffer import CheckBuffer, WriteCheck
 from .checks import StatusChange, write_check_batch
 from .database import Database
 from .errors import DatabaseUnavailable, StoreError
 from .records import CheckRecord
+
+__all__ = [
+    "POISON_RETRIES",
+    "CheckWriter",
+    "Flush",
+    "StoreActor",
+    "StoreMessage",
+    "WriteCheck",
+    "WriterObserver",
+    "WriterStatistics",
+    "run_check_writer",
+]
 
 log = structlog.get_logger("uptrio.store")
 
 POISON_RETRIES = 3
 """Attempts at a batch that fails for a reason other than an unavailable database."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WriteCheck:
-    """One check result, with the status change it caused (or None)."""
-
-    check: CheckRecord
-    change: StatusChange | None = None
+_OUTAGE_LOG_SECONDS = 10.0
+"""While the database stays unavailable, one "still unavailable" line per this period."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Flush:
-    """Answer on ``reply`` once everything queued before this message is committed."""
+    """Answer on ``reply`` once everything queued before this message is committed (or
+    dropped by the buffer's bound)."""
 
     reply: trio.MemorySendChannel[None]
 
@@ -57,9 +87,21 @@ class Flush:
 StoreMessage = WriteCheck | Flush
 
 
+class WriterObserver(Protocol):
+    """Told of every committed batch (the service's metrics, ``web.metrics``). Called
+    from the actor's task: it must be quick (microseconds) and must not raise."""
+
+    def batch_written(
+        self, size: int, flush_seconds: float, commit_delays_seconds: Sequence[float]
+    ) -> None:
+        """A batch of ``size`` results committed in ``flush_seconds`` seconds (its
+        transaction); ``commit_delays_seconds`` holds, per result, the seconds from its
+        hand-over (about its probe's end) to this commit."""
+
+
 @dataclass(slots=True)
 class WriterStatistics:
-    """Counters of the store actor since start (for metrics and the benchmark).
+    """Counters of the store actor since start (metrics, ``readyz``, the benchmark).
 
     Attributes:
         batches: batches committed.
@@ -67,7 +109,16 @@ class WriterStatistics:
         last_batch_size: results in the last batch.
         last_flush_seconds: duration of the last batch's transaction, seconds.
         retries: failed write attempts that were retried.
-        dropped: check results dropped (poison batches).
+        dropped: check results dropped: the buffer's bound during an outage, plus poison
+            batches.
+        dropped_overflow: of ``dropped``, those the buffer's bound dropped.
+        batch_sizes: the size of each batch (the first 100,000).
+        buffered: results in the buffer now (a batch being written included).
+        max_buffered: the most results ever buffered at once.
+        buffer_limit: the buffer's bound, results.
+        database_available: False from a write failing with ``DatabaseUnavailable`` until
+            the next successful write.
+        outages: times the database became unavailable.
     """
 
     batches: int = 0
@@ -76,7 +127,13 @@ class WriterStatistics:
     last_flush_seconds: float = 0.0
     retries: int = 0
     dropped: int = 0
+    dropped_overflow: int = 0
     batch_sizes: list[int] = field(default_factory=list)
+    buffered: int = 0
+    max_buffered: int = 0
+    buffer_limit: int = 0
+    database_available: bool = True
+    outages: int = 0
 
 
 class CheckWriter:
@@ -87,12 +144,13 @@ class CheckWriter:
         self.statistics = stats
 
     async def write(self, check: CheckRecord, change: StatusChange | None = None) -> None:
-        """Queue one result; waits while the inbox is full (back-pressure).
+        """Queue one result; waits while the inbox is full (back-pressure; never during a
+        database outage, when the actor keeps draining its inbox).
 
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        message = WriteCheck(check=check, change=change)
+        message = WriteCheck(check=check, change=change, queued_at=trio.current_time())
         try:
             self._send.send_nowait(message)
         except trio.WouldBlock:
@@ -103,6 +161,7 @@ class CheckWriter:
 
         Raises:
             TimeoutError: not committed within ``timeout_seconds``.
+            StoreError: the store actor stopped before the flush.
             trio.ClosedResourceError: the writer was closed.
         """
         reply_send, reply_receive = trio.open_memory_channel[None](1)
@@ -114,12 +173,300 @@ class CheckWriter:
                 raise StoreError("the store actor stopped before the flush") from None
 
     def queued(self) -> int:
-        """Messages waiting in the inbox."""
-        return self._send.statistics().current_buffer_used
+        """Results not yet committed: waiting in the inbox or in the buffer."""
+        return self._send.statistics().current_buffer_used + self.statistics.buffered
+
+    def close(self) -> None:
+        """Close the inbox (synchronous form of :meth:`aclose`)."""
+        self._send.close()
 
     async def aclose(self) -> None:
         """Close the inbox: the actor writes what is queued and returns."""
         await self._send.aclose()
+
+
+class _Signal:
+    """Wake every task waiting in :meth:`wait` at the next :meth:`notify` (a reusable
+    ``trio.Event``)."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = trio.Event()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class StoreActor:
+    """The store actor's lasting state: inbox, buffer, flush waiters and statistics,
+    shared by its incarnations (see the module docstring).
+
+    ``batch_size`` and ``buffer_limit`` in results (a batch is at most the bound),
+    ``inbox_size`` in messages, every ``*_seconds`` in seconds.
+
+    Attributes:
+        writer: the producers' handle (stable across incarnations).
+        statistics: the counters (stable across incarnations).
+
+    Raises:
+        ValueError: ``batch_size``, ``buffer_limit`` or ``inbox_size`` below 1.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        batch_size: int = 500,
+        batch_age_seconds: float = 0.2,
+        inbox_size: int = 10_000,
+        buffer_limit: int = 100_000,
+        drain_seconds: float = 10.0,
+        retry_min_seconds: float = 0.1,
+        retry_max_seconds: float = 2.0,
+        observer: WriterObserver | None = None,
+    ) -> None:
+        if min(batch_size, buffer_limit, inbox_size) < 1:
+            raise ValueError("batch_size, buffer_limit and inbox_size must be at least 1")
+        self._db = db
+        self._batch_size = min(batch_size, buffer_limit)
+        self._batch_age_seconds = batch_age_seconds
+        self._drain_seconds = drain_seconds
+        self._retry_min_seconds = retry_min_seconds
+        self._retry_max_seconds = retry_max_seconds
+        self._observer = observer
+        send, self._inbox = trio.open_memory_channel[StoreMessage](inbox_size)
+        self.statistics = WriterStatistics(buffer_limit=buffer_limit)
+        self.writer = CheckWriter(send, self.statistics)
+        self._buffer = CheckBuffer(buffer_limit)
+        self._waiters: deque[tuple[int, trio.MemorySendChannel[None]]] = deque()
+        self._grew = _Signal()  # for the writer: a first result, a full batch, closed
+        self._room = _Signal()  # for the pump: a batch left, or the database went away
+        self._in_flight = 0  # results of the batch being written
+        self._inbox_closed = False
+        self._finished = trio.Event()
+        self._delay_seconds = retry_min_seconds
+        self._poison_attempts = 0
+        self._outage_since: float | None = None
+        self._outage_logged_at = -math.inf
+        self._dropped_unlogged = 0
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[CheckWriter] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """One incarnation: pump and write until the writer is closed and everything is
+        written, then return. Reports :attr:`writer` through ``task_status.started``.
+
+        Raises only for bugs; ``trio.Cancelled`` propagates after one last attempt at the
+        buffer (bounded by ``drain_seconds``).
+        """
+        task_status.started(self.writer)
+        finished = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._pump)
+                await self._write_until_closed()
+                nursery.cancel_scope.cancel()
+            finished = True
+        finally:
+            if not finished:
+                with trio.CancelScope(shield=True), trio.move_on_after(self._drain_seconds):
+                    await self._last_attempt()
+
+    async def wait_finished(self) -> None:
+        """Wait until the writer was closed and every result was written or dropped."""
+        await self._finished.wait()
+
+    # ---- the pump ----------------------------------------------------------------
+
+    async def _pump(self) -> None:
+        inbox, high_water = self._inbox, 2 * self._batch_size
+        while True:
+            while self.statistics.database_available and len(self._buffer) >= high_water:
+                await self._room.wait()
+            try:
+                message = await inbox.receive()
+            except trio.EndOfChannel:
+                self._inbox_closed = True
+                self._grew.notify()
+                return
+            self._accept(message)
+
+    def _accept(self, message: StoreMessage) -> None:
+        buffer, stats = self._buffer, self.statistics
+        if isinstance(message, Flush):
+            self._waiters.append((buffer.entered, message.reply))
+            self._answer_flushes()
+            return
+        buffer.append(message)
+        size = len(buffer)
+        if size == 1 or size == self._batch_size:
+            self._grew.notify()
+        if not stats.database_available and not self._in_flight and size > buffer.limit:
+            self._trim()
+        stats.buffered = len(buffer) + self._in_flight
+        stats.max_buffered = max(stats.max_buffered, stats.buffered)
+
+    # ---- the writer --------------------------------------------------------------
+
+    async def _write_until_closed(self) -> None:
+        buffer = self._buffer
+        while True:
+            oldest = buffer.oldest_queued_at()
+            if oldest is None and not buffer.orphan_count:
+                if self._inbox_closed:
+                    self._answer_flushes(everything=True)
+                    self._finished.set()
+                    return
+                await self._grew.wait()
+                continue
+            if oldest is not None and len(buffer) < self._batch_size and not self._inbox_closed:
+                deadline = oldest + self._batch_age_seconds
+                if trio.current_time() < deadline:
+                    with trio.move_on_at(deadline):
+                        await self._grew.wait()
+                    continue
+            if not await self._write_batch():
+                await trio.sleep(self._delay_seconds)
+                self._delay_seconds = min(self._retry_max_seconds, self._delay_seconds * 2)
+
+    async def _write_batch(self) -> bool:
+        """Write one batch from the front; False when it must be retried after a pause."""
+        buffer, stats = self._buffer, self.statistics
+        batch = buffer.take(self._batch_size)
+        self._in_flight = len(batch.items) or 1
+        started = trio.current_time()
+        try:
+            inserted = await self._db.transaction(write_check_batch, batch.checks, batch.changes)
+        except DatabaseUnavailable as exc:
+            buffer.put_back(batch)
+            stats.retries += 1
+            self._database_unavailable(exc)
+            return False
+        except StoreError as exc:
+            self._poison_attempts += 1
+            if self._poison_attempts < POISON_RETRIES:
+                buffer.put_back(batch)
+                stats.retries += 1
+                log.warning("check batch failed; retrying", error=str(exc), batch=len(batch.items))
+                return False
+            buffer.discard(batch)
+            stats.dropped += len(batch.items)
+            self._poison_attempts = 0
+            log.error("check batch dropped", error=str(exc), batch=len(batch.items))
+            self._answer_flushes()
+            self._room.notify()
+            return True
+        except BaseException:
+            buffer.put_back(batch)  # cancelled or a bug: the next attempt has it
+            raise
+        finally:
+            self._in_flight = 0
+            stats.buffered = len(buffer)
+        finished = trio.current_time()
+        buffer.committed(batch)
+        self._poison_attempts = 0
+        self._delay_seconds = self._retry_min_seconds
+        stats.batches += 1
+        stats.rows_written += inserted
+        stats.last_batch_size = len(batch.items)
+        stats.last_flush_seconds = finished - started
+        if len(stats.batch_sizes) < 100_000:
+            stats.batch_sizes.append(len(batch.items))
+        if self._observer is not None:
+            delays = [finished - item.queued_at for item in batch.items]
+            self._observer.batch_written(len(batch.items), finished - started, delays)
+        if not stats.database_available:
+            self._database_back()
+        self._answer_flushes()
+        self._room.notify()
+        return True
+
+    def _database_unavailable(self, exc: StoreError) -> None:
+        stats, now = self.statistics, trio.current_time()
+        if stats.database_available:
+            stats.database_available = False
+            stats.outages += 1
+            self._outage_since = now
+            self._outage_logged_at = now
+            self._room.notify()  # the pump takes everything from now on
+            log.warning(
+                "database unavailable; buffering check results",
+                error=str(exc),
+                buffered=len(self._buffer),
+                buffer_limit=self._buffer.limit,
+            )
+        self._trim()
+        self._flush_drop_log()  # at most one line per attempt (the back-off spaces them)
+        if now - self._outage_logged_at >= _OUTAGE_LOG_SECONDS:
+            self._outage_logged_at = now
+            log.warning(
+                "database still unavailable",
+                error=str(exc),
+                outage_seconds=round(now - (self._outage_since or now), 3),
+                buffered=len(self._buffer),
+                dropped=stats.dropped_overflow,
+            )
+
+    def _database_back(self) -> None:
+        stats, now = self.statistics, trio.current_time()
+        stats.database_available = True
+        self._flush_drop_log()
+        log.info(
+            "database available again; writing buffered check results",
+            outage_seconds=round(now - (self._outage_since or now), 3),
+            buffered=len(self._buffer),
+            dropped=stats.dropped_overflow,
+        )
+        self._outage_since = None
+
+    def _trim(self) -> None:
+        dropped = self._buffer.trim()
+        if dropped:
+            stats = self.statistics
+            stats.dropped += dropped
+            stats.dropped_overflow += dropped
+            stats.buffered = len(self._buffer)
+            self._dropped_unlogged += dropped
+            self._answer_flushes()
+
+    def _flush_drop_log(self) -> None:
+        if self._dropped_unlogged:
+            log.warning(
+                "store buffer full; dropped the oldest check results",
+                dropped=self._dropped_unlogged,
+                dropped_total=self.statistics.dropped_overflow,
+                buffer_limit=self._buffer.limit,
+            )
+            self._dropped_unlogged = 0
+
+    def _answer_flushes(self, *, everything: bool = False) -> None:
+        waiters, left = self._waiters, self._buffer.left
+        while waiters and (everything or waiters[0][0] <= left):
+            _, reply = waiters.popleft()
+            with reply, contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
+                reply.send_nowait(None)
+
+    async def _last_attempt(self) -> None:
+        """Under a shield: take what the inbox holds, write the buffer batch by batch,
+        and stop at the first failure (what remains waits for a next incarnation)."""
+        while True:
+            try:
+                self._accept(self._inbox.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+        if self._buffer.limit < len(self._buffer):
+            self._trim()
+        while len(self._buffer) or self._buffer.orphan_count:
+            try:
+                if not await self._write_batch():
+                    break
+            except StoreError:
+                break
+        if len(self._buffer):
+            log.warning("check results not written yet", buffered=len(self._buffer))
 
 
 async def run_check_writer(
@@ -128,79 +475,24 @@ async def run_check_writer(
     batch_size: int = 500,
     batch_age_seconds: float = 0.2,
     inbox_size: int = 10_000,
+    buffer_limit: int = 100_000,
     drain_seconds: float = 10.0,
+    observer: WriterObserver | None = None,
     task_status: trio.TaskStatus[CheckWriter] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the store actor until its writer is closed (see the module docstring).
+    """Run a :class:`StoreActor` (one incarnation) until its writer is closed and every
+    result is written; reports its :class:`CheckWriter` through ``task_status.started``.
 
-    Reports a :class:`CheckWriter` through ``task_status.started``. ``batch_size`` in
-    results, ``batch_age_seconds`` and ``drain_seconds`` in seconds.
+    ``batch_size`` and ``buffer_limit`` in results, ``inbox_size`` in messages,
+    ``batch_age_seconds`` and ``drain_seconds`` in seconds.
     """
-    send, receive = trio.open_memory_channel[StoreMessage](inbox_size)
-    stats = WriterStatistics()
-    task_status.started(CheckWriter(send, stats))
-    try:
-        async with receive:
-            while True:
-                try:
-                    first = await receive.receive()
-                except trio.EndOfChannel:
-                    return
-                batch = [first]
-                with trio.move_on_at(trio.current_time() + batch_age_seconds):
-                    while len(batch) < batch_size:
-                        try:
-                            batch.append(await receive.receive())
-                        except trio.EndOfChannel:
-                            break
-                await _commit(db, batch, stats)
-    except trio.Cancelled:
-        with trio.CancelScope(shield=True), trio.move_on_after(drain_seconds):
-            leftover: list[StoreMessage] = []
-            while True:
-                try:
-                    leftover.append(receive.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-            if leftover:
-                await _commit(db, leftover, stats)
-        raise
-
-
-async def _commit(db: Database, batch: list[StoreMessage], stats: WriterStatistics) -> None:
-    checks = [m.check for m in batch if isinstance(m, WriteCheck)]
-    changes = [m.change for m in batch if isinstance(m, WriteCheck) and m.change is not None]
-    delay = 0.1
-    attempts = 0
-    while checks or changes:
-        started = trio.current_time()
-        attempts += 1
-        try:
-            inserted = await db.transaction(write_check_batch, checks, changes)
-        except StoreError as exc:
-            if not isinstance(exc, DatabaseUnavailable) and attempts >= POISON_RETRIES:
-                stats.dropped += len(checks)
-                log.error("check batch dropped", error=str(exc), batch=len(checks))
-                break
-            stats.retries += 1
-            log.warning(
-                "check batch failed; retrying",
-                error=str(exc),
-                retry_in_seconds=delay,
-                batch=len(checks),
-            )
-            await trio.sleep(delay)
-            delay = min(5.0, delay * 2)
-            continue
-        stats.batches += 1
-        stats.rows_written += inserted
-        stats.last_batch_size = len(checks)
-        stats.last_flush_seconds = trio.current_time() - started
-        if len(stats.batch_sizes) < 100_000:
-            stats.batch_sizes.append(len(checks))
-        break
-    for message in batch:
-        if isinstance(message, Flush):
-            with contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
-                message.reply.send_nowait(None)
-            message.reply.close()
+    actor = StoreActor(
+        db,
+        batch_size=batch_size,
+        batch_age_seconds=batch_age_seconds,
+        inbox_size=inbox_size,
+        buffer_limit=buffer_limit,
+        drain_seconds=drain_seconds,
+        observer=observer,
+    )
+    await actor.run(task_status=task_status)

@@ -15,6 +15,7 @@ back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -39,7 +40,10 @@ _UNAVAILABLE = (
     asyncpg.InterfaceError,
     asyncpg.CannotConnectNowError,
     asyncpg.ConnectionFailureError,
+    asyncpg.PostgresConnectionError,
     asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.TooManyConnectionsError,
 )
 
 
@@ -70,11 +74,36 @@ class Database:
 
     Attributes:
         url: the Postgres URL the pool connects to (it may carry a password: never log it).
+        acquire_timeout_seconds: longest wait for a pooled connection, connecting included,
+            in seconds (None: no limit); past it the call raises ``DatabaseUnavailable``.
+        deadline_seconds: longest any one :meth:`run` or :meth:`transaction` may take, in
+            seconds (None: no limit; see :meth:`with_deadline`).
     """
 
-    def __init__(self, pool: Any, url: str) -> None:
+    def __init__(
+        self,
+        pool: Any,
+        url: str,
+        *,
+        acquire_timeout_seconds: float | None = None,
+        deadline_seconds: float | None = None,
+    ) -> None:
         self._pool = pool
         self.url = url
+        self.acquire_timeout_seconds = acquire_timeout_seconds
+        self.deadline_seconds = deadline_seconds
+
+    def with_deadline(self, seconds: float) -> Database:
+        """The same pool, but every :meth:`run` and :meth:`transaction` gives up after
+        ``seconds`` seconds with ``DatabaseUnavailable`` (the work is cancelled and its
+        transaction rolled back). The web layer uses it so that a request needing a
+        database that hangs fails fast instead of hanging (operations issue, item 5)."""
+        return Database(
+            self._pool,
+            self.url,
+            acquire_timeout_seconds=self.acquire_timeout_seconds,
+            deadline_seconds=seconds,
+        )
 
     async def run(
         self,
@@ -112,7 +141,7 @@ class Database:
     ) -> T:
         async def on_asyncio() -> T:
             try:
-                async with self._pool.acquire() as connection:
+                async with self._pool.acquire(timeout=self.acquire_timeout_seconds) as connection:
                     if not in_transaction:
                         return await fn(connection, *args, **kwargs)
                     async with connection.transaction():
@@ -123,18 +152,133 @@ class Database:
                     raise
                 raise translated from exc
 
-        result: T = await trio_asyncio.aio_as_trio(on_asyncio)()
-        return result
+        if self.deadline_seconds is None:
+            result: T = await trio_asyncio.aio_as_trio(on_asyncio)()
+            return result
+        with trio.move_on_after(self.deadline_seconds):
+            bounded: T = await trio_asyncio.aio_as_trio(on_asyncio)()
+            return bounded
+        raise DatabaseUnavailable(f"no answer from the database within {self.deadline_seconds} s")
+
+    @asynccontextmanager
+    async def open_transaction(self) -> AsyncIterator[Database]:
+        """One transaction on one pooled connection, held across several bridge crossings.
+
+        Yields a :class:`Database` bound to that connection: its :meth:`run` runs inside the
+        transaction and its :meth:`transaction` becomes a savepoint, so separate units of
+        work, possibly written by different code (a handler's write and the idempotency
+        record of its response, :mod:`web.idempotency`), commit or roll back as one.
+        Committed when the block exits normally; rolled back when it raises, cancellation
+        included. The rollback and the return of the connection to the pool are shielded
+        from cancellation. Calls on the bound database are serialised (one connection).
+
+        Raises:
+            DatabaseUnavailable: the server cannot be reached or the connection broke
+                (also while committing).
+            IntegrityConflict, StoreError: as :meth:`run`, also from the commit.
+        """
+        pool = self._pool
+
+        async def begin() -> tuple[Connection, Any]:
+            connection = await pool.acquire(timeout=self.acquire_timeout_seconds)
+            try:
+                transaction = connection.transaction()
+                await transaction.start()
+            except BaseException:
+                await pool.release(connection)
+                raise
+            return connection, transaction
+
+        connection, transaction = await _crossing(begin)
+        done = False
+        try:
+            yield _BoundDatabase(connection, self.url)
+            await _crossing(transaction.commit)
+            done = True
+        finally:
+            with trio.CancelScope(shield=True):
+                if not done:
+                    # a broken connection cannot roll back: the server does it on its own
+                    with contextlib.suppress(StoreError):
+                        await _crossing(transaction.rollback)
+                await trio_asyncio.aio_as_trio(pool.release)(connection)
+
+
+class _BoundDatabase(Database):
+    """A :class:`Database` whose work all runs on one connection inside an open
+    transaction (see :meth:`Database.open_transaction`)."""
+
+    def __init__(self, connection: Connection, url: str) -> None:
+        super().__init__(None, url)
+        self._connection = connection
+        self._lock = trio.Lock()
+
+    async def _bridge(
+        self,
+        in_transaction: bool,
+        fn: Callable[Concatenate[Connection, P], Awaitable[T]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        connection = self._connection
+
+        async def on_asyncio() -> T:
+            if not in_transaction:
+                return await fn(connection, *args, **kwargs)
+            async with connection.transaction():  # a savepoint
+                return await fn(connection, *args, **kwargs)
+
+        async with self._lock:
+            return await _crossing(on_asyncio)
+
+    @asynccontextmanager
+    async def open_transaction(self) -> AsyncIterator[Database]:
+        """Not supported: this database is already one transaction.
+
+        Raises:
+            RuntimeError: always.
+        """
+        raise RuntimeError("already inside a transaction opened by open_transaction")
+        yield self  # pragma: no cover (makes this an async generator)
+
+
+async def _crossing(fn: Callable[[], Awaitable[T]]) -> T:
+    """Run asyncio coroutine function ``fn`` across the bridge, translating its errors."""
+
+    async def on_asyncio() -> T:
+        try:
+            return await fn()
+        except Exception as exc:
+            translated = _translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    result: T = await trio_asyncio.aio_as_trio(on_asyncio)()
+    return result
 
 
 @asynccontextmanager
 async def open_database(
-    url: str, *, min_size: int = 2, max_size: int = 10, command_timeout_seconds: float = 30.0
+    url: str,
+    *,
+    min_size: int = 2,
+    max_size: int = 10,
+    command_timeout_seconds: float = 30.0,
+    connect_timeout_seconds: float = 1.0,
+    acquire_timeout_seconds: float = 1.5,
 ) -> AsyncIterator[Database]:
     """Open a pool of ``min_size`` to ``max_size`` connections to ``url``; close it on exit.
 
     Must run inside ``trio_asyncio.open_loop()``. The close is shielded from cancellation
     (as triopg does), so connections are returned even when the service is being cancelled.
+
+    Timeouts, all in seconds, keep a database outage from hanging callers (operations
+    issue, item 5): ``connect_timeout_seconds`` bounds opening one connection (asyncpg's
+    ``timeout``), ``acquire_timeout_seconds`` bounds waiting for a pooled connection,
+    reconnecting included, and ``command_timeout_seconds`` bounds one statement. A stopped
+    server fails at once (the socket is refused); a hung one within these bounds. The pool
+    reconnects by itself when the server is back.
 
     Raises:
         DatabaseUnavailable: the server could not be reached.
@@ -147,6 +291,7 @@ async def open_database(
                 min_size=min_size,
                 max_size=max_size,
                 command_timeout=command_timeout_seconds,
+                timeout=connect_timeout_seconds,
                 init=_init_connection,
             )
         except Exception as exc:
@@ -157,7 +302,7 @@ async def open_database(
 
     pool = await trio_asyncio.aio_as_trio(create)()
     try:
-        yield Database(pool, url)
+        yield Database(pool, url, acquire_timeout_seconds=acquire_timeout_seconds)
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(10):
             await trio_asyncio.aio_as_trio(pool.close)()

@@ -37,8 +37,39 @@ class EmbeddedPostgres:
         return uri
 
     def stop(self) -> None:
-        """Release this process's handle; the server stops when no process holds one."""
+        """Release this process's handle; the server stops when no process holds one
+        (also a server started again by :meth:`start_server` in another process: the
+        handle's view of the running postmaster is refreshed first)."""
+        from pgserver.utils import PostmasterInfo
+
+        running = PostmasterInfo.read_from_pgdata(self.server.pgdata)
+        if running is not None and running.is_running():
+            self.server._postmaster_info = running  # pgserver keeps the first one it saw
         self.server.cleanup()
+
+    def stop_server(self) -> None:
+        """Stop the server now, whoever holds handles (``pg_ctl stop -m fast``: open
+        connections are cut, open transactions roll back). For outage drills and tests;
+        :meth:`start_server` brings it back with the same socket, so the URL stays valid.
+
+        Raises:
+            subprocess.CalledProcessError: ``pg_ctl`` failed (say, the server was not
+                running).
+        """
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
+        server = self.server
+        pg_ctl(["-w", "stop", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
+
+    def start_server(self) -> None:
+        """Start the server again after :meth:`stop_server` (a no-op when it runs);
+        returns once it accepts connections (about 0.5 s).
+
+        Raises:
+            subprocess.CalledProcessError, subprocess.TimeoutExpired: ``pg_ctl`` failed.
+        """
+        with self.server._lock:
+            self.server.ensure_postgres_running()
 
 
 def start_embedded(data_dir: Path, *, delete_on_stop: bool = False) -> EmbeddedPostgres:

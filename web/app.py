@@ -22,13 +22,17 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from engine import ActorUnavailable
 from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
 
+from .asgi import ShieldedSendHTTPConnection
 from .auth import bearer_token, require_permission, verify_token
 from .errors import ApiError, error_body
+from .idempotency import idempotency_keys
 from .openapi import openapi_document
+from .ops import Operations, add_operational_routes
 from .params import check_names
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
 from .services import Services
+from .throttle import rate_limit, throttle_failed_authentication
 from .versioning import CURRENT_VERSION, HEADER, resolve_version
 
 log = structlog.get_logger("uptrio.web")
@@ -74,13 +78,18 @@ async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiRe
 
 
 DEFAULT_MIDDLEWARES: tuple[Middleware, ...] = (
+    throttle_failed_authentication,
     authenticate,
+    rate_limit,
     negotiate_version,
     authorize,
     reject_unknown_query,
+    idempotency_keys,
 )
-"""The chain every endpoint runs behind, outermost first. Rate limits and idempotency
-keys join it here."""
+"""The chain every endpoint runs behind, outermost first: failed logins are limited per
+address before a token is looked at (:mod:`web.throttle`); rate limits count every
+authenticated request, errors included; idempotency keys (:mod:`web.idempotency`) wrap
+the handler alone, so a request refused earlier never claims a key."""
 
 
 def _translate(exc: Exception) -> ApiError | None:
@@ -156,19 +165,25 @@ def create_app(
     *,
     routes: Sequence[Route] = ROUTES,
     middlewares: Sequence[Middleware] = DEFAULT_MIDDLEWARES,
+    ops: Operations | None = None,
 ) -> QuartTrio:
-    """The ASGI application serving ``routes`` behind ``middlewares``.
+    """The ASGI application serving ``routes`` behind ``middlewares``, plus the
+    operational endpoints of :mod:`web.ops` (``/healthz``, ``/readyz``, ``/metrics``)
+    reading ``ops`` (a fresh :class:`~web.ops.Operations` when None).
 
     Serve it with Hypercorn's trio worker (``hypercorn.trio.serve``) inside the service's
     root nursery, within ``trio_asyncio.open_loop()`` (the store runs on asyncio).
     """
+    ops = Operations() if ops is None else ops
     app = QuartTrio("uptrio")
+    app.asgi_http_class = ShieldedSendHTTPConnection  # closes cut-off uploads (web/asgi.py)
     app.config["MAX_CONTENT_LENGTH"] = services.settings.max_body_bytes
     app.config["JSON_SORT_KEYS"] = False
     document = openapi_document(routes)
 
     @app.before_request
     async def start() -> None:
+        g.started = time.perf_counter()
         g.request_id = new_id("req")
         g.version = CURRENT_VERSION
         g.extra_headers = {}
@@ -179,6 +194,14 @@ def create_app(
         response.headers[HEADER] = g.get("version") or CURRENT_VERSION
         for name, value in (g.get("extra_headers") or {}).items():
             response.headers[name] = value
+        rule = request.url_rule
+        ops.request_finished(
+            request_id=response.headers["Request-Id"],
+            method=request.method,
+            route=rule.rule if rule is not None else "unmatched",
+            status=response.status_code,
+            seconds=time.perf_counter() - (g.get("started") or time.perf_counter()),
+        )
         return response
 
     @app.errorhandler(HTTPException)
@@ -224,4 +247,5 @@ def create_app(
     async def openapi() -> Response:
         return _json_response(200, document)
 
+    add_operational_routes(app, services, ops)
     return app

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import jwt
 
+from store import has_prefix
+
 from .errors import ApiError
 
 AUDIENCE = "uptrio"
@@ -109,10 +111,15 @@ def verify_token(secret: bytes, token: str) -> str:
         raise ApiError("invalid_token", f"invalid token: {exc}") from None
     subject = claims.get("sub")
     iat = claims.get("iat")
-    if not isinstance(subject, str) or not subject.startswith("tok_"):
+    if not isinstance(subject, str) or not has_prefix(subject, "tok"):
+        # strict: a NUL or a lone surrogate in sub would fail in the database, not here
         raise ApiError("invalid_token", "invalid token: sub is not a token id")
-    if not isinstance(iat, int | float) or iat > time.time() + LEEWAY_SECONDS:
-        raise ApiError("invalid_token", "invalid token: iat is in the future")
+    if (
+        isinstance(iat, bool)
+        or not isinstance(iat, int | float)
+        or iat > time.time() + LEEWAY_SECONDS
+    ):
+        raise ApiError("invalid_token", "invalid token: iat is not a time or is in the future")
     return subject
 
 

@@ -5,10 +5,14 @@
     trio.run
     └── trio-asyncio loop (asyncpg lives inside it)
         └── database pool (embedded Postgres unless a URL is given)
-            └── root nursery: engine, Hypercorn serving the Quart-Trio app, signal watcher
+            └── nursery: signal watcher, idempotency key purge (hourly),
+                ├── the supervision tree (web.service): root supervisor over the store
+                │   actor, the engine supervisor and the web server
+                └── the admin socket (web.admin): <data-dir>/admin.sock, mode 0600
 
 ``uptrio tokens create|list|revoke`` manage API tokens against the same database, whether
-or not the service runs. Configuration: flags, else environment (``UPTRIO_DATABASE_URL``,
+or not the service runs. ``uptrio supervisors list|restart NAME`` talk to the running
+service through its admin socket. Configuration: flags, else environment (``UPTRIO_DATABASE_URL``,
 ``UPTRIO_DATA_DIR``, ``UPTRIO_JWT_SECRET``), else defaults.
 """
 
@@ -28,10 +32,8 @@ from typing import Any
 import structlog
 import trio
 import trio_asyncio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 
-from engine import EngineSettings, Intensity, Prober, run_engine
+from engine import EngineSettings, Intensity, Prober
 from store import (
     Database,
     EmbeddedPostgres,
@@ -40,12 +42,15 @@ from store import (
     open_database,
     start_embedded,
 )
-from store.actor import run_check_writer
 
-from .app import create_app
+from .admin import AdminUnavailable, admin_request, admin_socket_path, check_admin_socket_free
+from .admin import serve_admin as serve_admin_socket
 from .auth import PERMISSIONS, issue_token, load_secret, parse_permissions
+from .idempotency import run_idempotency_purge
 from .logs import configure_logging
-from .services import MonitorEngine, NoEngine, Services, WebSettings
+from .options import add_request_safety_flags, positive_int, target_policy, web_settings
+from .service import ServiceSettings, WebOptions, open_service
+from .services import MonitorEngine, Services
 from .versioning import CURRENT_VERSION
 
 log = structlog.get_logger("uptrio")
@@ -117,14 +122,19 @@ def _save_private(path: Path, content: str) -> None:
 
 
 async def _wait_for_signal(
-    stop: trio.Event, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    stop: trio.Event, force: trio.CancelScope, *, task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
+    """SIGINT or SIGTERM: set ``stop`` (the graceful shutdown); a second one cancels
+    ``force`` (everything, at once)."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         task_status.started()
         async for signum in signals:
+            if stop.is_set():
+                log.warning("second signal: stopping at once", signal=signal.Signals(signum).name)
+                force.cancel()
+                return
             log.info("stopping", signal=signal.Signals(signum).name)
             stop.set()
-            return
 
 
 def parse_nameserver(text: str) -> tuple[str, int]:
@@ -162,70 +172,75 @@ def engine_settings(args: argparse.Namespace) -> EngineSettings:
     )
 
 
-async def serve(args: argparse.Namespace) -> None:
-    """``uptrio serve``: run until SIGINT or SIGTERM, then stop cleanly.
+def service_settings(args: argparse.Namespace) -> ServiceSettings:
+    """The supervision tree's settings from ``uptrio serve`` flags."""
+    return ServiceSettings(
+        engine=None if args.no_engine else engine_settings(args),
+        batch_size=args.batch_size,
+        batch_age_seconds=args.batch_age_ms / 1000,
+        store_buffer=args.store_buffer,
+        shutdown_seconds=args.shutdown_seconds,
+    )
 
-    Shutdown order: Hypercorn stops accepting and finishes requests in flight (up to
-    ``--shutdown-seconds``), the engine's actors stop, then the store actor writes every
-    result still queued and the pool closes: no probed check is lost.
+
+async def serve(args: argparse.Namespace) -> int:
+    """``uptrio serve``: run until SIGINT or SIGTERM, then stop cleanly; the exit status.
+
+    Shutdown order (``web.service``), within ``--shutdown-seconds``: Hypercorn stops
+    accepting and finishes requests in flight, the engine's actors stop, then the store
+    actor writes every result still queued and the pool closes: no probed check is lost.
+    A second signal stops at once. Exit status 1 when another service already runs with
+    the data directory.
     """
     data_dir = _data_dir(args)
+    socket_path = admin_socket_path(data_dir)
+    try:
+        await check_admin_socket_free(socket_path)
+    except RuntimeError as exc:
+        print(f"uptrio: {exc}", file=sys.stderr)
+        return 1
     secret = load_secret(data_dir)
     stop = trio.Event()
     async with trio_asyncio.open_loop(), open_store(args) as db:
         first = await _first_token(db, secret, data_dir)
         async with trio.open_nursery() as outer:
-            writer = await outer.start(
+            await outer.start(_wait_for_signal, stop, outer.cancel_scope)
+            await outer.start(
                 partial(
-                    run_check_writer,
+                    run_idempotency_purge,
                     db,
-                    batch_size=args.batch_size,
-                    batch_age_seconds=args.batch_age_ms / 1000,
+                    retention_seconds=args.idempotency_retention_seconds,
                 )
             )
-            try:
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(_wait_for_signal, stop)
-                    engine: MonitorEngine = NoEngine()
-                    if not args.no_engine:
-                        prober = Prober(dns_nameserver=args.dns_nameserver)
-                        engine = await nursery.start(
-                            run_engine, db, writer, prober, engine_settings(args)
-                        )
-                    await _serve_http(nursery, args, db, engine, secret, data_dir, stop, first)
+            prober = Prober(dns_nameserver=args.dns_nameserver, address_policy=target_policy(args))
+            request_db = db.with_deadline(args.database_timeout_seconds)
+
+            def make_services(engine: MonitorEngine) -> Services:
+                return Services(
+                    db=request_db,
+                    engine=engine,
+                    jwt_secret=secret,
+                    settings=web_settings(args),
+                    target_policy=target_policy(args),
+                    data_dir=data_dir,
+                )
+
+            web = WebOptions(bind=[f"{args.host}:{args.port}"], make_services=make_services)
+            async with open_service(db, service_settings(args), prober=prober, web=web) as service:
+                _announce(service.binds, data_dir, first)
+                async with trio.open_nursery() as admin:
+                    try:
+                        await admin.start(serve_admin_socket, socket_path, service)
+                    except ValueError as exc:  # a data directory path too long for a socket
+                        log.error("no admin interface", error=str(exc))
                     await stop.wait()
-                    nursery.cancel_scope.cancel()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await writer.aclose()
+                    admin.cancel_scope.cancel()
+            outer.cancel_scope.cancel()
     log.info("stopped")
+    return 0
 
 
-async def _serve_http(
-    nursery: trio.Nursery,
-    args: argparse.Namespace,
-    db: Database,
-    engine: MonitorEngine,
-    secret: bytes,
-    data_dir: Path,
-    stop: trio.Event,
-    first: str | None,
-) -> None:
-    services = Services(
-        db=db,
-        engine=engine,
-        jwt_secret=secret,
-        settings=WebSettings(max_body_bytes=args.max_body_bytes),
-        data_dir=data_dir,
-    )
-    config = HypercornConfig()
-    config.bind = [f"{args.host}:{args.port}"]
-    config.accesslog = None
-    config.errorlog = None
-    config.graceful_timeout = args.shutdown_seconds
-    binds = await nursery.start(
-        partial(hypercorn_serve, create_app(services), config, shutdown_trigger=stop.wait)
-    )
+def _announce(binds: list[str], data_dir: Path, first: str | None) -> None:
     log.info("listening", binds=binds, data_dir=str(data_dir))
     print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
     if first is not None:
@@ -234,6 +249,37 @@ async def _serve_http(
             f"permissions (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
             flush=True,
         )
+
+
+async def supervisors_command(args: argparse.Namespace) -> int:
+    """``uptrio supervisors list|restart NAME``: ask the running service through its admin
+    socket; exit status 1 (with a message on stderr) when none runs or it refuses."""
+    path = admin_socket_path(_data_dir(args))
+    request: dict[str, Any] = {"command": args.supervisors}
+    if args.supervisors == "restart":
+        request["name"] = args.name
+    try:
+        reply = await admin_request(path, request)
+    except AdminUnavailable as exc:
+        print(f"uptrio: {exc}", file=sys.stderr)
+        return 1
+    except TimeoutError:
+        print("uptrio: the service did not answer in time", file=sys.stderr)
+        return 1
+    if not reply.get("ok"):
+        print(f"uptrio: {reply['error']['message']}", file=sys.stderr)
+        return 1
+    if args.supervisors == "restart":
+        print(f"restarted {reply['restarted']} in {reply['seconds']:.3f} s")
+        return 0
+    print(f"{'NAME':<12} {'STATE':<10} {'CHILDREN':>8} {'RESTARTS':>8}  LAST FAILURE")
+    for row in reply["supervisors"]:
+        failure = row["last_failure"] or "-"
+        print(
+            f"{row['name']:<12} {row['state']:<10} {row['children']:>8} "
+            f"{row['restarts_in_period']:>8}  {failure[:100]}"
+        )
+    return 0
 
 
 async def tokens_command(args: argparse.Namespace) -> int:
@@ -296,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve_p = commands.add_parser("serve", help="run the service")
+    add_request_safety_flags(serve_p)
     _store_flags(serve_p)
     serve_p.add_argument("--host", default="127.0.0.1")
     serve_p.add_argument("--port", type=int, default=8080)
@@ -348,6 +395,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=200.0,
         help="oldest result age before a batch is written, ms (default 200)",
     )
+    serve_p.add_argument(
+        "--store-buffer",
+        type=positive_int,
+        default=100_000,
+        help="check results buffered while the database is down; past it the oldest are "
+        "dropped (default 100000)",
+    )
+    serve_p.add_argument(
+        "--database-timeout-seconds",
+        type=float,
+        default=2.0,
+        help="longest an API request waits on the database before a 500 "
+        "database_unavailable, seconds (default 2)",
+    )
 
     tokens_p = commands.add_parser("tokens", help="create, list and revoke API tokens")
     token_commands = tokens_p.add_subparsers(dest="tokens", required=True)
@@ -366,6 +427,26 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = token_commands.add_parser("revoke", help="revoke a token from the next request on")
     _store_flags(revoke)
     revoke.add_argument("token_id", metavar="tok_...")
+
+    supervisors_p = commands.add_parser(
+        "supervisors", help="list or restart the running service's supervisors"
+    )
+    supervisor_commands = supervisors_p.add_subparsers(dest="supervisors", required=True)
+    list_s = supervisor_commands.add_parser(
+        "list", help="name, state, children, restarts in the current period, last failure"
+    )
+    list_s.add_argument("--data-dir", help="data directory (default $UPTRIO_DATA_DIR or ./.uptrio)")
+    restart_s = supervisor_commands.add_parser(
+        "restart", help="restart one supervisor; it reloads its children from the database"
+    )
+    restart_s.add_argument(
+        "--data-dir", help="data directory (default $UPTRIO_DATA_DIR or ./.uptrio)"
+    )
+    restart_s.add_argument("name", metavar="NAME", help="root, engine, shard-N (or store, web)")
+
+    from bench.cli import add_commands as add_bench_commands  # argparse only: cheap
+
+    add_bench_commands(commands)
     return parser
 
 
@@ -374,10 +455,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_format, args.log_level)
     if args.command == "serve":
-        trio.run(serve, args)
-        return 0
+        try:
+            return trio.run(serve, args)
+        except Exception as exc:  # past the root's restart intensity, or a failed start
+            log.critical("service failed", error=repr(exc), exc_info=exc)
+            return 1
+    if args.command == "supervisors":
+        return trio.run(supervisors_command, args)
     if args.command == "tokens":
         return trio.run(tokens_command, args)
+    if args.command == "bench":
+        from bench.cli import main as bench_main  # the harness (bench/), loaded on use
+
+        return bench_main(args, argv)
     return 2
 
 

@@ -32,7 +32,11 @@ TYPES_BY_STATUS = {
 
 CODES: dict[str, tuple[int, str]] = {
     # 400: the request cannot be read
-    "invalid_json": (400, "The body is not valid UTF-8 JSON."),
+    "invalid_json": (
+        400,
+        "The body is not valid UTF-8 JSON (param names the field holding NaN, Infinity or "
+        "a number beyond the double range or 4,300 digits).",
+    ),
     "body_too_large": (400, "The body is larger than the limit (default 1 MiB)."),
     "unsupported_content_type": (
         400,
@@ -45,6 +49,10 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
     "unknown_version": (400, "Service-Version names no version of this API."),
     "incident_not_open": (400, "Resolve was called on an incident that is already resolved."),
+    "idempotency_key_invalid": (
+        400,
+        "Idempotency-Key is empty, longer than 255 characters, or holds control characters.",
+    ),
     # 401
     "missing_token": (401, "No Authorization: Bearer header."),
     "invalid_token": (401, "The token is malformed, forged, for another audience, or unknown."),
@@ -56,6 +64,15 @@ CODES: dict[str, tuple[int, str]] = {
     "resource_missing": (404, "No such object in the account (or malformed id)."),
     "route_not_found": (404, "No endpoint at this path."),
     "method_not_allowed": (405, "The path exists but not with this method."),
+    # 409
+    "idempotency_key_reused": (
+        409,
+        "The Idempotency-Key was used with a different request (method, path or body).",
+    ),
+    "idempotency_key_in_use": (
+        409,
+        "A request with this Idempotency-Key is still running; retry after Retry-After.",
+    ),
     # 422: a readable body that fails validation
     "parameter_missing": (422, "A required field is missing."),
     "parameter_unknown": (422, "A field the endpoint does not take (or may not set)."),
@@ -71,6 +88,17 @@ CODES: dict[str, tuple[int, str]] = {
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
     "metadata_value_too_long": (422, "A metadata value is longer than 500 characters."),
     "metadata_invalid": (422, "metadata is not an object of string values."),
+    "target_not_allowed": (
+        422,
+        "url points at an address the target policy refuses (metadata, or private with "
+        "--deny-private-targets).",
+    ),
+    # 429
+    "rate_limited": (
+        429,
+        "A rate limit is exhausted (token, account, or failed logins from the address); "
+        "wait Retry-After seconds.",
+    ),
     # 500
     "internal_error": (500, "A bug: quote the Request-Id to support."),
     "database_unavailable": (500, "The database cannot be reached right now; retry later."),

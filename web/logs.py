@@ -14,7 +14,13 @@ import structlog
 
 def configure_logging(fmt: str = "json", level: str = "info") -> None:
     """Send structlog and stdlib logging to stderr as JSON lines (``fmt="json"``) or
-    coloured console lines (``fmt="console"``), at ``level`` and above."""
+    coloured console lines (``fmt="console"``), at ``level`` and above.
+
+    Stdlib records (``engine.supervisor`` logs each restart with its exception, asyncpg,
+    Hypercorn) go through the same renderer, at WARNING and above, so every line on
+    stderr is one JSON object (``event``, ``level``, ``timestamp``, ``logger`` and, with
+    an exception, ``exception``: its traceback as a string).
+    """
     numeric = logging.getLevelNamesMapping()[level.upper()]
     renderer: structlog.typing.Processor = (
         structlog.dev.ConsoleRenderer() if fmt == "console" else structlog.processors.JSONRenderer()
@@ -31,4 +37,21 @@ def configure_logging(fmt: str = "json", level: str = "info") -> None:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )
-    logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                renderer,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(max(numeric, logging.WARNING))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 MAX_METADATA_KEYS = 50
@@ -29,6 +30,16 @@ Severity = Literal["critical", "major", "minor", "maintenance"]
 HttpMethod = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
+def _is_text(value: str) -> bool:
+    """False for a string holding a lone surrogate (JSON allows ``"\\ud800"``; Postgres
+    and UTF-8 do not). Pydantic refuses them in plain string fields but not in dict keys."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_metadata(value: dict[str, str]) -> dict[str, str]:
     """Spec 2.4 rules 1-3 on what a request sends (rule 1 is checked again after a merge)."""
     if len(value) > MAX_METADATA_KEYS:
@@ -37,6 +48,12 @@ def _check_metadata(value: dict[str, str]) -> dict[str, str]:
             f"metadata may have at most {MAX_METADATA_KEYS} keys, got {len(value)}",
         )
     for key, item in value.items():
+        if not (_is_text(key) and _is_text(item)):
+            raise PydanticCustomError(
+                "metadata_invalid",
+                "metadata keys and values must be valid Unicode text (a lone surrogate "
+                "such as \\ud800 cannot be stored)",
+            )
         if not 0 < len(key) <= MAX_METADATA_KEY_LENGTH:
             raise PydanticCustomError(
                 "metadata_key_too_long",
@@ -51,8 +68,23 @@ def _check_metadata(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-Metadata = Annotated[dict[str, str], AfterValidator(_check_metadata)]
-"""Metadata as a request sends it: string keys to string values; ``""`` removes a key."""
+Metadata = Annotated[
+    dict[str, str],
+    AfterValidator(_check_metadata),
+    Field(
+        json_schema_extra={
+            "maxProperties": MAX_METADATA_KEYS,
+            "propertyNames": {"minLength": 1, "maxLength": MAX_METADATA_KEY_LENGTH},
+            "additionalProperties": {"type": "string", "maxLength": MAX_METADATA_VALUE_LENGTH},
+        }
+    ),
+]
+"""Metadata as a request sends it: string keys to string values; ``""`` removes a key.
+The JSON schema states spec 2.4's limits (the validator above enforces them)."""
+
+Absent = SkipJsonSchema[None]
+"""The default of a PATCH field that may be left out but not set to null: None stands for
+"not sent" in the model, and the OpenAPI document does not offer null."""
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Url = Annotated[str, Field(min_length=1, max_length=2048)]
@@ -63,6 +95,17 @@ Threshold = Annotated[int, Field(ge=1, le=10)]
 Description = Annotated[str, Field(max_length=10_000)]
 
 _REQUEST = ConfigDict(strict=True, extra="forbid")
+
+
+def _drop_absent_defaults(schema: dict[str, Any]) -> None:
+    """JSON-schema hook of PATCH bodies: a field that may not be null has no ``default:
+    null`` either (an :data:`Absent` default only means "not sent")."""
+    for field in schema.get("properties", {}).values():
+        if field.get("default", ...) is None and "anyOf" not in field:
+            del field["default"]
+
+
+_PATCH = ConfigDict(strict=True, extra="forbid", json_schema_extra=_drop_absent_defaults)
 
 
 class MonitorCreate(BaseModel):
@@ -92,17 +135,17 @@ class MonitorUpdate(BaseModel):
     """PATCH /monitors/:id body: only the fields to change (spec 4.1); ``type`` may not
     change; ``metadata`` is merged key by key."""
 
-    model_config = _REQUEST
+    model_config = _PATCH
 
-    name: Name | None = None
-    url: Url | None = None
-    interval_seconds: Interval | None = None
-    timeout_seconds: Timeout | None = None
-    method: HttpMethod | None = None
-    expected_status_code: StatusCode | None = None
-    failure_threshold: Threshold | None = None
-    success_threshold: Threshold | None = None
-    metadata: Metadata | None = None
+    name: Name | Absent = None
+    url: Url | Absent = None
+    interval_seconds: Interval | Absent = None
+    timeout_seconds: Timeout | Absent = None
+    method: HttpMethod | Absent = None
+    expected_status_code: StatusCode | Absent = None
+    failure_threshold: Threshold | Absent = None
+    success_threshold: Threshold | Absent = None
+    metadata: Metadata | Absent = None
 
 
 class IncidentCreate(BaseModel):
@@ -120,13 +163,13 @@ class IncidentCreate(BaseModel):
 class IncidentUpdate(BaseModel):
     """PATCH /incidents/:id body (spec 4.2): only the fields to change."""
 
-    model_config = _REQUEST
+    model_config = _PATCH
 
-    title: Name | None = None
+    title: Name | Absent = None
     description: Description | None = None
-    status: IncidentStatus | None = None
-    severity: Severity | None = None
-    metadata: Metadata | None = None
+    status: IncidentStatus | Absent = None
+    severity: Severity | Absent = None
+    metadata: Metadata | Absent = None
 
 
 class IncidentResolve(BaseModel):

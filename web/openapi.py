@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .errors import CODES
-from .models import ErrorResponse
+from .models import ErrorResponse, IncidentStatus, MonitorStatus, MonitorType, Severity
 from .pipeline import Route
-from .versioning import CURRENT_VERSION
+from .versioning import CURRENT_VERSION, KNOWN_VERSIONS
 
 _REF = "#/components/schemas/{model}"
 _ERROR = {
@@ -27,6 +27,56 @@ _HEADERS = {
     "Request-Id": {"schema": {"type": "string", "pattern": "^req_"}},
     "Service-Version": {"schema": {"type": "string"}},
 }
+_RATE_HEADERS = {
+    "X-RateLimit-Limit": {
+        "schema": {"type": "integer", "minimum": 1},
+        "description": "Requests allowed in the most constraining window (spec 8).",
+    },
+    "X-RateLimit-Remaining": {
+        "schema": {"type": "integer", "minimum": 0},
+        "description": "Requests left in that window.",
+    },
+    "X-RateLimit-Reset": {
+        "schema": {"type": "integer"},
+        "description": "Epoch second when the oldest request counted there stops counting.",
+    },
+}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "schema": {"type": "integer", "minimum": 1},
+        "description": "Seconds to wait before retrying.",
+    }
+}
+_REPLAYED = {
+    "Idempotent-Replayed": {
+        "schema": {"type": "string", "enum": ["true"]},
+        "description": "Present when the response is the replay of an earlier request with "
+        "the same Idempotency-Key (spec 4.5).",
+    }
+}
+_CURSOR_PREFIXES = {"list_monitors": "mon", "list_incidents": "inc", "list_checks": "chk"}
+_QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    ("list_monitors", "status"): {"enum": list(get_args(MonitorStatus))},
+    ("list_monitors", "type"): {"enum": list(get_args(MonitorType))},
+    ("list_monitors", "search"): {"minLength": 1, "maxLength": 200},
+    ("list_monitors", "sort"): {"pattern": "^-?(created|updated|name)$"},
+    ("list_incidents", "status"): {"enum": list(get_args(IncidentStatus))},
+    ("list_incidents", "severity"): {"enum": list(get_args(Severity))},
+    ("list_incidents", "sort"): {"pattern": "^-?(created|updated|title)$"},
+}
+"""What the query parameters accept beyond their JSON type (web/params.py parses them)."""
+_CREATED_LINKS = {
+    "create_monitor": (
+        "get_monitor",
+        "update_monitor",
+        "delete_monitor",
+        "pause_monitor",
+        "resume_monitor",
+        "list_checks",
+    ),
+    "create_incident": ("get_incident", "update_incident", "delete_incident", "resolve_incident"),
+}
+"""OpenAPI links from a create to the operations on the created object (stateful tests)."""
 
 
 def _path(route: Route) -> str:
@@ -56,6 +106,9 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
         schema: dict[str, Any] = {"type": kind}
         if name == "limit":
             schema.update(minimum=1, maximum=100, default=10)
+        if name in ("starting_after", "ending_before") and route.name in _CURSOR_PREFIXES:
+            schema["pattern"] = f"^{_CURSOR_PREFIXES[route.name]}_[a-z0-9]{{1,64}}$"
+        schema.update(_QUERY_SCHEMAS.get((route.name, name), {}))
         parameters.append(
             {
                 "name": name,
@@ -70,7 +123,7 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
             "name": "Service-Version",
             "in": "header",
             "required": False,
-            "schema": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+            "schema": {"type": "string", "enum": sorted(KNOWN_VERSIONS)},
             "description": f"API version; the account's pinned version by default "
             f"(current: {CURRENT_VERSION}).",
         }
@@ -81,11 +134,22 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
                 "name": "Idempotency-Key",
                 "in": "header",
                 "required": False,
-                "schema": {"type": "string", "maxLength": 255},
-                "description": "A UUID v4; a retry with the same key replays the response.",
+                "schema": {"type": "string", "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"},
+                "description": "A UUID v4 is recommended (any printable text is accepted); "
+                "a retry with the same key within 24 hours replays the response.",
             }
         )
-    success: dict[str, Any] = {"description": route.summary, "headers": _HEADERS}
+    headers: dict[str, Any] = dict(_HEADERS)
+    if route.permission is not None:
+        headers.update(_RATE_HEADERS)
+    success: dict[str, Any] = {"description": route.summary, "headers": headers}
+    if route.method == "POST":
+        success["headers"] = {**headers, **_REPLAYED}
+    if route.name in _CREATED_LINKS:
+        success["links"] = {
+            target: {"operationId": target, "parameters": {"id": "$response.body#/id"}}
+            for target in _CREATED_LINKS[route.name]
+        }
     if route.response_model is not None:
         success["content"] = {
             "application/json": {"schema": {"$ref": _REF.format(model=names[route.response_model])}}
@@ -93,9 +157,12 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
     responses: dict[str, Any] = {str(route.success_status): success}
     for status in _error_statuses(route):
         codes = sorted(c for c, (s, _) in CODES.items() if s == status)
+        error_headers: dict[str, Any] = dict(_HEADERS if status == 401 else headers)
+        if status in (409, 429):
+            error_headers.update(_RETRY_AFTER)
         responses[str(status)] = {
             "description": "Error; codes: " + ", ".join(codes) if codes else "Error",
-            "headers": _HEADERS,
+            "headers": error_headers,
             **_ERROR,
         }
     operation: dict[str, Any] = {

@@ -3,11 +3,12 @@
 Quart routes a request to a :class:`Route`; the route's handler runs behind a chain of
 middlewares, each ``async def middleware(ctx, call_next) -> ApiResponse``::
 
-    authenticate -> negotiate version -> authorize -> [rate limit] -> [idempotency] -> handler
+    failed-login throttle -> authenticate -> rate limit -> negotiate version -> authorize
+        -> unknown query parameters -> idempotency keys -> handler
 
 This module owns the shapes; :mod:`web.app` assembles the chain. Request safety
-(idempotency keys, rate limits) plugs in as further middlewares without touching the
-handlers.
+(:mod:`web.throttle`, :mod:`web.idempotency`) plugs in as middlewares without touching
+the handlers.
 """
 
 from __future__ import annotations
@@ -146,31 +147,77 @@ def _bind(middleware: Middleware, call_next: Handler) -> Handler:
     return run
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError("number out of range")
-    return value
+_UNREADABLE = object()
+"""Stands in for a number that cannot be read (NaN, Infinity, out of range) while parsing,
+so that the error can name the field that holds it."""
 
 
 def parse_json(raw: bytes) -> Any:
-    """Decode a request body: UTF-8, strict JSON (no NaN or Infinity, no overflowing
-    numbers), nesting bounded by the parser.
+    """Decode a request body: UTF-8, strict JSON (no NaN or Infinity, no number beyond the
+    double range or with more than 4,300 digits), nesting bounded by the parser.
 
     Raises:
-        ApiError: ``invalid_json`` (400).
+        ApiError: 400 ``invalid_json`` for bytes that are not UTF-8 JSON (nesting too deep
+            included), and for NaN, Infinity or an unreadable number, then with ``param``
+            naming the top-level field that holds it.
     """
+    unreadable: list[str] = []
+
+    def constant(text: str) -> object:
+        unreadable.append(text)
+        return _UNREADABLE
+
+    def floating(text: str) -> object:
+        value = float(text)
+        if not math.isfinite(value):
+            unreadable.append(text)
+            return _UNREADABLE
+        return value
+
+    def integer(text: str) -> object:
+        try:
+            return int(text)
+        except ValueError:  # more digits than int() takes (a CPU-time guard)
+            unreadable.append(text)
+            return _UNREADABLE
+
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite)
+        data = json.loads(
+            raw.decode("utf-8"), parse_constant=constant, parse_float=floating, parse_int=integer
+        )
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         message = "the body is not valid JSON"
         if isinstance(exc, UnicodeDecodeError):
             message = "the body is not valid UTF-8"
         raise ApiError("invalid_json", message) from None
+    if unreadable:
+        param = _field_holding(data, _UNREADABLE)
+        shown = unreadable[0] if len(unreadable[0]) <= 24 else unreadable[0][:20] + "..."
+        raise ApiError(
+            "invalid_json",
+            f"{param or 'the body'}: {shown} is not a number this API reads (NaN, Infinity "
+            "and numbers beyond the double range or 4,300 digits are refused)",
+            param=param,
+        )
+    return data
+
+
+def _field_holding(data: Any, marker: object) -> str | None:
+    """The top-level key of ``data`` whose value holds ``marker`` anywhere (walked without
+    recursion, so any nesting the parser accepted is safe), or None."""
+    if not isinstance(data, dict):
+        return None
+    for key, value in data.items():
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if item is marker:
+                return str(key)
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return None
 
 
 _PYDANTIC_CODES = {

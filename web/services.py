@@ -7,11 +7,16 @@ acknowledgement before it responds (engine issue, item 6).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from engine.policy import TargetPolicy
 from store import Database, MonitorRecord
+
+from .ratelimit import RateLimiter
 
 
 class MonitorEngine(Protocol):
@@ -42,17 +47,42 @@ class WebSettings:
 
     Attributes:
         max_body_bytes: largest request body read, in bytes (default 1 MiB).
+        token_requests_per_minute: requests one token may make per rolling minute
+            (spec 8: 1,000).
+        token_requests_per_hour: requests one token may make per rolling hour
+            (spec 8: 10,000).
+        account_requests_per_minute: requests all tokens of one account may make per
+            rolling minute (spec 8: 5,000).
+        auth_failures_per_minute: failed authentications (401) one client address may
+            cause per rolling minute before its requests get 429 (default 60).
+        idempotency_retention_seconds: how long an idempotency key's response is kept
+            and replayed, in seconds (spec 4.5, 8: 24 hours).
     """
 
     max_body_bytes: int = 1024 * 1024
+    token_requests_per_minute: int = 1000
+    token_requests_per_hour: int = 10_000
+    account_requests_per_minute: int = 5000
+    auth_failures_per_minute: int = 60
+    idempotency_retention_seconds: int = 24 * 3600
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Services:
-    """Everything a handler may use."""
+    """Everything a handler may use.
+
+    Attributes:
+        rate_limiter: the process's request counters (spec 8; :mod:`web.ratelimit`).
+        target_policy: which addresses monitors may point at (:mod:`engine.policy`).
+        clock: wall-clock time in epoch seconds, for idempotency keys' age and the
+            ``X-RateLimit-Reset`` header; tests inject their own.
+    """
 
     db: Database
     engine: MonitorEngine
     jwt_secret: bytes
     settings: WebSettings
     data_dir: Path | None = None
+    rate_limiter: RateLimiter = field(default_factory=RateLimiter)
+    target_policy: TargetPolicy = field(default_factory=TargetPolicy)
+    clock: Callable[[], float] = time.time

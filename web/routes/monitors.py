@@ -6,14 +6,17 @@ then responds (engine issue, item 6), so a 2xx means both stored and in effect.
 Rules beyond the spec's table, decided here (DESIGN and README): ``method`` and
 ``expected_status_code`` default to GET and 200 for http monitors and are null for the
 other types (sending a non-null value for a non-http monitor is a 422); ``url`` must fit
-the type (``engine.targets``); ``timeout_seconds`` may not exceed ``interval_seconds``,
-checked on the values the monitor ends up with.
+the type (``engine.targets``) and pass the target policy (``engine.policy``: 422
+``target_not_allowed``, checked at create and whenever a PATCH sends ``url``);
+``timeout_seconds`` may not exceed ``interval_seconds``, checked on the values the
+monitor ends up with.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from engine.policy import TargetPolicy
 from engine.targets import InvalidTarget, parse_target
 from store import Connection, MonitorRecord, PageRequest, checks, monitors, new_id
 
@@ -43,6 +46,21 @@ def check_target(type: str, url: str) -> None:
         raise ApiError("invalid_url", str(exc), param="url") from None
 
 
+async def check_target_policy(policy: TargetPolicy, type: str, url: str) -> None:
+    """Raise 422 ``target_not_allowed`` when the target policy refuses ``url``
+    (:mod:`engine.policy`: metadata addresses always, private ones with
+    ``--deny-private-targets``; a host name may be resolved, for at most the policy's
+    ``resolve_timeout_seconds``). A ``url`` that does not parse is left to
+    :func:`check_target`."""
+    try:
+        target = parse_target(type, url)
+    except InvalidTarget:
+        return
+    reason = await policy.check_target(target)
+    if reason is not None:
+        raise ApiError("target_not_allowed", f"url is not allowed: {reason}", param="url")
+
+
 def check_timeout(interval_seconds: int, timeout_seconds: int) -> None:
     """Raise 422 ``timeout_exceeds_interval`` when a check could outlast its interval."""
     if timeout_seconds > interval_seconds:
@@ -69,6 +87,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
     check_http_only(body.type, body.model_dump())
     check_timeout(body.interval_seconds, body.timeout_seconds)
     check_target(body.type, body.url)
+    await check_target_policy(ctx.services.target_policy, body.type, body.url)
     created = now()
     is_http = body.type == "http"
     values = {
@@ -132,6 +151,10 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
             param="type",
         )
     body = validate(MonitorUpdate, data)
+    if body.url is not None:  # the policy may resolve names: not inside the transaction
+        current = await ctx.services.db.run(monitors.get_monitor, ctx.account_id, monitor_id)
+        if current is not None:
+            await check_target_policy(ctx.services.target_policy, current.type, body.url)
 
     def apply(current: MonitorRecord) -> dict[str, Any]:
         is_http = current.type == "http"

@@ -1,0 +1,112 @@
+"""The baseline: the same probes on the same schedule from a bare trio loop.
+
+``python -m bench.baseline --plan PLAN.json --out RESULTS.json`` runs, in one process and
+one ``trio.run``, one task per monitor that sleeps until its next grid point (the
+engine's `engine.schedule` arithmetic, the same monitor ids, so the same phases), takes a
+slot of one shared ``trio.CapacityLimiter`` and calls the same
+`engine.probes.Prober.probe` the service calls. No actors, no inboxes, no store, no API,
+no logging: what is left is the bare cost of probing on this machine, the denominator
+of the report's ratios. A probe that overruns skips the grid points it missed, as the
+engine does. Every task stops by itself at ``stop_at``.
+
+PLAN.json: ``{"interval_seconds", "timeout_seconds", "max_in_flight", "dns": [ip, port],
+"stop_at": epoch seconds, "monitors": [[index, monitor id, type, url], ...]}``.
+RESULTS.json: ``{"index": [...], "deadline": [...], "started": [...],
+"response_ms": [...], "ok": [...]}``, one entry per probe (deadline and start in epoch
+seconds).
+
+It prints ``ready`` once every task runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from engine.probes import Prober, ProbeSpec
+from engine.schedule import grid_phase, next_deadline
+
+__all__ = ["main", "run_baseline"]
+
+
+class _Records:
+    """Per-probe records, columns as arrays."""
+
+    def __init__(self) -> None:
+        self.index = array("i")
+        self.deadline = array("d")
+        self.started = array("d")
+        self.response_ms = array("d")
+        self.ok = array("b")
+
+    def as_json(self) -> dict[str, list[Any]]:
+        return {
+            "index": self.index.tolist(),
+            "deadline": self.deadline.tolist(),
+            "started": self.started.tolist(),
+            "response_ms": self.response_ms.tolist(),
+            "ok": self.ok.tolist(),
+        }
+
+
+async def run_baseline(plan: dict[str, Any], records: _Records) -> None:
+    """Probe every monitor of ``plan`` on its grid until ``plan["stop_at"]``."""
+    interval = float(plan["interval_seconds"])
+    timeout = float(plan["timeout_seconds"])
+    dns = plan.get("dns")
+    prober = Prober(dns_nameserver=(str(dns[0]), int(dns[1])) if dns else None)
+    limiter = trio.CapacityLimiter(int(plan["max_in_flight"]))
+    clock_offset = trio.current_time() - time.time()
+    stop = float(plan["stop_at"]) + clock_offset
+
+    async def monitor(index: int, monitor_id: str, spec: ProbeSpec) -> None:
+        phase = grid_phase(monitor_id, interval, clock_offset)
+        deadline = next_deadline(trio.current_time(), phase, interval)
+        while deadline < stop:
+            await trio.sleep_until(deadline)
+            async with limiter:
+                started = trio.current_time()
+                result = await prober.probe(spec)
+            records.index.append(index)
+            records.deadline.append(deadline - clock_offset)
+            records.started.append(started - clock_offset)
+            records.response_ms.append(result.response_time_ms)
+            records.ok.append(result.ok)
+            deadline = next_deadline(max(trio.current_time(), deadline), phase, interval)
+
+    async with trio.open_nursery() as nursery:
+        for index, monitor_id, kind, url in plan["monitors"]:
+            method, expected = ("GET", 200) if kind == "http" else (None, None)
+            spec = ProbeSpec(
+                type=kind,
+                url=url,
+                timeout_seconds=timeout,
+                method=method,
+                expected_status_code=expected,
+            )
+            nursery.start_soon(monitor, int(index), str(monitor_id), spec)
+        print("ready", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``python -m bench.baseline`` (module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.baseline")
+    parser.add_argument("--plan", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    plan = json.loads(args.plan.read_text())
+    records = _Records()
+    trio.run(run_baseline, plan, records)
+    args.out.write_text(json.dumps(records.as_json()))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""``uptrio bench`` and ``uptrio bench sweep``: the command line of the harness.
+
+`add_commands` adds the ``bench`` sub-command to the ``uptrio`` parser (web/cli.py calls
+it; importing this module is cheap: argparse only) and `main` runs it::
+
+    uptrio bench [--monitors 1000] [--type http|tcp|dns|ping|mix|http=7,dns=3]
+                 [--interval 10] [--timeout 5] [--duration 30] [--warmup S]
+                 [--failing 0.0] [--slow 0.0] [--refusing 0.0] [--baseline] ...
+    uptrio bench sweep [--counts 1000,5000,10000,20000] [same options]
+
+Each run writes ``report.json``, ``chart.png`` and the service's log to ``--output``
+(default ``bench-results/<time>-<monitors>-<type>``) and prints the table on stdout;
+the live display goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_commands", "main", "params_from_args"]
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("a share is 0 to 1")
+    return value
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("comma-separated monitor counts") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("monitor counts must be positive")
+    return counts
+
+
+def add_commands(commands: Any) -> argparse.ArgumentParser:
+    """Add ``bench`` to ``commands`` (the ``uptrio`` sub-parsers); returns its parser."""
+    bench = commands.add_parser(
+        "bench",
+        help="benchmark the service against local targets",
+        description="Start the real service and local targets, create monitors through "
+        "the API, measure a window after a warm-up, and report (table, JSON, chart).",
+    )
+    bench.add_argument(
+        "action",
+        nargs="?",
+        choices=("run", "sweep"),
+        default="run",
+        help="run (default): one run; sweep: one run per --counts value",
+    )
+    load = bench.add_argument_group("load")
+    load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
+    load.add_argument(
+        "--type",
+        default="http",
+        help="http, tcp, dns, ping, mix (equal shares) or weights like http=7,dns=3 (default http)",
+    )
+    load.add_argument("--interval", type=int, default=10, help="check interval, s (default 10)")
+    load.add_argument("--timeout", type=int, default=5, help="check timeout, s (default 5)")
+    load.add_argument(
+        "--duration",
+        type=float,
+        default=30.0,
+        help="measured window, s, rounded to whole intervals (default 30)",
+    )
+    load.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="s between the last monitor created and the window (default interval + 2)",
+    )
+    behaviour = bench.add_argument_group("target behaviour (shares of the monitors, 0 to 1)")
+    behaviour.add_argument("--failing", type=_share, default=0.0, help="500 / NXDOMAIN / refused")
+    behaviour.add_argument("--slow", type=_share, default=0.0, help="answer after --slow-seconds")
+    behaviour.add_argument("--refusing", type=_share, default=0.0, help="connection refused")
+    behaviour.add_argument("--slow-seconds", type=float, default=2.0, help="(default 2)")
+    parts = bench.add_argument_group("parts")
+    parts.add_argument(
+        "--http-target",
+        choices=("auto", "builtin", "nginx"),
+        default="auto",
+        help="http target: nginx when installed (auto), or built-in Python workers",
+    )
+    parts.add_argument("--http-workers", type=int, default=2, help="http target processes")
+    parts.add_argument("--baseline", action="store_true", help="also run the bare-trio baseline")
+    parts.add_argument("--api-rps", type=float, default=4.0, help="API reads/s in the window")
+    parts.add_argument(
+        "--create-concurrency", type=int, default=8, help="concurrent POST /monitors (default 8)"
+    )
+    parts.add_argument("--database-url", default=None, help="external Postgres (default embedded)")
+    parts.add_argument("--max-probes-in-flight", type=int, default=None)
+    parts.add_argument("--batch-size", type=int, default=None)
+    parts.add_argument("--batch-age-ms", type=float, default=None)
+    parts.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="extra flag for uptrio serve, repeatable (e.g. --serve-arg=--shards=16)",
+    )
+    parts.add_argument("--service-log-level", default="info")
+    output = bench.add_argument_group("output")
+    output.add_argument("--output", type=Path, default=None, help="directory for the files")
+    output.add_argument("--no-progress", action="store_true", help="no live display")
+    output.add_argument("--no-chart", action="store_true", help="no PNG chart")
+    output.add_argument("--keep-data", action="store_true", help="keep the database directory")
+    output.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the service (and baseline) with py-spy during the window",
+    )
+    output.add_argument("--seed", type=int, default=1)
+    sweep = bench.add_argument_group("sweep")
+    sweep.add_argument(
+        "--counts",
+        type=_counts,
+        default=[1000, 5000, 10000, 20000],
+        help="monitor counts of a sweep (default 1000,5000,10000,20000)",
+    )
+    return bench  # type: ignore[no-any-return]
+
+
+def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> Any:
+    """The `bench.plan.BenchParams` of parsed ``args`` for ``monitors`` monitors."""
+    from .plan import BenchParams, parse_type_mix
+
+    return BenchParams(
+        monitors=monitors,
+        type_mix=parse_type_mix(args.type),
+        interval_seconds=args.interval,
+        timeout_seconds=args.timeout,
+        duration_seconds=args.duration,
+        warmup_seconds=args.warmup,
+        failing_share=args.failing,
+        slow_share=args.slow,
+        refusing_share=args.refusing,
+        slow_seconds=args.slow_seconds,
+        http_target=args.http_target,
+        http_workers=args.http_workers,
+        create_concurrency=args.create_concurrency,
+        api_rps=args.api_rps,
+        max_probes_in_flight=args.max_probes_in_flight,
+        batch_size=args.batch_size,
+        batch_age_ms=args.batch_age_ms,
+        serve_args=tuple(args.serve_arg),
+        service_log_level=args.service_log_level,
+        database_url=args.database_url,
+        baseline=args.baseline,
+        seed=args.seed,
+        output_dir=output,
+        progress=not args.no_progress,
+        keep_data=args.keep_data,
+        profile=args.profile,
+    )
+
+
+def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
+    (0 when the run completed, whatever it measured; 2 for bad parameters)."""
+    import trio
+
+    from .output import print_table, write_chart, write_json
+    from .report import build_report
+    from .run import run_bench
+
+    argv = list(sys.argv if argv is None else argv)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if args.action == "sweep":
+        from .sweep import run_sweep
+
+        base = args.output or Path("bench-results") / f"{stamp}-sweep"
+        try:
+            plans = [params_from_args(args, n, base / f"{n}") for n in args.counts]
+        except ValueError as exc:
+            print(f"uptrio bench: {exc}", file=sys.stderr)
+            return 2
+        run_sweep(plans, base, argv, chart=not args.no_chart)
+        return 0
+    output = args.output or Path("bench-results") / f"{stamp}-{args.monitors}-{args.type}"
+    try:
+        params = params_from_args(args, args.monitors, output)
+    except ValueError as exc:
+        print(f"uptrio bench: {exc}", file=sys.stderr)
+        return 2
+    record = trio.run(run_bench, params, argv)
+    report = build_report(record)
+    report["files"] = {"json": str(output / "report.json")}
+    if not args.no_chart:
+        write_chart(report, output / "chart.png")
+        report["files"]["chart"] = str(output / "chart.png")
+    report["files"]["service_log"] = str(output / "service.log")
+    write_json(report, output / "report.json")
+    print_table(report)
+    print(f"report: {output / 'report.json'}")
+    return 0

@@ -1,0 +1,489 @@
+"""One bench run, end to end: targets, the real service, monitors through the API, a
+warm-up, the measured window, the baseline, the report.
+
+Timeline of `run_bench` (wall clock)::
+
+    targets up ─ service up ─ tokens ─ POST /monitors xN ─ warm-up ─┬─ window ─┬─ SIGTERM
+                                                                    quiet      quiet
+    (with --baseline)  baseline up ─ warm-up ─┬─ window ─┬─ stop
+                                              quiet      quiet
+
+The window opens and closes at *quiet instants*: the middle of the widest gap between
+the monitors' grid points (`bench.analysis.quiet_offset`), and lasts whole intervals.
+So at both ends almost no probe is in flight, every monitor has the same number of grid
+points inside, and the service's own counters (scraped at both ends), the store's rows
+and the targets' logs count the same checks. The service is stopped at a quiet instant
+too, which is why every check the targets saw must be a stored row (the report's
+``run_consistency``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import trio
+import trio_asyncio
+
+from .analysis import phases_by_index, quiet_offset
+from .api import ApiLatencies, CreateOutcome, TokenPool, create_monitors, read_load
+from .display import Display
+from .metrics import MetricsSnapshot, scrape
+from .plan import BenchParams, MonitorPlan, make_plan
+from .procstats import CpuSnapshot, MemorySample, ProcessGroup
+from .profile import record_profile, summarize
+from .service import (
+    BenchDatabase,
+    mint_tokens,
+    open_bench_database,
+    open_service,
+    rate_limit_flags,
+    serve_help,
+    service_command,
+)
+from .targets import ArrivalLog, TargetSet, open_targets, stop_process
+
+__all__ = ["PhaseRecord", "RunRecord", "run_bench"]
+
+_SAMPLE_SECONDS = 1.0
+_TOKENS_PER_ACCOUNT = 4
+_MONITORS_PER_ACCOUNT = 4000
+
+
+@dataclass(slots=True)
+class PhaseRecord:
+    """Raw measurements of one phase (the service, or the baseline).
+
+    Times are epoch seconds; ``cpu[group] = (at window start, at window end)``;
+    ``memory_idle`` before the monitors exist; ``memory_peak`` the largest sample of the
+    window (RSS for the service and baseline, PSS for Postgres); ``series`` one dict per
+    second of samples (time, CPU shares, memory, target arrivals).
+    """
+
+    name: str
+    started_at: float = 0.0
+    window_start: float = 0.0
+    window_end: float = 0.0
+    stopped_at: float = 0.0
+    quiet_gap_seconds: float = 0.0
+    cpu: dict[str, tuple[CpuSnapshot, CpuSnapshot]] = field(default_factory=dict)
+    memory_idle: dict[str, MemorySample] = field(default_factory=dict)
+    memory_peak: dict[str, MemorySample] = field(default_factory=dict)
+    peak_rss_hwm: dict[str, int | None] = field(default_factory=dict)
+    metrics: tuple[MetricsSnapshot, MetricsSnapshot] | None = None
+    api: ApiLatencies | None = None
+    series: list[dict[str, float]] = field(default_factory=list)
+    stored_counts: dict[int, int] | None = None
+    stored_latency_ms: list[float] = field(default_factory=list)
+    stored_window_seconds: int = 0
+    profile: dict[str, object] | None = None
+    baseline_records: dict[str, list[Any]] | None = None
+    exit_code: int | None = None
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """Everything `run_bench` measured, for `bench.report.build_report`."""
+
+    params: BenchParams
+    plans: list[MonitorPlan]
+    ids: dict[int, str]
+    creation: CreateOutcome
+    service: PhaseRecord
+    baseline: PhaseRecord | None
+    arrivals: ArrivalLog
+    phases: Any  # numpy array: grid phase by index
+    output_dir: Path
+    service_command: list[str]
+    http_target: str
+    notes: list[str]
+    postgres_version: str | None
+    argv: list[str]
+
+
+def _next_quiet(after: float, offset: float, interval: float) -> float:
+    """The first quiet instant (``offset`` into the interval, wall time) at or after
+    ``after`` (epoch seconds)."""
+    return after + ((offset - after) % interval)
+
+
+async def _sleep_until_wall(at: float) -> None:
+    await trio.sleep(max(0.0, at - time.time()))
+
+
+class _Sampler:
+    """Samples CPU, memory and target arrivals once per second into a phase's series
+    and the live display, until `stop`."""
+
+    def __init__(
+        self,
+        record: PhaseRecord,
+        groups: dict[str, ProcessGroup],
+        targets: TargetSet,
+        display: Display,
+    ) -> None:
+        self.record = record
+        self.groups = groups
+        self.targets = targets
+        self.display = display
+        self.in_window = False
+        self._stop = trio.Event()
+
+    def stop(self) -> None:
+        """End `run` after its current sample."""
+        self._stop.set()
+
+    def _memory(self, name: str, group: ProcessGroup) -> MemorySample:
+        return group.memory(pss=name == "postgres")
+
+    async def run(self, max_seconds: float) -> None:
+        """Sample every second for at most ``max_seconds``."""
+        previous: tuple[float, dict[str, float], int] | None = None
+        deadline = time.monotonic() + max_seconds
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            now = time.time()
+            cpu = {name: g.cpu(now).seconds for name, g in self.groups.items()}
+            memory = {name: self._memory(name, g) for name, g in self.groups.items()}
+            arrivals = await self.targets.arrivals()
+            if self.in_window:
+                for name, sample in memory.items():
+                    peak = self.record.memory_peak.get(name)
+                    size = sample.pss_bytes if name == "postgres" else sample.rss_bytes
+                    if peak is None or size > (
+                        peak.pss_bytes if name == "postgres" else peak.rss_bytes
+                    ):
+                        self.record.memory_peak[name] = sample
+            if previous is not None:
+                then, cpu_then, arrivals_then = previous
+                elapsed = max(1e-6, now - then)
+                point: dict[str, float] = {
+                    "t": now,
+                    "arrivals_per_second": (arrivals - arrivals_then) / elapsed,
+                }
+                live: dict[str, str] = {
+                    "target arrivals": f"{point['arrivals_per_second']:,.0f} /s",
+                }
+                for name in self.groups:
+                    share = (cpu[name] - cpu_then[name]) / elapsed
+                    point[f"{name}_cpu"] = share
+                    size = memory[name].pss_bytes if name == "postgres" else memory[name].rss_bytes
+                    point[f"{name}_mb"] = size / 2**20
+                    live[name] = f"CPU {share * 100:5.1f} %   memory {size / 2**20:8.1f} MB"
+                self.record.series.append(point)
+                self.display.live = live
+            previous = (now, cpu, arrivals)
+            with trio.move_on_after(_SAMPLE_SECONDS):
+                await self._stop.wait()
+
+
+def _snapshot_cpu(groups: dict[str, ProcessGroup]) -> dict[str, CpuSnapshot]:
+    now = time.time()
+    return {name: group.cpu(now) for name, group in groups.items()}
+
+
+async def _service_phase(
+    params: BenchParams,
+    plans: list[MonitorPlan],
+    targets: TargetSet,
+    data_dir: Path,
+    out_dir: Path,
+    display: Display,
+    nursery: trio.Nursery,
+) -> tuple[PhaseRecord, CreateOutcome, dict[int, str], list[str], str | None]:
+    from web.auth import load_secret
+
+    record = PhaseRecord(name="service", started_at=time.time())
+    interval = float(params.interval_seconds)
+    display.set_phase("starting the service")
+    flags = rate_limit_flags(await serve_help())
+    async with open_bench_database(data_dir, params.database_url) as bench_db:
+        secret = load_secret(data_dir)
+        command = service_command(params, data_dir, targets.ports.dns, flags)
+        async with open_service(command, out_dir / "service.log") as service:
+            groups = {"service": ProcessGroup("service", service.pid, include_children=False)}
+            postmaster = bench_db.postmaster_pid()
+            if postmaster is not None:
+                groups["postgres"] = ProcessGroup("postgres", postmaster)
+            target_groups = {
+                f"target-{k}": ProcessGroup("target", pid) for k, pid in enumerate(targets.pids())
+            }
+            pools, reader = await _tokens(bench_db, secret, params, limited=not flags)
+            await trio.sleep(0.5)
+            record.memory_idle = {
+                name: g.memory(pss=name == "postgres") for name, g in groups.items()
+            }
+            sampler = _Sampler(record, groups, targets, display)
+            nursery.start_soon(sampler.run, 24 * 3600.0)
+            try:
+                display.set_phase("creating monitors", total=len(plans))
+
+                def progress(created: int) -> None:
+                    display.done = created
+
+                creation = await create_monitors(service.base_url, pools, plans, params, progress)
+                ids = creation.ids
+                phases = phases_by_index(ids, interval, len(plans))
+                offset, gap = quiet_offset(phases, interval)
+                record.quiet_gap_seconds = gap
+                record.window_start = _next_quiet(time.time() + params.warmup, offset, interval)
+                record.window_end = record.window_start + params.window_seconds
+                display.set_phase("warm-up", ends_at=record.window_start)
+                async with httpx.AsyncClient(base_url=service.base_url) as client:
+                    await _sleep_until_wall(record.window_start)
+                    before = await scrape(client, time.time())
+                    cpu_start = _snapshot_cpu(groups | target_groups)
+                    sampler.in_window = True
+                    display.set_phase("measuring", ends_at=record.window_end)
+                    record.api = ApiLatencies()
+                    by_account = [
+                        ids[p.index] for p in plans if p.index in ids and p.index % len(pools) == 0
+                    ]
+                    async with trio.open_nursery() as load:
+                        if params.profile:
+                            load.start_soon(
+                                _profile, record, service.pid, params.window_seconds, out_dir
+                            )
+                        load.start_soon(
+                            read_load,
+                            service.base_url,
+                            reader,
+                            by_account,
+                            params.api_rps,
+                            params.window_seconds - 0.5,
+                            record.api,
+                        )
+                        await _sleep_until_wall(record.window_end)
+                        after = await scrape(client, time.time())
+                        cpu_end = _snapshot_cpu(groups | target_groups)
+                    sampler.in_window = False
+                record.metrics = (before, after)
+                record.cpu = {name: (cpu_start[name], cpu_end[name]) for name in cpu_start}
+                record.peak_rss_hwm = {"service": groups["service"].peak_rss_bytes()}
+                display.set_phase("stopping the service")
+                stop_at = record.window_end
+                if time.time() > record.window_end + gap / 2 - 0.002:
+                    stop_at = _next_quiet(time.time(), offset, interval)
+                await _sleep_until_wall(stop_at)
+                service.terminate()
+                record.exit_code = await service.wait_stopped()
+                record.stopped_at = time.time()
+            finally:
+                sampler.stop()
+        display.set_phase("reading the store")
+        record.stored_counts, record.stored_latency_ms = await _stored(
+            bench_db, ids, record.window_start, record.window_end
+        )
+        record.stored_window_seconds = int(np.floor(record.window_end)) - int(
+            np.ceil(record.window_start)
+        )
+        version = await bench_db.db.run(_server_version)
+    return record, creation, ids, command, version
+
+
+async def _profile(record: PhaseRecord, pid: int, seconds: float, out_dir: Path) -> None:
+    """py-spy on ``pid`` for the window; its summary goes into ``record.profile``."""
+    path = out_dir / f"profile-{record.name}.txt"
+    failure = await record_profile(pid, seconds, path)
+    record.profile = {"error": failure} if failure else {"file": str(path), **summarize(path)}
+
+
+async def _server_version(connection: Any) -> str:
+    return str(await connection.fetchval("SHOW server_version"))
+
+
+async def _tokens(
+    bench_db: BenchDatabase, secret: bytes, params: BenchParams, *, limited: bool
+) -> tuple[list[TokenPool], str]:
+    """Token pools per account (several tokens and accounts when the API is rate
+    limited, one otherwise) and the reader's token (account 0)."""
+    if limited:
+        account_count = max(1, -(-params.monitors // _MONITORS_PER_ACCOUNT))
+        per_account = _TOKENS_PER_ACCOUNT
+    else:
+        account_count, per_account = 1, 1
+    minted = await mint_tokens(
+        bench_db, secret, [(f"bench-{k}", per_account + (k == 0)) for k in range(account_count)]
+    )
+    reader = minted["bench-0"].pop()
+    pools = [TokenPool(minted[f"bench-{k}"]) for k in range(account_count)]
+    return pools, reader
+
+
+async def _stored(
+    bench_db: BenchDatabase, ids: dict[int, str], window_start: float, window_end: float
+) -> tuple[dict[int, int], list[float]]:
+    """Stored checks per monitor index (whole run) and the response times (ms) of the
+    checks started in the window's whole seconds (``created`` is whole epoch seconds)."""
+    index_of = {monitor_id: index for index, monitor_id in ids.items()}
+
+    async def query(connection: Any) -> tuple[list[Any], list[Any]]:
+        counts = await connection.fetch(
+            "SELECT monitor_id, count(*) AS n FROM checks GROUP BY monitor_id"
+        )
+        latencies = await connection.fetch(
+            "SELECT response_time_ms FROM checks WHERE created >= $1 AND created < $2",
+            int(np.ceil(window_start)),
+            int(np.floor(window_end)),
+        )
+        return counts, latencies
+
+    counts, latencies = await bench_db.db.run(query)
+    by_index = {
+        index_of[row["monitor_id"]]: int(row["n"])
+        for row in counts
+        if row["monitor_id"] in index_of
+    }
+    return by_index, [float(row["response_time_ms"]) for row in latencies]
+
+
+async def _baseline_phase(
+    params: BenchParams,
+    plans: list[MonitorPlan],
+    ids: dict[int, str],
+    targets: TargetSet,
+    out_dir: Path,
+    display: Display,
+    nursery: trio.Nursery,
+) -> PhaseRecord:
+    record = PhaseRecord(name="baseline", started_at=time.time())
+    interval = float(params.interval_seconds)
+    phases = phases_by_index(ids, interval, len(plans))
+    offset, gap = quiet_offset(phases, interval)
+    record.quiet_gap_seconds = gap
+    record.window_start = _next_quiet(time.time() + params.warmup, offset, interval)
+    record.window_end = record.window_start + params.window_seconds
+    stop_at = record.window_end + min(interval, 1.0)
+    plan_path, out_path = out_dir / "baseline-plan.json", out_dir / "baseline-records.json"
+    plan_path.write_text(
+        json.dumps(
+            {
+                "interval_seconds": params.interval_seconds,
+                "timeout_seconds": params.timeout_seconds,
+                "max_in_flight": params.max_probes_in_flight or 1000,
+                "dns": ["127.0.0.1", targets.ports.dns],
+                "stop_at": stop_at,
+                "monitors": [
+                    [p.index, ids[p.index], p.type, p.url] for p in plans if p.index in ids
+                ],
+            }
+        )
+    )
+    display.set_phase("baseline: starting")
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "bench.baseline", "--plan", str(plan_path), "--out", str(out_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        with trio.fail_after(120):
+            ready = b""
+            while b"ready" not in ready:
+                chunk = await process.stdout.receive_some(1024)
+                if not chunk:
+                    raise RuntimeError("the baseline process exited before it was ready")
+                ready += chunk
+        groups = {"baseline": ProcessGroup("baseline", process.pid, include_children=False)}
+        record.memory_idle = {"baseline": groups["baseline"].memory(pss=False)}
+        target_groups = {
+            f"target-{k}": ProcessGroup("target", pid) for k, pid in enumerate(targets.pids())
+        }
+        sampler = _Sampler(record, groups, targets, display)
+        nursery.start_soon(sampler.run, 24 * 3600.0)
+        try:
+            display.set_phase("baseline: warm-up", ends_at=record.window_start)
+            await _sleep_until_wall(record.window_start)
+            cpu_start = _snapshot_cpu(groups | target_groups)
+            sampler.in_window = True
+            display.set_phase("baseline: measuring", ends_at=record.window_end)
+            async with trio.open_nursery() as profiling:
+                if params.profile:
+                    profiling.start_soon(
+                        _profile, record, process.pid, params.window_seconds, out_dir
+                    )
+                await _sleep_until_wall(record.window_end)
+                cpu_end = _snapshot_cpu(groups | target_groups)
+            sampler.in_window = False
+            record.cpu = {name: (cpu_start[name], cpu_end[name]) for name in cpu_start}
+            record.peak_rss_hwm = {"baseline": groups["baseline"].peak_rss_bytes()}
+            display.set_phase("baseline: stopping")
+            with trio.fail_after(max(30.0, stop_at - time.time() + params.timeout_seconds + 10)):
+                await process.wait()
+            record.stopped_at = time.time()
+        finally:
+            sampler.stop()
+    finally:
+        await stop_process(process, grace_seconds=5.0)
+    record.exit_code = process.returncode
+    record.baseline_records = json.loads(out_path.read_text())
+    out_path.unlink()
+    return record
+
+
+async def run_bench(params: BenchParams, argv: list[str]) -> RunRecord:
+    """Run one bench (module docstring) and return its raw record; the report is built
+    from it by `bench.report.build_report`.
+
+    Raises:
+        RuntimeError: a part failed to start or the API refused a monitor (the message
+            says which and where its log is).
+    """
+    out_dir = params.output_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plans = make_plan(params)
+    data_dir = Path(tempfile.mkdtemp(prefix="uptrio-bench-"))
+    title = (
+        f"{params.monitors:,} {params.type_label} monitors every {params.interval_seconds} s, "
+        f"window {params.window_seconds:g} s"
+    )
+    display = Display(title=title, enabled=params.progress)
+    budget = 3600.0 + params.monitors / 10 + 4 * (params.warmup + params.window_seconds)
+    try:
+        async with trio_asyncio.open_loop(), trio.open_nursery() as nursery:
+            nursery.start_soon(display.run)
+            try:
+                display.set_phase("starting targets")
+                async with open_targets(plans, params, out_dir, max_seconds=budget) as targets:
+                    plans = [p.with_ports(targets.ports) for p in plans]
+                    service, creation, ids, command, version = await _service_phase(
+                        params, plans, targets, data_dir, out_dir, display, nursery
+                    )
+                    baseline = None
+                    if params.baseline:
+                        baseline = await _baseline_phase(
+                            params, plans, ids, targets, out_dir, display, nursery
+                        )
+                    display.set_phase("collecting arrivals")
+                    arrivals = await targets.collect(out_dir)
+                    http_target = "nginx" if targets.nginx is not None else "builtin"
+                    notes = list(targets.notes)
+            finally:
+                display.close()
+    finally:
+        if not params.keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    return RunRecord(
+        params=params,
+        plans=plans,
+        ids=ids,
+        creation=creation,
+        service=service,
+        baseline=baseline,
+        arrivals=arrivals,
+        phases=phases_by_index(ids, float(params.interval_seconds), len(plans)),
+        output_dir=out_dir,
+        service_command=command,
+        http_target=http_target,
+        notes=notes,
+        postgres_version=version,
+        argv=argv,
+    )

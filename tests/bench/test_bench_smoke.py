@@ -1,0 +1,122 @@
+"""A tiny ``uptrio bench``: the real command, end to end, checked for a complete and
+consistent report. It asserts no speed.
+
+Rules as elsewhere: loopback only (the bench's targets listen on 127.0.0.0/8), ports
+chosen by the OS, a time limit on the whole run (the command's own ``timeout``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Figures read from the service's /metrics: absent (and reported missing) only while the
+# service has no such endpoint.
+_METRICS_FIGURES = (
+    "service.checks.service_",
+    "service.lateness_ms.service.",
+    "service.store.",
+    "service.probe_latency_ms.service_histogram.",
+    "service.supervisor_restarts",
+)
+
+
+def _bench(tmp_path: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
+    output = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "web.cli",
+            "bench",
+            "--monitors",
+            "200",
+            "--type",
+            "mix",
+            "--interval",
+            "2",
+            "--timeout",
+            "1",
+            "--duration",
+            "4",
+            "--warmup",
+            "1",
+            "--api-rps",
+            "4",
+            "--http-target",
+            "builtin",
+            "--baseline",
+            "--no-progress",
+            "--output",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "checks/s achieved" in done.stdout, done.stdout
+    assert (output / "chart.png").stat().st_size > 10_000
+    assert (output / "service.log").exists()
+    report: dict[str, Any] = json.loads((output / "report.json").read_text())
+    return report
+
+
+def test_bench_reports_every_figure_and_counts_agree(tmp_path: Path) -> None:
+    report = _bench(tmp_path)
+    service, baseline = report["service"], report["baseline"]
+
+    metrics_present = service["checks"]["service_counted"] is not None
+    if metrics_present:
+        assert report["missing"] == []
+    else:  # only what /metrics would have given is missing
+        assert all(m.startswith(_METRICS_FIGURES) for m in report["missing"]), report["missing"]
+
+    params = report["parameters"]
+    assert params["monitors"] == 200 and params["window_intervals"] == 2
+    assert report["creation"]["monitors"] == 200
+    assert report["plan"]["types"] == {"http": 50, "tcp": 50, "dns": 50, "ping": 50}
+    assert report["machine"]["cores"] >= 1 and report["versions"]["postgres"]
+
+    for phase in (service, baseline):
+        checks = phase["checks"]
+        # 200 monitors, each on its grid, for two whole intervals
+        assert checks["scheduled"] == 400
+        assert checks["achieved"] + checks["missed"] == checks["scheduled"]
+        assert checks["duplicates"] == 0
+        assert phase["lateness_ms"]["target"]["count"] == checks["achieved"]
+        assert phase["series"] and phase["samples"]
+    # the window opens and closes at quiet instants: the service counted what the
+    # targets saw
+    if metrics_present:
+        assert service["checks"]["service_counted"] == service["checks"]["achieved"]
+        assert service["checks"]["service_failures"] == 0
+    # stopped at a quiet instant: every check a target saw is a stored row, per monitor
+    consistency = service["run_consistency"]
+    assert consistency["monitors_compared"] == 200
+    assert consistency["mismatched_monitors"] == 0, consistency
+    assert consistency["target_total"] == consistency["stored_total"] > 400
+    assert baseline["checks"]["own_count"] == baseline["checks"]["achieved"]
+
+    cpu = service["cpu"]
+    assert cpu["total_ms_per_check"] is not None
+    together = cpu["service_ms_per_check"] + cpu["postgres_ms_per_check"]
+    assert cpu["total_ms_per_check"] == pytest.approx(together)
+    assert report["ratios"]["total_cpu_vs_baseline"] is not None
+    assert service["memory"]["service"]["peak_mb"] > 0
+    assert service["api"]["statuses"] == {
+        "200": service["api"]["get_monitor_ms"]["count"]
+        + service["api"]["list_monitors_ms"]["count"]
+    }

@@ -1,0 +1,265 @@
+"""Idempotency keys on POST requests (spec 4.5): a retry replays the first response.
+
+A POST may carry ``Idempotency-Key``. The key is scoped to the account; the request is
+identified by its *fingerprint*: SHA-256 of the method, the path and the body as canonical
+JSON (keys sorted, no whitespace), so key order and spacing do not matter. Rules:
+
+- first use: the request runs; a 2xx response is stored with the key;
+- same key, same fingerprint, within :attr:`WebSettings.idempotency_retention_seconds`
+  (24 hours): the stored status and body again, with ``Idempotent-Replayed: true`` and a
+  new ``Request-Id``; nothing runs, and the engine is not told again;
+- same key, another fingerprint: 409 ``idempotency_key_reused``;
+- same key while the first request is still running: 409 ``idempotency_key_in_use`` with
+  ``Retry-After: 1``;
+- a 4xx or 5xx response is not stored: a corrected retry with the same key runs;
+- an expired key runs anew (:func:`run_idempotency_purge` deletes old keys every hour,
+  but a key older than the retention is ignored whether purged yet or not);
+- a key that is empty, longer than 255 characters or holds control characters is a 400
+  ``idempotency_key_invalid``. The spec recommends a UUID v4; any other string is
+  accepted. The header is ignored on GET, PATCH and DELETE.
+
+Atomicity (why a crash leaves either nothing or the whole result). The middleware opens
+one database transaction (:meth:`store.Database.open_transaction`) and, for the length of
+the request, hands the handler a copy of :class:`Services` whose ``db`` is that
+transaction. In it, in order:
+
+1. the key is claimed with a transaction-scoped advisory lock taken without waiting
+   (:func:`store.idempotency.claim_key`); a held lock means another request with this
+   key is running (409 ``idempotency_key_in_use``); a stored row means replay or reuse;
+2. the handler runs unchanged: its ``db.transaction(...)`` calls become savepoints of the
+   one transaction;
+3. on a 2xx the response is inserted into ``idempotency_keys``;
+4. commit: the handler's write, the key and the response become visible together, and
+   the lock is released. On any error, cancellation or a non-2xx response everything
+   rolls back, the lock included.
+
+A process crash at any point before the commit leaves nothing (Postgres rolls back and
+drops the lock with the session); after it, the whole result. The price is one pooled
+connection held for the handler's duration, for keyed POSTs only.
+
+The engine must learn of a monitor change only once it is committed and only once. So
+the copy of :class:`Services` also carries a :class:`DeferredEngine` that records the
+handler's ``monitor_saved``/``monitor_deleted`` calls; they are passed to the real engine
+after the commit. A replay runs no handler, so the engine is not told again. If the
+engine then fails to acknowledge (500 ``engine_unavailable``), the stored 2xx stays: the
+change is committed, the engine applies the stored state when it recovers, and a retry
+replays the 2xx.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+import trio
+
+from store import Database, MonitorRecord, StoreError, idempotency
+
+from .errors import ApiError
+from .pipeline import ApiResponse, Handler, RequestContext, parse_json
+from .services import MonitorEngine
+
+__all__ = [
+    "HEADER",
+    "MAX_KEY_LENGTH",
+    "REPLAYED_HEADER",
+    "DeferredEngine",
+    "idempotency_keys",
+    "parse_key",
+    "request_fingerprint",
+    "run_idempotency_purge",
+]
+
+log = structlog.get_logger("uptrio.web")
+
+HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+MAX_KEY_LENGTH = 255
+"""Longest key accepted, in characters (spec 4.5, 8)."""
+
+IN_USE_RETRY_AFTER_SECONDS = 1
+"""``Retry-After`` of a 409 ``idempotency_key_in_use``, in seconds."""
+
+
+def parse_key(raw: str) -> str:
+    """Validate an ``Idempotency-Key`` header value and return it.
+
+    Raises:
+        ApiError: 400 ``idempotency_key_invalid`` when it is empty (or only spaces),
+            longer than :data:`MAX_KEY_LENGTH` characters, or holds a control character
+            (U+0000-U+001F, U+007F-U+009F).
+    """
+    if not raw.strip():
+        raise ApiError("idempotency_key_invalid", f"{HEADER} must not be empty", param=HEADER)
+    if len(raw) > MAX_KEY_LENGTH:
+        raise ApiError(
+            "idempotency_key_invalid",
+            f"{HEADER} may be at most {MAX_KEY_LENGTH} characters; got {len(raw)}",
+            param=HEADER,
+        )
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in raw):
+        raise ApiError(
+            "idempotency_key_invalid", f"{HEADER} may not hold control characters", param=HEADER
+        )
+    return raw
+
+
+def request_fingerprint(method: str, path: str, body: bytes) -> str:
+    """SHA-256 (hex) of ``method``, ``path`` and the body as canonical JSON (keys sorted,
+    no whitespace, non-ASCII escaped). A body that is not JSON is taken byte for byte
+    (such a request fails with a 400 and is never stored anyway)."""
+    try:
+        canonical = json.dumps(
+            parse_json(body), sort_keys=True, separators=(",", ":"), allow_nan=False
+        ).encode("ascii")
+    except (ApiError, ValueError, RecursionError):
+        canonical = body
+    digest = hashlib.sha256()
+    for part in (method.upper().encode(), path.encode("utf-8", "surrogatepass"), canonical):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+class DeferredEngine:
+    """A :class:`web.services.MonitorEngine` that records calls instead of making them;
+    :meth:`flush` makes them on the real engine, in order, after the commit."""
+
+    def __init__(self) -> None:
+        self._calls: list[Callable[[MonitorEngine], Awaitable[None]]] = []
+
+    async def monitor_saved(self, monitor: MonitorRecord) -> None:
+        """Record that ``monitor`` was saved."""
+        self._calls.append(lambda engine: engine.monitor_saved(monitor))
+
+    async def monitor_deleted(self, monitor_id: str) -> None:
+        """Record that ``monitor_id`` was deleted."""
+        self._calls.append(lambda engine: engine.monitor_deleted(monitor_id))
+
+    async def flush(self, engine: MonitorEngine) -> None:
+        """Make the recorded calls on ``engine`` and forget them.
+
+        Raises:
+            Whatever the engine raises (``ActorUnavailable``: 500 ``engine_unavailable``).
+        """
+        calls, self._calls = self._calls, []
+        for call in calls:
+            await call(engine)
+
+
+class _NotStored(Exception):
+    """Carries a non-2xx response out of the transaction so that it rolls back."""
+
+    def __init__(self, response: ApiResponse) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
+async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: idempotency keys on POST (module docstring; spec 4.5). Runs after
+    authentication (the key's scope is the account) and authorization.
+
+    Raises:
+        ApiError: 400 ``idempotency_key_invalid``; 409 ``idempotency_key_reused`` or
+            ``idempotency_key_in_use``; whatever the handler raises (nothing is stored).
+    """
+    raw = ctx.headers.get(HEADER)
+    if ctx.method != "POST" or raw is None or ctx.token is None:
+        return await call_next(ctx)
+    key = parse_key(raw)
+    fingerprint = request_fingerprint(ctx.method, ctx.path, ctx.body)
+    services = ctx.services
+    now = int(services.clock())
+    expired_before = now - services.settings.idempotency_retention_seconds
+    deferred = DeferredEngine()
+    try:
+        async with services.db.open_transaction() as tx:
+            claim = await tx.run(
+                idempotency.claim_key, ctx.account_id, key, expired_before=expired_before
+            )
+            if claim == idempotency.IN_USE:
+                raise ApiError(
+                    "idempotency_key_in_use",
+                    f"a request with this {HEADER} is still being processed; retry later",
+                    param=HEADER,
+                    headers={"Retry-After": str(IN_USE_RETRY_AFTER_SECONDS)},
+                )
+            if isinstance(claim, idempotency.StoredResponse):
+                return _replay(claim, fingerprint)
+            response = await _run_handler(ctx, call_next, tx, deferred)
+            if not 200 <= response.status < 300:
+                raise _NotStored(response)
+            await tx.run(
+                idempotency.save_key,
+                ctx.account_id,
+                key,
+                fingerprint=fingerprint,
+                status=response.status,
+                body=response.body,
+                headers=response.headers,
+                created=now,
+            )
+    except _NotStored as not_stored:
+        return not_stored.response
+    await deferred.flush(services.engine)
+    return response
+
+
+async def _run_handler(
+    ctx: RequestContext, call_next: Handler, tx: Database, deferred: DeferredEngine
+) -> ApiResponse:
+    """Run the rest of the chain with the request's transaction and deferred engine."""
+    services = ctx.services
+    ctx.services = dataclasses.replace(services, db=tx, engine=deferred)
+    try:
+        return await call_next(ctx)
+    finally:
+        ctx.services = services
+
+
+def _replay(stored: idempotency.StoredResponse, fingerprint: str) -> ApiResponse:
+    """The stored response again, or 409 when the key was used for another request."""
+    if stored.fingerprint != fingerprint:
+        raise ApiError(
+            "idempotency_key_reused",
+            f"this {HEADER} was used with a different request (method, path or body); "
+            "use a new key for a new request",
+            param=HEADER,
+        )
+    body: Any = None if stored.body is None else json.loads(stored.body)
+    return ApiResponse(stored.status, body, {**stored.headers, REPLAYED_HEADER: "true"})
+
+
+async def run_idempotency_purge(
+    db: Database,
+    *,
+    retention_seconds: int = 24 * 3600,
+    every_seconds: float = 3600.0,
+    clock: Callable[[], float] = time.time,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Delete idempotency keys older than ``retention_seconds`` (spec 4.5: 24 hours) now
+    and then every ``every_seconds`` (default 1 hour), until cancelled. Ready at once.
+
+    ``clock`` is wall time in epoch seconds. Correctness does not depend on this task: a
+    key past its retention is ignored by the middleware even before it is purged; the
+    purge keeps the table small.
+
+    Error handling: a database failure is logged and retried at the next round; it never
+    ends the task. `trio.Cancelled` passes.
+    """
+    task_status.started()
+    while True:
+        try:
+            deleted = await db.run(idempotency.purge_keys, int(clock()) - retention_seconds)
+        except StoreError as exc:
+            log.warning("idempotency key purge failed", error=str(exc))
+        else:
+            if deleted:
+                log.info("idempotency keys purged", deleted=deleted)
+        await trio.sleep(every_seconds)

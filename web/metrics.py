@@ -1,0 +1,236 @@
+"""The service's Prometheus metrics, served at ``GET /metrics`` (operations issue, item 2).
+
+One :class:`Metrics` per service, with its own ``CollectorRegistry`` passed explicitly
+(prometheus-client's default global registry is never used, so two services in one
+process, as in tests, never mix their figures). Names are a contract (the benchmark, in
+``bench/``, reads them); labels are bounded (no monitor id, URL or path)::
+
+    uptrio_checks_total{type,result}              counter    result: ok | failed
+    uptrio_probe_duration_seconds{type}           histogram  a check's response time
+    uptrio_schedule_lateness_seconds              histogram  probe start minus deadline
+    uptrio_checks_missed_total                    counter    grid points skipped (overrun)
+    uptrio_monitors{status}                       gauge      running actors by in-memory
+                                                             status: pending | up | down
+    uptrio_store_batch_size                       histogram  results per committed batch
+    uptrio_store_flush_seconds                    histogram  one batch's transaction
+    uptrio_store_commit_delay_seconds             histogram  probe end to its batch commit
+    uptrio_store_queue_depth                      gauge      results not yet committed
+    uptrio_store_rows_written_total               counter    check rows inserted
+    uptrio_store_rows_dropped_total               counter    results dropped (buffer bound
+                                                             in an outage, poison batches)
+    uptrio_store_database_available               gauge      1, or 0 while writes fail
+    uptrio_supervisor_restarts_total{supervisor}  counter    automatic restarts made by
+                                                             root, engine, shard-N
+    uptrio_http_requests_total{route,status}      counter    route: the URL rule
+    uptrio_http_request_duration_seconds{route}   histogram
+
+Hot path: the engine and the store actor call :meth:`Metrics.probe_started`,
+:meth:`Metrics.check_finished` and :meth:`Metrics.batch_written` directly (one or two
+sub-microsecond observations per check; label children are bound once and cached).
+Gauges and the counters the actors already keep (missed checks, statuses, rows, restarts)
+are read at scrape time by a custom collector from ``EngineStatistics`` and
+``WriterStatistics``: nothing is done for them per check.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Iterator, Sequence
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
+
+from engine import EngineStatistics
+from store.actor import CheckWriter
+
+__all__ = ["CONTENT_TYPE", "LATENESS_BUCKETS", "Metrics"]
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+"""The ``Content-Type`` of :meth:`Metrics.render` (Prometheus text format 0.0.4)."""
+
+LATENESS_BUCKETS = (
+    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05,
+    0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0,
+)  # fmt: skip
+"""Schedule lateness, seconds: fine-grained from 0.5 ms to 10 s (the benchmark reads p99
+from them)."""
+
+_DURATION_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    10.0, 30.0, 60.0,
+)  # fmt: skip
+_BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000)
+_COMMIT_DELAY_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0,
+    60.0, 120.0, 300.0,
+)  # fmt: skip
+_STATUSES = ("pending", "up", "down")
+
+
+class Metrics:
+    """Every metric of one service, in :attr:`registry` (see the module docstring).
+
+    Implements ``engine.CheckObserver`` and ``store.actor.WriterObserver``; the
+    composition root (:mod:`web.service`) passes it to both, and :meth:`attach` gives it
+    the statistics it reads when scraped.
+
+    Attributes:
+        registry: this service's own registry.
+    """
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self._checks = Counter(
+            "uptrio_checks", "Checks done, by probe type and result.", ["type", "result"],
+            registry=registry,
+        )  # fmt: skip
+        self._probe_duration = Histogram(
+            "uptrio_probe_duration_seconds", "Response time of each check, seconds.",
+            ["type"], buckets=_DURATION_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self._lateness = Histogram(
+            "uptrio_schedule_lateness_seconds",
+            "Probe start minus its deadline on the schedule grid, seconds.",
+            buckets=LATENESS_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self._batch_size = Histogram(
+            "uptrio_store_batch_size", "Check results per committed store batch.",
+            buckets=_BATCH_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self._flush_seconds = Histogram(
+            "uptrio_store_flush_seconds", "Duration of one batch's transaction, seconds.",
+            buckets=_DURATION_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self._commit_delay = Histogram(
+            "uptrio_store_commit_delay_seconds",
+            "From a probe's end to the commit of the batch holding its check, seconds.",
+            buckets=_COMMIT_DELAY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self._http_requests = Counter(
+            "uptrio_http_requests", "HTTP requests answered, by route and status.",
+            ["route", "status"], registry=registry,
+        )  # fmt: skip
+        self._http_duration = Histogram(
+            "uptrio_http_request_duration_seconds", "Time to answer a request, seconds.",
+            ["route"], buckets=_DURATION_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self._check_children: dict[tuple[str, bool], tuple[Counter, Histogram]] = {}
+        self.engine_statistics: EngineStatistics | None = None
+        self.writer: CheckWriter | None = None
+        self.restarts: dict[str, int] = {}
+        """Automatic restarts made by supervisors outside the engine (``root``)."""
+        registry.register(_ScrapeCollector(self))
+
+    def attach(
+        self, *, engine: EngineStatistics | None = None, writer: CheckWriter | None = None
+    ) -> None:
+        """Read ``engine`` (missed checks, statuses, engine restarts) and ``writer``
+        (queue depth, rows written and dropped) when scraped."""
+        self.engine_statistics = engine
+        self.writer = writer
+
+    def count_restart(self, supervisor: str) -> None:
+        """One automatic restart made by ``supervisor`` (``root``)."""
+        self.restarts[supervisor] = self.restarts.get(supervisor, 0) + 1
+
+    # ---- engine.CheckObserver --------------------------------------------------------
+
+    def probe_started(self, lateness_seconds: float) -> None:
+        """Observe a probe's lateness, seconds."""
+        self._lateness.observe(lateness_seconds)
+
+    def check_finished(self, probe_type: str, ok: bool, duration_seconds: float) -> None:
+        """Count a check and observe its duration, seconds."""
+        children = self._check_children.get((probe_type, ok))
+        if children is None:
+            children = (
+                self._checks.labels(probe_type, "ok" if ok else "failed"),
+                self._probe_duration.labels(probe_type),
+            )
+            self._check_children[(probe_type, ok)] = children
+        children[0].inc()
+        children[1].observe(duration_seconds)
+
+    # ---- store.actor.WriterObserver --------------------------------------------------
+
+    def batch_written(
+        self, size: int, flush_seconds: float, commit_delays_seconds: Sequence[float]
+    ) -> None:
+        """Observe a committed batch: its size, its transaction and each result's delay."""
+        self._batch_size.observe(size)
+        self._flush_seconds.observe(flush_seconds)
+        observe = self._commit_delay.observe
+        for delay in commit_delays_seconds:
+            observe(delay)
+
+    # ---- the web layer ---------------------------------------------------------------
+
+    def request_finished(self, route: str, status: int, seconds: float) -> None:
+        """Count one answered request on ``route`` (a URL rule, or ``unmatched``)."""
+        self._http_requests.labels(route, str(status)).inc()
+        self._http_duration.labels(route).observe(seconds)
+
+    def render(self) -> bytes:
+        """The registry in Prometheus text format (:data:`CONTENT_TYPE`)."""
+        return generate_latest(self.registry)
+
+
+class _ScrapeCollector(Collector):
+    """Figures read at scrape time from the actors' statistics."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = self._metrics
+        engine, writer = metrics.engine_statistics, metrics.writer
+        missed = CounterMetricFamily(
+            "uptrio_checks_missed", "Schedule grid points skipped because a probe overran."
+        )
+        missed.add_metric([], engine.missed if engine is not None else 0)
+        yield missed
+        monitors = GaugeMetricFamily(
+            "uptrio_monitors", "Running monitor actors by in-memory status.", labels=["status"]
+        )
+        tally = Tally(engine.statuses.values()) if engine is not None else Tally[str]()
+        for status in sorted(set(_STATUSES) | set(tally)):
+            monitors.add_metric([status], tally.get(status, 0))
+        yield monitors
+        if writer is not None:
+            stats = writer.statistics
+            queued, written, dropped = writer.queued(), stats.rows_written, stats.dropped
+            available = stats.database_available
+        else:
+            queued, written, dropped, available = 0, 0, 0, True
+        yield GaugeMetricFamily(
+            "uptrio_store_queue_depth",
+            "Check results waiting to be committed (inbox and buffer).",
+            value=queued,
+        )
+        yield CounterMetricFamily(
+            "uptrio_store_rows_written", "Check rows inserted.", value=written
+        )
+        yield CounterMetricFamily(
+            "uptrio_store_rows_dropped",
+            "Check results dropped (buffer bound during an outage, poison batches).",
+            value=dropped,
+        )
+        yield GaugeMetricFamily(
+            "uptrio_store_database_available",
+            "1 while the store actor's writes succeed, 0 from a failed write to the next good one.",
+            value=1 if available else 0,
+        )
+        restarts = CounterMetricFamily(
+            "uptrio_supervisor_restarts",
+            "Automatic child restarts made by each supervisor.",
+            labels=["supervisor"],
+        )
+        counts = {"root": 0, "engine": 0, **metrics.restarts}
+        if engine is not None:
+            counts.update(engine.supervisor_restarts)
+        for name in sorted(counts):
+            restarts.add_metric([name], counts[name])
+        yield restarts

@@ -1,0 +1,262 @@
+"""Rolling-window request counting for the rate limits (spec 8), in memory, per process.
+
+Pure bookkeeping, no I/O and no web imports: :class:`RateLimiter` counts requests per
+``(window, key)`` and answers whether one more fits. The middlewares of
+:mod:`web.throttle` decide which windows a request is counted in.
+
+Algorithm: a sliding window kept as sub-window counters. A window of ``period_seconds``
+is cut into :data:`SUB_WINDOWS` slices (1 s for a minute, 60 s for an hour); each key keeps
+one counter per slice that holds requests, oldest first. A request counts from the moment
+it is admitted until its slice's end plus the period, so between ``period_seconds`` and
+``period_seconds + period_seconds / 60`` (60 to 61 s for a minute window, 60 to 61 min for
+an hour). This errs on the strict side: no span of ``period_seconds`` ever holds more than
+``limit`` admitted requests, a burst across a window boundary included, which a fixed
+window cannot promise and a GCRA with a full-size burst does not either (it lets
+``limit`` requests through at once and then more as its bucket drains, up to about twice
+``limit`` in one period).
+
+Memory: a key costs a dictionary entry and at most 61 small counters (a key that sends a
+steady stream uses all of them; a burst uses one); keys whose requests all expired are
+dropped every :data:`PRUNE_EVERY` operations.
+
+Time: the clock is injected (default `trio.current_time`, monotonic seconds); tests pass
+their own function and move it by hand. Results say durations relative to that clock;
+the middleware turns them into epoch seconds for ``X-RateLimit-Reset``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import trio
+
+__all__ = [
+    "PRUNE_EVERY",
+    "SUB_WINDOWS",
+    "Decision",
+    "RateLimiter",
+    "RateLimiterStatistics",
+    "Window",
+]
+
+SUB_WINDOWS = 60
+"""Slices per window: a request expires at the end of its slice plus the period."""
+
+PRUNE_EVERY = 4096
+"""Operations between two sweeps that drop keys with nothing left to count."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One limit: at most ``limit`` requests per rolling ``period_seconds`` (seconds).
+
+    ``name`` tells windows apart in the limiter's state and in log lines (for example
+    ``"token/minute"``); two windows with the same name must have the same period.
+    """
+
+    name: str
+    limit: int
+    period_seconds: float
+
+    def __post_init__(self) -> None:
+        if self.limit < 1 or not self.period_seconds > 0:
+            raise ValueError(f"a window needs limit >= 1 and a period > 0: {self!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """The answer for one request, for the most constraining window it was counted in.
+
+    Attributes:
+        allowed: whether the request was admitted (and counted).
+        window: the name of the window reported.
+        limit: that window's limit (``X-RateLimit-Limit``).
+        remaining: requests still admitted in that window now (``X-RateLimit-Remaining``;
+            0 when refused).
+        reset_after_seconds: seconds until the oldest request counted in that window
+            stops counting, so that ``remaining`` grows (0 when nothing is counted).
+        retry_after_seconds: when refused, seconds until this request would be admitted
+            (``Retry-After``); 0 when allowed.
+    """
+
+    allowed: bool
+    window: str
+    limit: int
+    remaining: int
+    reset_after_seconds: float
+    retry_after_seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimiterStatistics:
+    """What the limiter holds: ``keys`` counted right now (``(window, key)`` pairs)."""
+
+    keys: int
+
+
+class _Counter:
+    """One key's requests in one window: ``[slice number, count]`` pairs, oldest first."""
+
+    __slots__ = ("slice_seconds", "slices", "total")
+
+    def __init__(self, slice_seconds: float) -> None:
+        self.slice_seconds = slice_seconds
+        self.slices: deque[list[int]] = deque()
+        self.total = 0
+
+    def expire(self, now_slice: int) -> None:
+        """Drop slices that no longer count at slice ``now_slice``: a request of slice
+        ``s`` counts until ``(s + 1 + SUB_WINDOWS) * slice_seconds``."""
+        oldest = now_slice - SUB_WINDOWS
+        while self.slices and self.slices[0][0] < oldest:
+            self.total -= self.slices.popleft()[1]
+
+    def add(self, now_slice: int) -> None:
+        """Count one request in slice ``now_slice`` (a clock that went back counts it in
+        the newest slice)."""
+        if self.slices and self.slices[-1][0] >= now_slice:
+            self.slices[-1][1] += 1
+        else:
+            self.slices.append([now_slice, 1])
+        self.total += 1
+
+    def expiry(self, index: int) -> float:
+        """When the requests of the ``index``-th oldest slice stop counting (clock seconds)."""
+        return (self.slices[index][0] + 1 + SUB_WINDOWS) * self.slice_seconds
+
+
+class RateLimiter:
+    """Counts requests per ``(window, key)`` in rolling windows (module docstring).
+
+    One per process, created at start-up and passed explicitly (``Services``); it holds no
+    global state. Single-threaded by design: every method is synchronous and trio runs one
+    task at a time, so a check and its count cannot interleave with another request's.
+
+    Args:
+        clock: monotonic time in seconds; default `trio.current_time` (call the methods
+            inside ``trio.run`` then).
+    """
+
+    __slots__ = ("_clock", "_counters", "_operations")
+
+    def __init__(self, *, clock: Callable[[], float] = trio.current_time) -> None:
+        self._clock = clock
+        self._counters: dict[tuple[str, str], _Counter] = {}
+        self._operations = 0
+
+    def admit(self, checks: Sequence[tuple[Window, str]]) -> Decision:
+        """Admit one request if every ``(window, key)`` of ``checks`` has room, and count it
+        in all of them; a refused request is counted nowhere (it uses no quota).
+
+        Returns:
+            The decision for the most constraining window: when refused, the window that
+            needs the longest wait; when admitted, the one with the fewest requests left
+            (ties: the one that recovers last).
+
+        Raises:
+            ValueError: ``checks`` is empty.
+        """
+        return self._decide(checks, count=True)
+
+    def peek(self, checks: Sequence[tuple[Window, str]]) -> Decision:
+        """What `admit` would answer, without counting anything."""
+        return self._decide(checks, count=False)
+
+    def hit(self, checks: Iterable[tuple[Window, str]]) -> None:
+        """Count one request in every ``(window, key)``, full or not (for events counted
+        after the fact, such as failed authentications)."""
+        now = self._clock()
+        for window, key in checks:
+            counter = self._counter(window, key)
+            now_slice = math.floor(now / counter.slice_seconds)
+            counter.expire(now_slice)
+            counter.add(now_slice)
+        self._tick(now)
+
+    def statistics(self) -> RateLimiterStatistics:
+        """How many ``(window, key)`` pairs are held."""
+        return RateLimiterStatistics(keys=len(self._counters))
+
+    def _decide(self, checks: Sequence[tuple[Window, str]], *, count: bool) -> Decision:
+        if not checks:
+            raise ValueError("at least one window is needed")
+        now = self._clock()
+        decisions: list[Decision] = []
+        counters: list[tuple[_Counter, int]] = []
+        for window, key in checks:
+            counter = self._counter(window, key)
+            now_slice = math.floor(now / counter.slice_seconds)
+            counter.expire(now_slice)
+            counters.append((counter, now_slice))
+            decisions.append(_judge(window, counter, now))
+        refused = [d for d in decisions if not d.allowed]
+        if refused:
+            self._tick(now)
+            return max(refused, key=lambda d: d.retry_after_seconds)
+        if count:
+            for counter, now_slice in counters:
+                counter.add(now_slice)
+            decisions = [
+                _judge(window, counter, now, admitted=True)
+                for (window, _), (counter, _) in zip(checks, counters, strict=True)
+            ]
+        self._tick(now)
+        return min(decisions, key=lambda d: (d.remaining, -d.reset_after_seconds))
+
+    def _counter(self, window: Window, key: str) -> _Counter:
+        counter = self._counters.get((window.name, key))
+        if counter is None:
+            counter = _Counter(window.period_seconds / SUB_WINDOWS)
+            self._counters[(window.name, key)] = counter
+        return counter
+
+    def _tick(self, now: float) -> None:
+        self._operations += 1
+        if self._operations % PRUNE_EVERY:
+            return
+        for pair, counter in list(self._counters.items()):
+            counter.expire(math.floor(now / counter.slice_seconds))
+            if not counter.slices:
+                del self._counters[pair]
+
+
+def _judge(window: Window, counter: _Counter, now: float, *, admitted: bool = False) -> Decision:
+    """The decision for ``window`` from its (expired) counter: before counting the request
+    (``admitted`` False: does one more fit?) or after it was counted."""
+    reset_after = max(counter.expiry(0) - now, 0.0) if counter.slices else 0.0
+    if admitted:
+        return Decision(
+            allowed=True,
+            window=window.name,
+            limit=window.limit,
+            remaining=max(window.limit - counter.total, 0),
+            reset_after_seconds=reset_after,
+            retry_after_seconds=0.0,
+        )
+    if counter.total < window.limit:
+        return Decision(
+            allowed=True,
+            window=window.name,
+            limit=window.limit,
+            remaining=window.limit - counter.total - 1,
+            reset_after_seconds=reset_after,
+            retry_after_seconds=0.0,
+        )
+    # Refused: wait until enough of the oldest slices expire to leave room for one more.
+    excess = counter.total - window.limit + 1
+    index = 0
+    for index, (_, slice_count) in enumerate(counter.slices):  # noqa: B007
+        excess -= slice_count
+        if excess <= 0:
+            break
+    return Decision(
+        allowed=False,
+        window=window.name,
+        limit=window.limit,
+        remaining=0,
+        reset_after_seconds=reset_after,
+        retry_after_seconds=max(counter.expiry(index) - now, 0.0),
+    )
