@@ -15,7 +15,8 @@ RESULTS.json: ``{"index": [...], "deadline": [...], "started": [...],
 "response_ms": [...], "ok": [...]}``, one entry per probe (deadline and start in epoch
 seconds).
 
-It prints ``ready`` once every task runs.
+It prints ``idle`` before it starts the tasks (the parent samples its memory then; it
+waits 0.5 s) and ``ready`` once every task runs.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ async def run_baseline(plan: dict[str, Any], records: _Records) -> None:
             records.ok.append(result.ok)
             deadline = next_deadline(max(trio.current_time(), deadline), phase, interval)
 
+    print("idle", flush=True)  # the parent samples memory before the monitors exist
+    await trio.sleep(0.5)
     async with trio.open_nursery() as nursery:
         for index, monitor_id, kind, url in plan["monitors"]:
             method, expected = ("GET", 200) if kind == "http" else (None, None)

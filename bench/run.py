@@ -385,15 +385,16 @@ async def _baseline_phase(
     )
     try:
         assert process.stdout is not None
+        groups = {"baseline": ProcessGroup("baseline", process.pid, include_children=False)}
         with trio.fail_after(120):
-            ready = b""
-            while b"ready" not in ready:
+            output = b""
+            while b"ready" not in output:
                 chunk = await process.stdout.receive_some(1024)
                 if not chunk:
                     raise RuntimeError("the baseline process exited before it was ready")
-                ready += chunk
-        groups = {"baseline": ProcessGroup("baseline", process.pid, include_children=False)}
-        record.memory_idle = {"baseline": groups["baseline"].memory(pss=False)}
+                if b"idle" in chunk and "baseline" not in record.memory_idle:
+                    record.memory_idle = {"baseline": groups["baseline"].memory(pss=False)}
+                output += chunk
         target_groups = {
             f"target-{k}": ProcessGroup("target", pid) for k, pid in enumerate(targets.pids())
         }

@@ -14,8 +14,9 @@ receiving end and a :class:`~store.buffer.CheckBuffer`, and runs two tasks over 
 * The **writer** takes a batch from the front of the buffer once it holds ``batch_size``
   results or its oldest result is ``batch_age_seconds`` old, whichever comes first, and
   writes it in one transaction (:func:`store.checks.write_check_batch`: one ``unnest``
-  insert, the status changes with the checks that caused them), then answers the flushes
-  that waited for it (group commit). A write that fails because the database is
+  insert, the status changes with the checks that caused them; a batch without status
+  changes is that one statement alone, atomic without BEGIN and COMMIT), then answers
+  the flushes that waited for it (group commit). A write that fails because the database is
   unavailable puts the batch back and is retried with exponential back-off
   (``retry_min_seconds`` doubling to ``retry_max_seconds``; 0.1 s to 2 s by default,
   so the buffer is written at most about 2 s after the database is back);
@@ -338,8 +339,12 @@ class StoreActor:
         batch = buffer.take(self._batch_size)
         self._in_flight = len(batch.items) or 1
         started = trio.current_time()
+        changes = batch.changes
+        # Without status changes the batch is one statement, atomic by itself: no BEGIN
+        # and COMMIT, two round trips fewer (the common case; changes come with them).
+        write = self._db.transaction if changes else self._db.run
         try:
-            inserted = await self._db.transaction(write_check_batch, batch.checks, batch.changes)
+            inserted = await write(write_check_batch, batch.checks, changes)
         except DatabaseUnavailable as exc:
             buffer.put_back(batch)
             stats.retries += 1

@@ -42,7 +42,8 @@ class StatusChange:
 async def write_check_batch(
     connection: Connection, checks: Sequence[CheckRecord], changes: Sequence[StatusChange]
 ) -> int:
-    """Insert ``checks`` and apply ``changes`` (asyncio side; call inside a transaction).
+    """Insert ``checks`` and apply ``changes`` (asyncio side; call inside a transaction
+    when there are ``changes``; without them it is one statement, atomic by itself).
 
     Checks of monitors deleted meanwhile are dropped; when several changes of one monitor
     are in the batch, the monitor ends with the last. Returns the number of check rows

@@ -37,6 +37,9 @@ from .servers import ArrivalLog, read_log
 __all__ = ["TargetProcess", "TargetSet", "open_targets", "stop_process"]
 
 _STOP_GRACE_SECONDS = 3.0
+_TCP_LISTENERS_PER_PROCESS = 8_000
+"""Listening sockets (one per ok tcp monitor) per tcp target process: well under the
+usual limit on open files (each target raises its soft limit to the hard one)."""
 
 
 class TargetProcess:
@@ -221,13 +224,15 @@ async def open_targets(
                     http_port = builtin_port
         tcp_port = 0
         tcp_ok = [p.index for p in plans if p.type == "tcp" and p.behaviour == "ok"]
-        if tcp_ok:
-            path = workdir / "tcp-addresses.json"
-            path.write_text(json.dumps([[tcp_address(i), i] for i in tcp_ok]))
-            tcp = await _start("tcp", ["--addresses", str(path)], log_path, max_seconds)
+        for number, first in enumerate(range(0, len(tcp_ok), _TCP_LISTENERS_PER_PROCESS)):
+            chunk = tcp_ok[first : first + _TCP_LISTENERS_PER_PROCESS]
+            path = workdir / f"tcp-addresses-{number}.json"
+            path.write_text(json.dumps([[tcp_address(i), i] for i in chunk]))
+            arguments = ["--addresses", str(path), "--port", str(tcp_port)]
+            tcp = await _start("tcp", arguments, log_path, max_seconds)
             started.append(tcp)
-            tcp_port = tcp.port
-        elif "tcp" in types:  # only refused ones: any port nobody listens on
+            tcp_port = tcp.port  # the first picks the port, the others take the same
+        if not tcp_ok and "tcp" in types:  # only refused ones: any port nobody listens on
             tcp_port = refused.getsockname()[1]
         # Always: the service is given our nameserver, dns monitors or not.
         dns = await _start(

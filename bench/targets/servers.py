@@ -45,6 +45,7 @@ import functools
 import heapq
 import json
 import os
+import resource
 import select
 import socket
 import struct
@@ -404,6 +405,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--addresses", help="JSON file of [ip, index] pairs (tcp, ping)")
     parser.add_argument("--max-seconds", type=float, default=3600.0)
     args = parser.parse_args(argv)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:  # a tcp server holds one listening socket per monitor
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     loop = _Loop(args.max_seconds)
     port = 0
     reason: str | None = None
