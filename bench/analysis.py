@@ -6,7 +6,8 @@ the latest grid point at or before ``t`` (its *slot*), and its **lateness** is `
 minus that grid point: how late the probe reached the target, connection set-up
 included. That assumes lateness stays under one interval, which is what "no missed
 check" means anyway; a probe later than that lands in the next slot and its own slot
-counts as missed.
+counts as missed. An arrival up to `SLOT_TOLERANCE_SECONDS` early serves the grid point
+after it (timestamps from nginx have a 1 ms resolution).
 
 For the measured window ``[start, end)`` (whole intervals, so every monitor has the same
 number of grid points in it):
@@ -32,6 +33,7 @@ import numpy.typing as npt
 from engine.schedule import phase_offset
 
 __all__ = [
+    "SLOT_TOLERANCE_SECONDS",
     "Distribution",
     "SeriesPoint",
     "WindowFigures",
@@ -42,6 +44,11 @@ __all__ = [
     "quiet_offset",
     "window_figures",
 ]
+
+SLOT_TOLERANCE_SECONDS = 0.002
+"""An arrival up to this long before a grid point still serves that grid point (its
+lateness is then slightly negative): nginx logs times to the millisecond (truncated),
+and each monitor actor reads the offset between the trio clock and wall time once."""
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -123,7 +130,7 @@ def _slots(indices: IntArray, times: FloatArray, phases: FloatArray, interval: f
     phase = phases[indices]
     keep = ~np.isnan(phase)
     indices, times, phase = indices[keep], times[keep], phase[keep]
-    slot = np.floor((times - phase) / interval).astype(np.int64)
+    slot = np.floor((times - phase + SLOT_TOLERANCE_SECONDS) / interval).astype(np.int64)
     order = np.lexsort((times, slot, indices))
     indices, times, slot, phase = indices[order], times[order], slot[order], phase[order]
     first = np.ones(indices.size, dtype=bool)

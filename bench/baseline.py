@@ -4,10 +4,13 @@
 one ``trio.run``, one task per monitor that sleeps until its next grid point (the
 engine's `engine.schedule` arithmetic, the same monitor ids, so the same phases), takes a
 slot of one shared ``trio.CapacityLimiter`` and calls the same
-`engine.probes.Prober.probe` the service calls. No actors, no inboxes, no store, no API,
-no logging: what is left is the bare cost of probing on this machine, the denominator
-of the report's ratios. A probe that overruns skips the grid points it missed, as the
-engine does. Every task stops by itself at ``stop_at``.
+`engine.probes.Prober.probe` the service calls, on a `engine.probes.Prober` built as
+``uptrio serve`` builds it (its default target policy included). No actors, no inboxes,
+no store, no API, no logging: what is left is the bare cost of probing on this machine,
+the denominator of the report's ratios. It runs with the garbage collector tuned as
+the engine tunes it (`engine.EngineSettings.gc_young_threshold`), so both sides pay the
+same interpreter. A probe that overruns skips the grid points it missed, as the engine
+does. Every task stops by itself at ``stop_at``.
 
 PLAN.json: ``{"interval_seconds", "timeout_seconds", "max_in_flight", "dns": [ip, port],
 "stop_at": epoch seconds, "monitors": [[index, monitor id, type, url], ...]}``.
@@ -22,6 +25,7 @@ waits 0.5 s) and ``ready`` once every task runs.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -31,6 +35,7 @@ from typing import Any
 
 import trio
 
+from engine import EngineSettings, TargetPolicy
 from engine.probes import Prober, ProbeSpec
 from engine.schedule import grid_phase, next_deadline
 
@@ -62,7 +67,10 @@ async def run_baseline(plan: dict[str, Any], records: _Records) -> None:
     interval = float(plan["interval_seconds"])
     timeout = float(plan["timeout_seconds"])
     dns = plan.get("dns")
-    prober = Prober(dns_nameserver=(str(dns[0]), int(dns[1])) if dns else None)
+    prober = Prober(  # as ``uptrio serve`` builds it, with its default target policy
+        dns_nameserver=(str(dns[0]), int(dns[1])) if dns else None,
+        address_policy=TargetPolicy(),
+    )
     limiter = trio.CapacityLimiter(int(plan["max_in_flight"]))
     clock_offset = trio.current_time() - time.time()
     stop = float(plan["stop_at"]) + clock_offset
@@ -105,6 +113,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     plan = json.loads(args.plan.read_text())
+    threshold = EngineSettings().gc_young_threshold
+    if threshold is not None:
+        gc.set_threshold(threshold, *gc.get_threshold()[1:])
     records = _Records()
     trio.run(run_baseline, plan, records)
     args.out.write_text(json.dumps(records.as_json()))

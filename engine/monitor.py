@@ -250,40 +250,47 @@ async def run_monitor(
         async with trio.open_nursery() as nursery:
             task_status.started()
             while True:
-                message: MonitorMessage | None = None
-                with trio.move_on_at(deadline):
-                    try:
-                        message = await inbox.receive()
-                    except trio.EndOfChannel:
-                        return
-                now = trio.current_time()
-                if message is None:
-                    interval = float(state.config.interval_seconds)
-                    earliest = deadline + interval / 2 if off_grid else max(now, deadline)
-                    following = next_deadline(earliest, state.phase, interval)
-                    if state.in_flight:
-                        deps.stats.missed += 1
-                    else:
-                        state.in_flight = True
-                        nursery.start_soon(
-                            _probe, deps, ref, state.incarnation, state.spec, deadline
-                        )
-                    if not off_grid:
-                        deps.stats.missed += missed_between(deadline, following, interval)
-                    off_grid = False
-                    deadline = following
+                # One cancel scope per deadline, not per message: results and
+                # reconfigurations are handled inside it. Only a result the store cannot
+                # take at once leaves it early, so that waiting for room in the store
+                # (back-pressure) is never cut short by the deadline.
+                unwritten: tuple[CheckRecord, StatusChange | None] | None = None
+                with trio.move_on_at(deadline) as waiting:
+                    while unwritten is None:
+                        try:
+                            message = await inbox.receive()
+                        except trio.EndOfChannel:
+                            return
+                        match message:
+                            case Reconfigure(monitor=new, reply=reply):
+                                with reply:
+                                    now = trio.current_time()
+                                    deadline = state.reconfigure(new, now, deadline)
+                                    waiting.deadline = deadline
+                                    answer(reply, None)
+                            case ProbeDone() if message.incarnation is state.incarnation:
+                                state.in_flight = False
+                                check, change = state.record(message)
+                                if not deps.writer.write_nowait(check, change):
+                                    unwritten = (check, change)
+                            case ProbeDone():
+                                pass  # a probe of an earlier incarnation: its actor is gone
+                if unwritten is not None:
+                    await deps.writer.write(*unwritten)
                     continue
-                match message:
-                    case Reconfigure(monitor=new, reply=reply):
-                        with reply:
-                            deadline = state.reconfigure(new, now, deadline)
-                            answer(reply, None)
-                    case ProbeDone() if message.incarnation is state.incarnation:
-                        state.in_flight = False
-                        check, change = state.record(message)
-                        await deps.writer.write(check, change)
-                    case ProbeDone():
-                        pass  # a probe of an earlier incarnation: its actor is gone
+                now = trio.current_time()  # the deadline has come
+                interval = float(state.config.interval_seconds)
+                earliest = deadline + interval / 2 if off_grid else max(now, deadline)
+                following = next_deadline(earliest, state.phase, interval)
+                if state.in_flight:
+                    deps.stats.missed += 1
+                else:
+                    state.in_flight = True
+                    nursery.start_soon(_probe, deps, ref, state.incarnation, state.spec, deadline)
+                if not off_grid:
+                    deps.stats.missed += missed_between(deadline, following, interval)
+                off_grid = False
+                deadline = following
     except BaseException:
         # A probe that already finished is a check: hand it over before going. (A
         # cancellation comes out of the nursery wrapped in a BaseExceptionGroup, so this

@@ -151,11 +151,24 @@ class CheckWriter:
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
+        if not self.write_nowait(check, change):
+            await self._send.send(
+                WriteCheck(check=check, change=change, queued_at=trio.current_time())
+            )
+
+    def write_nowait(self, check: CheckRecord, change: StatusChange | None = None) -> bool:
+        """Queue one result if the inbox has room; False (nothing queued) when it is full,
+        and then `write` waits for room.
+
+        Raises:
+            trio.ClosedResourceError: the writer was closed.
+        """
         message = WriteCheck(check=check, change=change, queued_at=trio.current_time())
         try:
             self._send.send_nowait(message)
         except trio.WouldBlock:
-            await self._send.send(message)
+            return False
+        return True
 
     async def flush(self, timeout_seconds: float = 30.0) -> None:
         """Wait until every result queued before this call is committed.

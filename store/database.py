@@ -15,9 +15,7 @@ back.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -76,23 +74,15 @@ class Database:
 
     Attributes:
         url: the Postgres URL the pool connects to (it may carry a password: never log it).
-        acquire_timeout_seconds: longest wait for a pooled connection, connecting included,
-            in seconds (None: no limit); past it the call raises ``DatabaseUnavailable``.
-        deadline_seconds: longest any one :meth:`run` or :meth:`transaction` may take, in
-            seconds (None: no limit; see :meth:`with_deadline`).
+        deadline_seconds: longest any one :meth:`run` or :meth:`transaction` may take,
+            waiting for a pooled connection included, in seconds (None: no limit; see
+            :meth:`with_deadline`); past it the work is cancelled, its transaction rolled
+            back, and the call raises ``DatabaseUnavailable``.
     """
 
-    def __init__(
-        self,
-        pool: Any,
-        url: str,
-        *,
-        acquire_timeout_seconds: float | None = None,
-        deadline_seconds: float | None = None,
-    ) -> None:
+    def __init__(self, pool: Any, url: str, *, deadline_seconds: float | None = None) -> None:
         self._pool = pool
         self.url = url
-        self.acquire_timeout_seconds = acquire_timeout_seconds
         self.deadline_seconds = deadline_seconds
 
     def with_deadline(self, seconds: float) -> Database:
@@ -100,12 +90,7 @@ class Database:
         ``seconds`` seconds with ``DatabaseUnavailable`` (the work is cancelled and its
         transaction rolled back). The web layer uses it so that a request needing a
         database that hangs fails fast instead of hanging (operations issue, item 5)."""
-        return Database(
-            self._pool,
-            self.url,
-            acquire_timeout_seconds=self.acquire_timeout_seconds,
-            deadline_seconds=seconds,
-        )
+        return Database(self._pool, self.url, deadline_seconds=seconds)
 
     async def run(
         self,
@@ -142,25 +127,13 @@ class Database:
         **kwargs: P.kwargs,
     ) -> T:
         async def on_asyncio() -> T:
-            try:
-                async with self._pool.acquire(timeout=self.acquire_timeout_seconds) as connection:
-                    if not in_transaction:
-                        return await fn(connection, *args, **kwargs)
-                    async with connection.transaction():
-                        return await fn(connection, *args, **kwargs)
-            except Exception as exc:
-                translated = _translate(exc)
-                if translated is None:
-                    raise
-                raise translated from exc
+            async with self._pool.acquire() as connection:
+                if not in_transaction:
+                    return await fn(connection, *args, **kwargs)
+                async with connection.transaction():
+                    return await fn(connection, *args, **kwargs)
 
-        if self.deadline_seconds is None:
-            result: T = await trio_asyncio.aio_as_trio(on_asyncio)()
-            return result
-        with trio.move_on_after(self.deadline_seconds):
-            bounded: T = await trio_asyncio.aio_as_trio(on_asyncio)()
-            return bounded
-        raise DatabaseUnavailable(f"no answer from the database within {self.deadline_seconds} s")
+        return await _crossing(on_asyncio, self.deadline_seconds)
 
     @asynccontextmanager
     async def open_transaction(self) -> AsyncIterator[Database]:
@@ -182,7 +155,7 @@ class Database:
         pool = self._pool
 
         async def begin() -> tuple[Connection, Any]:
-            connection = await pool.acquire(timeout=self.acquire_timeout_seconds)
+            connection = await pool.acquire()
             try:
                 transaction = connection.transaction()
                 await transaction.start()
@@ -191,18 +164,18 @@ class Database:
                 raise
             return connection, transaction
 
-        connection, transaction = await _crossing(begin)
+        connection, transaction = await _crossing(begin, self.deadline_seconds)
         done = False
         try:
-            yield _BoundDatabase(connection, self.url)
-            await _crossing(transaction.commit)
+            yield _BoundDatabase(connection, self.url, self.deadline_seconds)
+            await _crossing(transaction.commit, self.deadline_seconds)
             done = True
         finally:
             with trio.CancelScope(shield=True):
                 if not done:
                     # a broken connection cannot roll back: the server does it on its own
                     with contextlib.suppress(StoreError):
-                        await _crossing(transaction.rollback)
+                        await _crossing(transaction.rollback, self.deadline_seconds)
                 await trio_asyncio.aio_as_trio(pool.release)(connection)
 
 
@@ -210,8 +183,8 @@ class _BoundDatabase(Database):
     """A :class:`Database` whose work all runs on one connection inside an open
     transaction (see :meth:`Database.open_transaction`)."""
 
-    def __init__(self, connection: Connection, url: str) -> None:
-        super().__init__(None, url)
+    def __init__(self, connection: Connection, url: str, deadline_seconds: float | None) -> None:
+        super().__init__(None, url, deadline_seconds=deadline_seconds)
         self._connection = connection
         self._lock = trio.Lock()
 
@@ -231,7 +204,7 @@ class _BoundDatabase(Database):
                 return await fn(connection, *args, **kwargs)
 
         async with self._lock:
-            return await _crossing(on_asyncio)
+            return await _crossing(on_asyncio, self.deadline_seconds)
 
     @asynccontextmanager
     async def open_transaction(self) -> AsyncIterator[Database]:
@@ -244,8 +217,24 @@ class _BoundDatabase(Database):
         yield self  # pragma: no cover (makes this an async generator)
 
 
-async def _crossing(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run asyncio coroutine function ``fn`` across the bridge, translating its errors."""
+async def _crossing(fn: Callable[[], Awaitable[T]], deadline_seconds: float | None) -> T:
+    """Run asyncio coroutine function ``fn`` across the bridge, translating its errors.
+
+    The deadline (seconds, None for none) is kept on the trio side: cancelling the trio
+    call cancels the asyncio task and waits for it to finish (trio-asyncio's
+    ``run_aio_future``), so a timed-out transaction is rolled back before this raises.
+    asyncpg's own timeouts (``command_timeout``, ``acquire(timeout=)``) are not used,
+    nor its idle-connection timer (``max_inactive_connection_lifetime``, re-armed at every
+    release): each arms an asyncio timer per statement or per unit of work, and
+    trio-asyncio keeps a cancelled timer,
+    with the contextvars context of the trio task that armed it (for a web request, the
+    whole request), until it would have fired: at 100 requests/s and 30 s that held
+    about 14 KB of RSS per monitor in the benchmark (bench/RESULTS.md).
+
+    Raises:
+        DatabaseUnavailable: no answer within ``deadline_seconds``, or as `_translate`.
+        IntegrityConflict, StoreError: as `_translate`.
+    """
 
     async def on_asyncio() -> T:
         try:
@@ -256,32 +245,13 @@ async def _crossing(fn: Callable[[], Awaitable[T]]) -> T:
                 raise
             raise translated from exc
 
-    result: T = await trio_asyncio.aio_as_trio(on_asyncio)()
-    return result
-
-
-_EMPTY_CONTEXT = contextvars.Context()
-
-
-def _forget_contexts_of_cancelled_timers(loop: Any) -> None:
-    """Make ``loop`` (trio-asyncio's) drop the context of a timer as it is cancelled.
-
-    asyncpg arms a timer for every statement (``command_timeout_seconds``) and cancels
-    it when the statement ends; trio-asyncio keeps cancelled timers in its heap until
-    they would have fired, and each holds the ``contextvars`` context of the trio task
-    that ran the statement: for a web request, the whole request and response. At 100
-    requests/s with a 30 s timeout that is 3,000 dead requests in memory (about 25 KB
-    each), and the memory they fragment is not given back: the benchmark saw 30 KB of
-    RSS per monitor created through the API against 17 KB with this (bench/RESULTS.md).
-    A cancelled timer never runs, so its context is not needed.
-    """
-    if loop is None or not hasattr(loop, "_timer_handle_cancelled"):
-        return
-
-    def cancelled(handle: asyncio.TimerHandle) -> None:
-        handle._context = _EMPTY_CONTEXT  # type: ignore[attr-defined]
-
-    loop._timer_handle_cancelled = cancelled
+    if deadline_seconds is None:
+        result: T = await trio_asyncio.aio_as_trio(on_asyncio)()
+        return result
+    with trio.move_on_after(deadline_seconds):
+        bounded: T = await trio_asyncio.aio_as_trio(on_asyncio)()
+        return bounded
+    raise DatabaseUnavailable(f"no answer from the database within {deadline_seconds} s")
 
 
 @asynccontextmanager
@@ -290,9 +260,8 @@ async def open_database(
     *,
     min_size: int = 2,
     max_size: int = 10,
-    command_timeout_seconds: float = 30.0,
+    deadline_seconds: float = 30.0,
     connect_timeout_seconds: float = 1.0,
-    acquire_timeout_seconds: float = 1.5,
 ) -> AsyncIterator[Database]:
     """Open a pool of ``min_size`` to ``max_size`` connections to ``url``; close it on exit.
 
@@ -301,9 +270,10 @@ async def open_database(
 
     Timeouts, all in seconds, keep a database outage from hanging callers (operations
     issue, item 5): ``connect_timeout_seconds`` bounds opening one connection (asyncpg's
-    ``timeout``), ``acquire_timeout_seconds`` bounds waiting for a pooled connection,
-    reconnecting included, and ``command_timeout_seconds`` bounds one statement. A stopped
-    server fails at once (the socket is refused); a hung one within these bounds. The pool
+    ``timeout``, armed only when connecting) and ``deadline_seconds`` bounds one unit of
+    work, waiting for a pooled connection included (kept on the trio side, see
+    `_crossing`; the web layer narrows it with `Database.with_deadline`). A stopped server
+    fails at once (the socket is refused); a hung one within these bounds. The pool
     reconnects by itself when the server is back.
 
     Raises:
@@ -316,8 +286,10 @@ async def open_database(
                 url,
                 min_size=min_size,
                 max_size=max_size,
-                command_timeout=command_timeout_seconds,
                 timeout=connect_timeout_seconds,
+                # No idle-connection timer: asyncpg re-arms it at every release (see
+                # `_crossing` for why a timer per unit of work costs memory here).
+                max_inactive_connection_lifetime=0,
                 init=_init_connection,
             )
         except Exception as exc:
@@ -327,9 +299,8 @@ async def open_database(
             raise translated from exc
 
     pool = await trio_asyncio.aio_as_trio(create)()
-    _forget_contexts_of_cancelled_timers(trio_asyncio.current_loop.get())
     try:
-        yield Database(pool, url, acquire_timeout_seconds=acquire_timeout_seconds)
+        yield Database(pool, url, deadline_seconds=deadline_seconds)
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(10):
             await trio_asyncio.aio_as_trio(pool.close)()

@@ -66,7 +66,8 @@ async def resolve(
     literal = _ip_literal(host, port)
     if literal is not None:  # the common case of monitors on IP addresses: no look-up
         addresses = [literal]
-        await trio.lowlevel.checkpoint()
+        # No I/O here; every probe goes on to wait for its connection, which yields.
+        await trio.lowlevel.checkpoint_if_cancelled()
     else:
         addresses = await _lookup(host, port, kind)
     if policy is not None:
