@@ -3,11 +3,13 @@
 Why not httpx: httpx costs about 0.5 CPU ms per GET, and the engine's budget is
 0.3 CPU ms per check for the whole service at 1,000 checks/s (DESIGN.md, "Facts
 measured"); ``bench/probe_micro.py`` compares the two (about 0.15 against 0.57 CPU ms
-per check on loopback). A check needs little of a general client: one request on a
-fresh connection, the status, a bounded body read. What keeps it cheap: the parsed URL
-and the validated h11 request are cached per (url, method), IP literals skip
-getaddrinfo, and plain http is spoken on the trio socket itself (no
-`trio.SocketStream` wrapper); https goes through `trio.SSLStream`.
+per check on loopback, before the fast path below). A check needs little of a general
+client: one request on a fresh connection, the status, a bounded body read. What keeps
+it cheap: the parsed URL and the request bytes (serialised by h11) are cached per (url,
+method), IP literals skip getaddrinfo, plain http to one address is spoken on a
+non-blocking socket with `trio.lowlevel` waits (`_exchange_plain`), https goes through
+`trio.SSLStream`, and the common response head is parsed without h11, which stays the
+judge of everything else (`_read_response`).
 
 One check, hop by hop:
 
@@ -258,10 +260,9 @@ async def _exchange_plain(plan: _Prepared, address: Address) -> tuple[int, str |
 
     Why not a trio socket: its methods go round the scheduler once more after every call
     that succeeds at once (the send), raise and catch ``BlockingIOError`` for every call
-    that must wait (the connect, the first read), and re-check the address on connect;
-    bare trio probing then costs about 0.35 CPU ms per check at 1,000 checks/s, this
-    path XX (bench/RESULTS.md). The socket is the same: same address, same errors
-    (`os_failure`), closed on every exit, cancellation included.
+    that must wait (the connect, the first read), and re-check the address on connect.
+    The socket is the same: same address, same errors (`os_failure`), closed on every
+    exit, cancellation included.
     """
     where = describe(address)
     family, sockaddr = address
