@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .database import Connection
-from .owned import delete_owned, write_changes
+from .owned import delete_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import IncidentRecord
 
@@ -99,22 +99,16 @@ async def update_incident(
     :data:`UPDATABLE` holding only values that differ; it may raise to refuse) and write
     them; ``updated`` becomes ``now`` when something changed. Must run in a transaction.
     None when the incident does not exist for the account."""
-    current = await get_incident(connection, account_id, incident_id, for_update=True)
-    if current is None:
-        return None
-    changes = apply(current)
-    if not changes:
-        return current
-    await write_changes(
+    return await update_owned(
         connection,
         table="incidents",
+        get=get_incident,
         account_id=account_id,
         row_id=incident_id,
-        changes=changes,
+        apply=apply,
         updatable=UPDATABLE,
         now=now,
     )
-    return await get_incident(connection, account_id, incident_id)
 
 
 async def delete_incident(

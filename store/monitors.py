@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .database import Connection
-from .owned import delete_owned, write_changes
+from .owned import delete_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
 
@@ -127,30 +127,19 @@ async def update_monitor(
     apply: Callable[[MonitorRecord], dict[str, Any]],
     now: int,
 ) -> MonitorRecord | None:
-    """Lock the monitor, compute its changes with ``apply(current)`` and write them.
-
-    ``apply`` returns the columns to change (a subset of :data:`UPDATABLE`, only values that
-    differ) or raises to refuse the update; whatever it raises propagates and the caller's
-    transaction rolls back. ``updated`` is set to ``now`` (epoch seconds) only when
-    something changed. Must run inside a transaction. Returns None when the monitor does
-    not exist for the account.
-    """
-    current = await get_monitor(connection, account_id, monitor_id, for_update=True)
-    if current is None:
-        return None
-    changes = apply(current)
-    if not changes:
-        return current
-    await write_changes(
+    """Lock the monitor, compute its changes with ``apply(current)`` (columns of
+    :data:`UPDATABLE`) and write them, as `store.owned.update_owned` says. Must run inside
+    a transaction. None when the monitor does not exist for the account."""
+    return await update_owned(
         connection,
         table="monitors",
+        get=get_monitor,
         account_id=account_id,
         row_id=monitor_id,
-        changes=changes,
+        apply=apply,
         updatable=UPDATABLE,
         now=now,
     )
-    return await get_monitor(connection, account_id, monitor_id)
 
 
 async def pause_monitor(

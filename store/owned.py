@@ -8,11 +8,61 @@ request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from .database import Connection
 from .pagination import bury
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Getter(Protocol[R_co]):
+    """A table module's read of one row: ``get(connection, account_id, row_id,
+    for_update=...)``, None when the account has no such row."""
+
+    def __call__(
+        self, connection: Connection, account_id: str, row_id: str, /, *, for_update: bool = ...
+    ) -> Awaitable[R_co | None]: ...
+
+
+async def update_owned(
+    connection: Connection,
+    *,
+    table: str,
+    get: Getter[R],
+    account_id: str,
+    row_id: str,
+    apply: Callable[[R], dict[str, Any]],
+    updatable: frozenset[str],
+    now: int,
+) -> R | None:
+    """Lock the row (``get(..., for_update=True)``), compute its changes with
+    ``apply(current)`` and write them; the row as it is afterwards.
+
+    ``apply`` returns the columns to change (a subset of ``updatable``, only values that
+    differ) or raises to refuse the update; whatever it raises propagates and the caller's
+    transaction rolls back. ``updated`` is set to ``now`` (epoch seconds) only when
+    something changed. Must run inside a transaction. None when the account has no such
+    row.
+    """
+    current = await get(connection, account_id, row_id, for_update=True)
+    if current is None:
+        return None
+    changes = apply(current)
+    if not changes:
+        return current
+    await write_changes(
+        connection,
+        table=table,
+        account_id=account_id,
+        row_id=row_id,
+        changes=changes,
+        updatable=updatable,
+        now=now,
+    )
+    return await get(connection, account_id, row_id)
 
 
 async def write_changes(

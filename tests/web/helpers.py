@@ -1,4 +1,5 @@
-"""Helpers shared by the API tests: object factories, error assertions, direct SQL.
+"""Helpers shared by the API tests: object factories, error assertions, direct SQL, the
+command line of a live ``uptrio serve``.
 
 Direct SQL is used only to arrange what the API cannot arrange within one test second
 (old ``created``/``updated`` values, a monitor already ``up``); every behaviour under test
@@ -7,12 +8,54 @@ goes through the real app.
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from store import Database
 from tests.api import Api
 from web.errors import CODES
 from web.models import ErrorResponse, IncidentObject, MonitorObject
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository: the working directory and ``PYTHONPATH`` of a live service."""
+
+CLI = [sys.executable, "-m", "web.cli"]
+"""``uptrio`` as a subprocess runs it, without relying on the installed script."""
+
+
+def serve_command(data_dir: Path, *extra: str) -> list[str]:
+    """``uptrio serve --no-engine`` on 127.0.0.1, a port the OS picks (it prints
+    ``listening on http://127.0.0.1:<port>``), its embedded Postgres in ``data_dir``, a
+    2 s shutdown; ``extra`` flags go after ``serve``'s own."""
+    return [
+        *CLI,
+        "serve",
+        "--no-engine",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--data-dir",
+        str(data_dir),
+        "--shutdown-seconds",
+        "2",
+        *extra,
+    ]
+
+
+def service_env() -> dict[str, str]:
+    """This environment without the ``UPTRIO_*`` settings that would point a live
+    service elsewhere, with the repository on ``PYTHONPATH``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("UPTRIO_DATABASE_URL", "UPTRIO_JWT_SECRET", "UPTRIO_DATA_DIR")
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
 
 HTTP_MONITOR: dict[str, Any] = {"name": "web", "url": "https://example.com/", "type": "http"}
 VALID_URLS = {

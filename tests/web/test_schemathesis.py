@@ -23,7 +23,6 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.web.helpers import CLI, ROOT, serve_command, service_env
 
 SEMANTIC_REFUSALS = frozenset(
     {
@@ -54,40 +53,18 @@ SEMANTIC_REFUSALS = frozenset(
 
 def _serve(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``uptrio serve --no-engine`` on port 0; return the process and its base URL."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("UPTRIO_DATABASE_URL", "UPTRIO_JWT_SECRET", "UPTRIO_DATA_DIR")
-    }
-    env["PYTHONPATH"] = str(ROOT)
+    command = serve_command(
+        data_dir,
+        "--token-requests-per-minute",
+        "1000000",
+        "--token-requests-per-hour",
+        "1000000",
+        "--account-requests-per-minute",
+        "1000000",
+    )
+    command.insert(len(CLI), "--log-level=warning")  # a global option, before ``serve``
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "web.cli",
-            "--log-level",
-            "warning",
-            "serve",
-            "--no-engine",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--data-dir",
-            str(data_dir),
-            "--shutdown-seconds",
-            "2",
-            "--token-requests-per-minute",
-            "1000000",
-            "--token-requests-per-hour",
-            "1000000",
-            "--account-requests-per-minute",
-            "1000000",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=ROOT,
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=service_env(), cwd=ROOT
     )
     assert process.stdout is not None
     output = b""

@@ -5,35 +5,27 @@ run beside it against the same data directory; SIGTERM stops it cleanly.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import jwt
 import trio
 
-CLI = [sys.executable, "-m", "web.cli"]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env() -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("UPTRIO_DATABASE_URL", "UPTRIO_JWT_SECRET", "UPTRIO_DATA_DIR")
-    }
-    env["PYTHONPATH"] = str(ROOT)
-    return env
+from tests.web.helpers import CLI, ROOT, serve_command, service_env
 
 
 async def _uptrio(*args: str) -> tuple[int, str, str]:
     """Run an ``uptrio`` command to completion: (exit status, stdout, stderr)."""
     done = await trio.run_process(
-        [*CLI, *args], capture_stdout=True, capture_stderr=True, check=False, env=_env(), cwd=ROOT
+        [*CLI, *args],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=service_env(),
+        cwd=ROOT,
     )
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 
@@ -53,21 +45,9 @@ async def test_uptrio_serve_answers_manages_tokens_and_stops_on_sigterm(tmp_path
     data_dir = tmp_path / "data"
     with trio.fail_after(40):
         process = await trio.lowlevel.open_process(
-            [
-                *CLI,
-                "serve",
-                "--no-engine",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--data-dir",
-                str(data_dir),
-                "--shutdown-seconds",
-                "2",
-            ],
+            serve_command(data_dir),
             stdout=subprocess.PIPE,
-            env=_env(),
+            env=service_env(),
             cwd=ROOT,
         )
         try:

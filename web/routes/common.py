@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -12,7 +12,7 @@ from store import has_prefix
 
 from ..errors import ApiError
 from ..models import MAX_METADATA_KEYS, merge_metadata
-from ..pipeline import RequestContext
+from ..pipeline import ApiResponse, RequestContext
 
 
 def now() -> int:
@@ -26,6 +26,40 @@ def path_id(ctx: RequestContext, prefix: str) -> str:
     if not has_prefix(value, prefix):
         raise not_found(prefix, value)
     return value
+
+
+async def get_owned(
+    ctx: RequestContext,
+    prefix: str,
+    get: Callable[..., Awaitable[Any]],
+    to_object: Callable[[Any], dict[str, Any]],
+) -> ApiResponse:
+    """GET /<resources>/:id: 200 with ``to_object`` of the account's row read by
+    ``get(connection, account_id, id)``.
+
+    Raises:
+        ApiError: 404 ``resource_missing`` when the account has no such row.
+    """
+    row_id = path_id(ctx, prefix)
+    record = await ctx.services.db.run(get, ctx.account_id, row_id)
+    if record is None:
+        raise not_found(prefix, row_id)
+    return ApiResponse(200, to_object(record))
+
+
+async def delete_owned(
+    ctx: RequestContext, prefix: str, delete: Callable[..., Awaitable[bool]]
+) -> str:
+    """DELETE /<resources>/:id: delete the account's row with ``delete(connection,
+    account_id, id, now)`` in one transaction; the id deleted.
+
+    Raises:
+        ApiError: 404 ``resource_missing`` when the account has no such row.
+    """
+    row_id = path_id(ctx, prefix)
+    if not await ctx.services.db.transaction(delete, ctx.account_id, row_id, now()):
+        raise not_found(prefix, row_id)
+    return row_id
 
 
 def not_found(prefix: str, value: str) -> ApiError:

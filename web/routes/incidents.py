@@ -24,7 +24,7 @@ from ..models import (
 from ..objects import incident_object, list_object
 from ..params import boolean, choice, parse_list_query
 from ..pipeline import ApiResponse, RequestContext, Route
-from .common import not_found, now, patch_changes, path_id
+from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
 
 _STATUSES = ("investigating", "identified", "monitoring", "resolved")
 _SEVERITIES = ("critical", "major", "minor", "maintenance")
@@ -53,11 +53,7 @@ async def create_incident(ctx: RequestContext) -> ApiResponse:
 
 async def get_incident(ctx: RequestContext) -> ApiResponse:
     """GET /incidents/:id."""
-    incident_id = path_id(ctx, "inc")
-    record = await ctx.services.db.run(incidents.get_incident, ctx.account_id, incident_id)
-    if record is None:
-        raise not_found("inc", incident_id)
-    return ApiResponse(200, incident_object(record))
+    return await get_owned(ctx, "inc", incidents.get_incident, incident_object)
 
 
 async def list_incidents(ctx: RequestContext) -> ApiResponse:
@@ -135,12 +131,7 @@ async def resolve_incident(ctx: RequestContext) -> ApiResponse:
 
 async def delete_incident(ctx: RequestContext) -> ApiResponse:
     """DELETE /incidents/:id: 204; gone for good."""
-    incident_id = path_id(ctx, "inc")
-    deleted = await ctx.services.db.transaction(
-        incidents.delete_incident, ctx.account_id, incident_id, now()
-    )
-    if not deleted:
-        raise not_found("inc", incident_id)
+    await delete_owned(ctx, "inc", incidents.delete_incident)
     return ApiResponse(204)
 
 

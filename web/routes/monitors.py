@@ -33,7 +33,7 @@ from ..models import (
 from ..objects import check_object, list_object, monitor_object
 from ..params import check_names, choice, cursor, integer, parse_list_query, text
 from ..pipeline import ApiResponse, RequestContext, Route, validate
-from .common import not_found, now, patch_changes, path_id
+from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
 
 _HTTP_ONLY = ("method", "expected_status_code")
 
@@ -114,11 +114,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
 
 async def get_monitor(ctx: RequestContext) -> ApiResponse:
     """GET /monitors/:id."""
-    monitor_id = path_id(ctx, "mon")
-    record = await ctx.services.db.run(monitors.get_monitor, ctx.account_id, monitor_id)
-    if record is None:
-        raise not_found("mon", monitor_id)
-    return ApiResponse(200, monitor_object(record))
+    return await get_owned(ctx, "mon", monitors.get_monitor, monitor_object)
 
 
 async def list_monitors(ctx: RequestContext) -> ApiResponse:
@@ -181,12 +177,7 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
 
 async def delete_monitor(ctx: RequestContext) -> ApiResponse:
     """DELETE /monitors/:id: 204; the monitor, its checks and history are gone for good."""
-    monitor_id = path_id(ctx, "mon")
-    deleted = await ctx.services.db.transaction(
-        monitors.delete_monitor, ctx.account_id, monitor_id, now()
-    )
-    if not deleted:
-        raise not_found("mon", monitor_id)
+    monitor_id = await delete_owned(ctx, "mon", monitors.delete_monitor)
     await ctx.services.engine.monitor_deleted(monitor_id)
     return ApiResponse(204)
 
