@@ -12,7 +12,8 @@ servers), `service` (the service and its database), `api` (creating monitors, th
 reading client), `procstats` (CPU and memory from /proc), `metrics` (``/metrics``),
 `baseline` (the bare loop), `analysis` (figures from arrival logs), `run` (one run),
 `report` and `output` (JSON, table, chart), `sweep`, `profile` (py-spy), `display`
-(the live view), `cli` (the command line), `probe_micro` (a probe micro-benchmark).
+(the live view), `cli` (the command line), `probe_micro` (a probe micro-benchmark),
+`ab` (A/B micro-benchmarks of one module against a git revision).
 
 The names below are imported on first use, so that ``uptrio serve``, which imports
 `bench.cli` for its parser, does not load the harness.
