@@ -425,11 +425,11 @@ async def run_engine(
         ref, inbox = open_inbox[EngineMessage](1024)
         log.info("engine started", monitors=sum(len(s.entries) for s in shards), shards=len(shards))
         delay = settings.gc_freeze_delay_seconds
-        if delay is not None:
-            freeze_heap()
         freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
-        task_status.started(Engine(ref, root, shards, stats, settings))
         with _unfrozen_on_exit(delay is not None):
+            if delay is not None:
+                freeze_heap()
+            task_status.started(Engine(ref, root, shards, stats, settings))
             async with inbox:
                 while True:
                     message: EngineMessage | None = None
