@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,6 +20,7 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check engine web store bench tests
 	$(BIN)/ruff format --check engine web store bench tests
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

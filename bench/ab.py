@@ -1,5 +1,8 @@
 """In-process A/B micro-benchmarks of the hot path against a git revision.
 
+White-box (allowed by the import contracts in ``pyproject.toml``): it imports ``engine``
+and ``store`` modules and runs them in this process.
+
 Usage::
 
     .venv/bin/python -m bench.ab probe [--against HEAD] [--rounds 6] [--checks 3000]

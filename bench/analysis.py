@@ -1,5 +1,8 @@
 """Figures from the targets' arrival logs: pure functions, no I/O, no clock.
 
+White-box (allowed by the import contracts in ``pyproject.toml``): it imports
+``engine.schedule``'s pure phase arithmetic to know each monitor's grid.
+
 Every monitor's checks fall on a grid anchored to wall time (`engine.schedule`):
 ``phase_offset(id, interval) + k * interval`` epoch seconds. An arrival at ``t`` serves
 the latest grid point at or before ``t`` (its *slot*), and its **lateness** is ``t``

@@ -1,5 +1,8 @@
 """The baseline: the same probes on the same schedule from a bare trio loop.
 
+White-box (allowed by the import contracts in ``pyproject.toml``): it imports
+``engine`` to run the service's own probes and schedule without the service around them.
+
 ``python -m bench.baseline --plan PLAN.json --out RESULTS.json`` runs, in one process and
 one ``trio.run``, one task per monitor that sleeps until its next grid point (the
 engine's `engine.schedule` arithmetic, the same monitor ids, so the same phases), takes a

@@ -1,7 +1,9 @@
 """``uptrio bench`` and ``uptrio bench sweep``: the command line of the harness.
 
-`add_commands` adds the ``bench`` sub-command to the ``uptrio`` parser (web/cli.py calls
-it; importing this module is cheap: argparse only) and `main` runs it::
+`add_commands` adds the ``bench`` sub-command to the ``uptrio`` parser: it is the entry
+point ``bench`` of the group ``uptrio.commands`` (``pyproject.toml``), which the ``uptrio``
+command line loads on every start, so this module imports argparse only. `main` runs it,
+and says in one line how to install the harness's extras when they are missing::
 
     uptrio bench [--monitors 1000] [--type http|tcp|dns|ping|mix|http=7,dns=3]
                  [--interval 10] [--timeout 5] [--duration 30] [--warmup S]
@@ -125,6 +127,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         default=[1000, 5000, 10000, 20000],
         help="monitor counts of a sweep (default 1000,5000,10000,20000)",
     )
+    bench.set_defaults(run=main)
     return bench  # type: ignore[no-any-return]
 
 
@@ -162,14 +165,29 @@ def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> A
     )
 
 
+EXTRAS = frozenset({"rich", "psutil", "matplotlib", "numpy"})
+"""What ``pip install -e '.[bench]'`` brings beyond the service's own dependencies."""
+
+
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
-    (0 when the run completed, whatever it measured; 2 for bad parameters)."""
+    (0 when the run completed, whatever it measured; 2 for bad parameters or when the
+    harness's extras are not installed)."""
     import trio
 
-    from .output import print_table, write_chart, write_json
-    from .report import build_report
-    from .run import run_bench
+    try:
+        from .output import print_table, write_chart, write_json
+        from .report import build_report
+        from .run import run_bench
+    except ModuleNotFoundError as exc:
+        if exc.name not in EXTRAS:
+            raise
+        print(
+            f"uptrio bench: the harness needs {exc.name}; install its extras with "
+            "pip install -e '.[bench]'",
+            file=sys.stderr,
+        )
+        return 2
 
     argv = list(sys.argv if argv is None else argv)
     stamp = time.strftime("%Y%m%d-%H%M%S")

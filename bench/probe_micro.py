@@ -1,5 +1,8 @@
 """Micro-benchmark: the engine's h11 http probe against an httpx-based one.
 
+White-box (allowed by the import contracts in ``pyproject.toml``): it imports
+``engine.probes`` and runs the probe in this process.
+
 Usage::
 
     .venv/bin/python -m bench.probe_micro [--checks 5000] [--concurrency 50] [--rounds 3]

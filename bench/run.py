@@ -45,9 +45,7 @@ from .service import (
     BenchDatabase,
     mint_tokens,
     open_bench_database,
-    open_service,
-    rate_limit_flags,
-    serve_help,
+    run_service_process,
     service_command,
 )
 from .targets import ArrivalLog, TargetSet, open_targets, stop_process
@@ -55,8 +53,6 @@ from .targets import ArrivalLog, TargetSet, open_targets, stop_process
 __all__ = ["PhaseRecord", "RunRecord", "run_bench"]
 
 _SAMPLE_SECONDS = 1.0
-_TOKENS_PER_ACCOUNT = 4
-_MONITORS_PER_ACCOUNT = 4000
 
 
 @dataclass(slots=True)
@@ -199,16 +195,12 @@ async def _service_phase(
     display: Display,
     nursery: trio.Nursery,
 ) -> tuple[PhaseRecord, CreateOutcome, dict[int, str], list[str], str | None]:
-    from web.auth import load_secret
-
     record = PhaseRecord(name="service", started_at=time.time())
     interval = float(params.interval_seconds)
     display.set_phase("starting the service")
-    flags = rate_limit_flags(await serve_help())
     async with open_bench_database(data_dir, params.database_url) as bench_db:
-        secret = load_secret(data_dir)
-        command = service_command(params, data_dir, targets.ports.dns, flags)
-        async with open_service(command, out_dir / "service.log") as service:
+        command = service_command(params, data_dir, targets.ports.dns)
+        async with run_service_process(command, out_dir / "service.log") as service:
             groups = {"service": ProcessGroup("service", service.pid, include_children=False)}
             postmaster = bench_db.postmaster_pid()
             if postmaster is not None:
@@ -216,7 +208,8 @@ async def _service_phase(
             target_groups = {
                 f"target-{k}": ProcessGroup("target", pid) for k, pid in enumerate(targets.pids())
             }
-            pools, reader = await _tokens(bench_db, secret, params, limited=not flags)
+            pool_token, reader = await mint_tokens(data_dir, params.database_url, "bench", 2)
+            pools = [TokenPool([pool_token])]
             await trio.sleep(0.5)
             record.memory_idle = {
                 name: g.memory(pss=name == "postgres") for name, g in groups.items()
@@ -285,7 +278,7 @@ async def _service_phase(
         record.stored_window_seconds = int(np.floor(record.window_end)) - int(
             np.ceil(record.window_start)
         )
-        version = await bench_db.db.run(_server_version)
+        version = await bench_db.run(_server_version)
     return record, creation, ids, command, version
 
 
@@ -298,24 +291,6 @@ async def _profile(record: PhaseRecord, pid: int, seconds: float, out_dir: Path)
 
 async def _server_version(connection: Any) -> str:
     return str(await connection.fetchval("SHOW server_version"))
-
-
-async def _tokens(
-    bench_db: BenchDatabase, secret: bytes, params: BenchParams, *, limited: bool
-) -> tuple[list[TokenPool], str]:
-    """Token pools per account (several tokens and accounts when the API is rate
-    limited, one otherwise) and the reader's token (account 0)."""
-    if limited:
-        account_count = max(1, -(-params.monitors // _MONITORS_PER_ACCOUNT))
-        per_account = _TOKENS_PER_ACCOUNT
-    else:
-        account_count, per_account = 1, 1
-    minted = await mint_tokens(
-        bench_db, secret, [(f"bench-{k}", per_account + (k == 0)) for k in range(account_count)]
-    )
-    reader = minted["bench-0"].pop()
-    pools = [TokenPool(minted[f"bench-{k}"]) for k in range(account_count)]
-    return pools, reader
 
 
 async def _stored(
@@ -336,7 +311,7 @@ async def _stored(
         )
         return counts, latencies
 
-    counts, latencies = await bench_db.db.run(query)
+    counts, latencies = await bench_db.run(query)
     by_index = {
         index_of[row["monitor_id"]]: int(row["n"])
         for row in counts

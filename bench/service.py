@@ -1,49 +1,69 @@
 """The service under test: ``uptrio serve`` as a child process, and its database.
 
-`open_service` runs ``python -m web.cli serve`` on a loopback port the OS picks, with the
+The harness sees the service only as a user does: it runs the ``uptrio`` command
+(:data:`UPTRIO`), speaks HTTP to it, and reads its Postgres as an operator would, with
+asyncpg and SQL. It imports nothing of ``web``, ``engine`` or ``store`` (the import
+contracts in ``pyproject.toml`` check it).
+
+`run_service_process` runs ``uptrio serve`` on a loopback port the OS picks, with the
 bench's DNS server as its nameserver, its output in ``service.log``; it yields once the
 service listens and stops it on exit with the ladder of DESIGN/STYLE: SIGTERM, up to
 30 s for a clean stop (the store writes every result still queued), then SIGKILL.
 
 `open_bench_database` gives the bench its own view of the database: with no URL it
-joins the embedded Postgres of the data directory first (pgserver counts the processes
-using it, so the service shares that server and it stops when the last of the two lets
-go); the bench reads the postmaster's pid (for CPU and memory), mints API tokens and
-counts stored checks through it.
+joins the embedded Postgres of the data directory first, through pgserver as the service
+does (pgserver counts the processes using it, so the service shares that server and it
+stops when the last of the two lets go); the bench reads the postmaster's pid (for CPU
+and memory) and counts stored checks through it. `mint_tokens` creates API tokens with
+``uptrio tokens create``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import asyncpg
 import trio
-
-from store import Database, EmbeddedPostgres, accounts, open_database, start_embedded
+import trio_asyncio
 
 from .plan import BenchParams
 from .targets import stop_process
 
 __all__ = [
+    "UPTRIO",
     "BenchDatabase",
     "ServiceProcess",
     "mint_tokens",
     "open_bench_database",
-    "open_service",
-    "rate_limit_flags",
+    "run_service_process",
+    "service_command",
 ]
+
+UPTRIO = [sys.executable, "-m", "web.cli"]
+"""The ``uptrio`` command of this environment (the console script's own module)."""
+
+RATE_LIMIT_FLAGS = [
+    "--token-requests-per-minute=100000000",
+    "--token-requests-per-hour=100000000",
+    "--account-requests-per-minute=100000000",
+]
+"""``uptrio serve`` flags that lift the API rate limits for the bench."""
 
 _LISTENING = re.compile(rb"listening on (http://127\.0\.0\.1:\d+)")
 _STOP_GRACE_SECONDS = 30.0
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +81,7 @@ class ServiceProcess:
         return self.process.pid
 
     def terminate(self) -> None:
-        """Send SIGTERM (the service stops cleanly; see `open_service`)."""
+        """Send SIGTERM (the service stops cleanly; see `run_service_process`)."""
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
 
@@ -79,13 +99,25 @@ class BenchDatabase:
 
     Attributes:
         url: the libpq URL of the database the service uses.
-        db: a small pool on it (the bench's own queries).
+        pool: a small asyncpg pool on it (the bench's own queries).
         pgdata: the server's data directory when it is local and known, else None.
     """
 
     url: str
-    db: Database
+    pool: Any
     pgdata: Path | None
+
+    async def run(self, query: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``await query(connection)`` on a pooled asyncpg connection (asyncio, bridged);
+        bounded by 60 s."""
+
+        async def on_asyncio() -> _T:
+            async with self.pool.acquire() as connection:
+                return await query(connection)
+
+        with trio.fail_after(60):
+            result: _T = await trio_asyncio.aio_as_trio(on_asyncio)()
+        return result
 
     def postmaster_pid(self) -> int | None:
         """The postmaster's pid (first line of ``postmaster.pid``), None if unknown."""
@@ -95,6 +127,19 @@ class BenchDatabase:
             return int((self.pgdata / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
+
+
+def _join_embedded(data_dir: Path) -> Any:
+    """Start or join the embedded Postgres in ``data_dir / "pgdata"`` (blocking)."""
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
+        import pgserver
+
+        return pgserver.get_server(  # type: ignore[attr-defined]
+            data_dir.resolve() / "pgdata", cleanup_mode="stop"
+        )
 
 
 @asynccontextmanager
@@ -107,24 +152,30 @@ async def open_bench_database(
 
     The service applies the migrations; the bench only uses the pool after it started.
     """
-    embedded: EmbeddedPostgres | None = None
+    server: Any = None
     url = database_url
     if url is None:
-        embedded = await trio.to_thread.run_sync(start_embedded, data_dir)
-        url = embedded.url
+        server = await trio.to_thread.run_sync(_join_embedded, data_dir)
+        url = str(server.get_uri())
     try:
-        async with open_database(url, min_size=1, max_size=2) as db:
-            pgdata = embedded.pgdata.resolve() if embedded is not None else None
+        with trio.fail_after(60):
+            pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(url, min_size=1, max_size=2)
+        try:
+            bench_db = BenchDatabase(url=url, pool=pool, pgdata=None)
+            pgdata = (data_dir / "pgdata").resolve() if server is not None else None
             if pgdata is None:
-                pgdata = await _external_pgdata(db)
-            yield BenchDatabase(url=url, db=db, pgdata=pgdata)
+                pgdata = await _external_pgdata(bench_db)
+            yield BenchDatabase(url=url, pool=pool, pgdata=pgdata)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await trio_asyncio.aio_as_trio(pool.close)()
     finally:
-        if embedded is not None:
+        if server is not None:
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(embedded.stop)
+                await trio.to_thread.run_sync(server.cleanup)
 
 
-async def _external_pgdata(db: Database) -> Path | None:
+async def _external_pgdata(bench_db: BenchDatabase) -> Path | None:
     """The data directory of an external server, when it is on this machine."""
 
     async def show(connection: Any) -> str | None:
@@ -134,46 +185,16 @@ async def _external_pgdata(db: Database) -> Path | None:
             return None
         return str(value) if value else None
 
-    directory = await db.run(show)
+    directory = await bench_db.run(show)
     if directory and (Path(directory) / "postmaster.pid").exists():
         return Path(directory)
     return None
 
 
-def rate_limit_flags(help_text: str) -> list[str]:
-    """``uptrio serve`` flags that lift the API rate limits for the bench, as far as
-    ``uptrio serve --help`` shows them (none before rate limits exist)."""
-    lifted = {
-        "--token-requests-per-minute": "100000000",
-        "--token-requests-per-hour": "100000000",
-        "--account-requests-per-minute": "100000000",
-    }
-    flags: list[str] = []
-    for flag, value in lifted.items():
-        if flag in help_text:
-            flags += [flag, value]
-    return flags
-
-
-async def serve_help() -> str:
-    """The text of ``uptrio serve --help``."""
-    done = await trio.run_process(
-        [sys.executable, "-m", "web.cli", "serve", "--help"],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    return bytes(done.stdout).decode(errors="replace")
-
-
-def service_command(
-    params: BenchParams, data_dir: Path, dns_port: int, extra_flags: list[str]
-) -> list[str]:
+def service_command(params: BenchParams, data_dir: Path, dns_port: int) -> list[str]:
     """The ``uptrio serve`` command line of a run."""
     command = [
-        sys.executable,
-        "-m",
-        "web.cli",
+        *UPTRIO,
         "--log-format",
         "json",
         "--log-level",
@@ -198,11 +219,11 @@ def service_command(
         command += ["--batch-size", str(params.batch_size)]
     if params.batch_age_ms is not None:
         command += ["--batch-age-ms", str(params.batch_age_ms)]
-    return command + extra_flags + list(params.serve_args)
+    return command + RATE_LIMIT_FLAGS + list(params.serve_args)
 
 
 @asynccontextmanager
-async def open_service(command: list[str], log_path: Path) -> AsyncIterator[ServiceProcess]:
+async def run_service_process(command: list[str], log_path: Path) -> AsyncIterator[ServiceProcess]:
     """Run ``command`` (from `service_command`) with its output in ``log_path``; yield
     once it listens (at most 60 s); stop it on exit (SIGTERM, then SIGKILL after 30 s).
 
@@ -239,26 +260,21 @@ async def _wait_listening(process: trio.Process, log_path: Path, *, timeout_seco
 
 
 async def mint_tokens(
-    bench_db: BenchDatabase, secret: bytes, accounts_and_counts: list[tuple[str, int]]
-) -> dict[str, list[str]]:
-    """Create API tokens with every monitor permission, as ``uptrio tokens create``
-    does (the same store function and JWT issuer): ``{account: [jwt, ...]}``."""
-    from web.auth import PERMISSIONS, issue_token
-    from web.versioning import CURRENT_VERSION
+    data_dir: Path, database_url: str | None, account: str, count: int
+) -> list[str]:
+    """``count`` API tokens with every permission for ``account``, each made by
+    ``uptrio tokens create`` (60 s at most each), as an operator would.
 
-    minted: dict[str, list[str]] = {}
-    now = int(time.time())
-    for account, count in accounts_and_counts:
-        for _ in range(count):
-            _, token = await bench_db.db.transaction(
-                accounts.create_token,
-                account,
-                list(PERMISSIONS),
-                now=now,
-                expires_at=None,
-                current_version=CURRENT_VERSION,
-            )
-            minted.setdefault(account, []).append(
-                issue_token(secret, token.id, now=now, expires_at=None)
-            )
+    Raises:
+        subprocess.CalledProcessError: the command failed.
+    """
+    command = [*UPTRIO, "tokens", "create", "--account", account, "--permissions", "all"]
+    command += ["--data-dir", str(data_dir)]
+    if database_url:
+        command += ["--database-url", database_url]
+    minted = []
+    for _ in range(count):
+        with trio.fail_after(60):
+            done = await trio.run_process(command, capture_stdout=True, capture_stderr=True)
+        minted.append(bytes(done.stdout).decode().strip())
     return minted

@@ -1,6 +1,7 @@
 """Uptrio's engine: monitor actors under supervisors, probing real targets.
 
-Imports ``store`` (records, the store actor) and nothing of ``web``.
+Imports ``store`` (records, the store actor) and nothing of ``web``; other packages
+import only the names below (checked by the import contracts in ``pyproject.toml``).
 """
 
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
@@ -10,7 +11,18 @@ from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
 from .policy import TargetPolicy
 from .probes import Prober, ProbeResult, ProbeSpec
-from .supervisor import Backoff, Intensity, SupervisorEscalation, SupervisorStatistics
+from .slot import EngineSlot
+from .supervisor import (
+    Backoff,
+    ChildInfo,
+    ChildSpec,
+    Intensity,
+    RestartType,
+    Supervisor,
+    SupervisorEscalation,
+    SupervisorStatistics,
+    open_supervisor,
+)
 from .targets import InvalidTarget, parse_target
 
 __all__ = [
@@ -19,8 +31,11 @@ __all__ = [
     "AskTimeout",
     "Backoff",
     "CheckObserver",
+    "ChildInfo",
+    "ChildSpec",
     "Engine",
     "EngineSettings",
+    "EngineSlot",
     "EngineStatistics",
     "Health",
     "Intensity",
@@ -28,11 +43,14 @@ __all__ = [
     "ProbeResult",
     "ProbeSpec",
     "Prober",
+    "RestartType",
+    "Supervisor",
     "SupervisorEscalation",
     "SupervisorStatistics",
     "TargetPolicy",
     "after_check",
     "ask",
+    "open_supervisor",
     "parse_target",
     "probe_spec",
     "run_engine",

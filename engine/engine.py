@@ -15,7 +15,7 @@ source of truth: the web layer commits before it tells the engine). Past the eng
 intensity the failure escalates to the caller of :func:`run_engine`.
 
 The web layer reaches the engine through :class:`Engine` (the ``MonitorEngine`` of
-``web.services``): ``monitor_saved`` and ``monitor_deleted`` ask the engine's command
+``web.deps``): ``monitor_saved`` and ``monitor_deleted`` ask the engine's command
 actor and return once the change is in effect (the actor started, reconfigured or
 stopped), so no check starts after a pause response is sent.
 """
@@ -33,8 +33,7 @@ from functools import partial
 import structlog
 import trio
 
-from store import Database, DatabaseUnavailable, MonitorRecord, monitors
-from store.actor import CheckWriter
+from store import CheckWriter, Database, DatabaseUnavailable, MonitorRecord, monitors
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .monitor import EngineStatistics, MonitorDeps, MonitorMessage, Reconfigure, run_monitor
@@ -293,7 +292,7 @@ def shard_of(monitor_id: str, shard_count: int) -> int:
 
 class Engine:
     """The engine's handle for the web layer and operators (implements
-    ``web.services.MonitorEngine``)."""
+    ``web.deps.MonitorEngine``)."""
 
     def __init__(
         self,

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from store import CheckRecord, MonitorRecord, StatusChange, new_id
-from store.actor import CheckWriter
+from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, new_id
 
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check

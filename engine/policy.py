@@ -140,7 +140,7 @@ def _embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
 class TargetPolicy:
     """Which addresses checks may contact (rules in the module docstring).
 
-    Immutable; one per process, passed explicitly to the web layer (``Services``) and to
+    Immutable; one per process, passed explicitly to the web layer (``Dependencies``) and to
     the `engine.Prober` (as its ``address_policy``). Calling the policy is
     `check_address`, so the object itself is an ``AddressPolicy``.
 

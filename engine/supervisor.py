@@ -25,7 +25,6 @@ Size the intensity for the number of children, or shard them across supervisors.
 from __future__ import annotations
 
 import enum
-import logging
 import random
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -33,9 +32,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import structlog
 import trio
 
-_logger = logging.getLogger(__name__)
+log = structlog.get_logger("uptrio.supervisor")
 
 
 class RestartType(enum.StrEnum):
@@ -184,17 +184,16 @@ class _Child:
     stop_requested: bool = False
     restart_requested: bool = False
     gone: bool = False
-    changed: trio.Event | None = None  # created only while someone waits
+    changed: trio.lowlevel.ParkingLot | None = None  # made once someone waits (memory)
 
     def notify(self) -> None:
         if self.changed is not None:
-            self.changed.set()
-            self.changed = None
+            self.changed.unpark_all()
 
     async def wait_changed(self) -> None:
         if self.changed is None:
-            self.changed = trio.Event()
-        await self.changed.wait()
+            self.changed = trio.lowlevel.ParkingLot()
+        await self.changed.park()
 
 
 @dataclass(slots=True)
@@ -231,7 +230,7 @@ class Supervisor:
         self._last_failure: str | None = None
         self._state: SupervisorState = "running"
         self._escalation: SupervisorEscalation | None = None
-        self._all_gone: trio.Event | None = None
+        self._all_gone = trio.lowlevel.ParkingLot()
 
     async def start_child(self, spec: ChildSpec) -> object:
         """Start a child; wait until its first incarnation calls
@@ -387,7 +386,9 @@ class Supervisor:
             try:
                 hook(child.value)
             except Exception:
-                _logger.exception("shutdown hook of child %r failed", child.spec.child_id)
+                log.exception(
+                    "shutdown hook failed", supervisor=self.name, child=child.spec.child_id
+                )
             else:
                 scope.deadline = min(scope.deadline, trio.current_time() + grace_seconds)
                 return
@@ -398,8 +399,8 @@ class Supervisor:
             del self._children[child.spec.child_id]
         child.gone, child.scope = True, None
         child.notify()
-        if not self._children and self._all_gone is not None:
-            self._all_gone.set()
+        if not self._children:
+            self._all_gone.unpark_all()
 
     def _count_restart(self, now: float) -> bool:
         """OTP intensity: record a restart at ``now`` unless it would exceed the limit."""
@@ -425,21 +426,26 @@ class Supervisor:
         self._nursery.cancel_scope.cancel()
 
     def _report_restart(self, child: _Child, crash: Exception | None, delay: float) -> None:
-        what = (self.name, child.spec.child_id, delay, child.restarts)
-        _logger.warning("%r restarts child %r in %.3f s (restart %d)", *what, exc_info=crash)
+        log.warning(
+            "restarting child",
+            supervisor=self.name,
+            child=child.spec.child_id,
+            delay_seconds=round(delay, 3),
+            restart=child.restarts,
+            exc_info=crash,
+        )
         if self.on_restart is not None:
             try:
                 self.on_restart(child.spec.child_id, crash)
             except Exception:
-                _logger.exception("on_restart hook of supervisor %r failed", self.name)
+                log.exception("on_restart hook failed", supervisor=self.name)
 
     async def _close_gracefully(self) -> None:  # stop every child with its ladder
         self._state = "closing"
         for child in list(self._children.values()):
             self._request_stop(child)
         while self._children:
-            self._all_gone = trio.Event()
-            await self._all_gone.wait()
+            await self._all_gone.park()
 
 
 @asynccontextmanager

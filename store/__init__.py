@@ -1,16 +1,27 @@
 """Uptrio's store: Postgres through asyncpg (on trio via trio-asyncio).
 
 Owns the schema and its migrations, the embedded server, the queries and the store actor.
-Imports nothing of Uptrio's other packages. Query functions are asyncio coroutines taking
-the connection first; run them with :meth:`Database.run` or :meth:`Database.transaction`.
+Imports nothing of Uptrio's other packages; other packages import only the names
+below (checked by the import contracts in ``pyproject.toml``). Query functions are
+asyncio coroutines taking the connection first; run them with :meth:`Database.run` or
+:meth:`Database.transaction`.
 """
 
 from . import accounts, checks, idempotency, incidents, monitors
+from .actor import (
+    CheckWriter,
+    StoreActor,
+    StoreSettings,
+    WriterObserver,
+    WriterStatistics,
+    run_check_writer,
+)
 from .checks import StatusChange
 from .database import Connection, Database, open_database
 from .embedded import EmbeddedPostgres, start_embedded
 from .errors import CursorNotFound, DatabaseUnavailable, IntegrityConflict, StoreError
 from .ids import has_prefix, new_id
+from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
 from .migrate import LATEST_VERSION, apply_migrations, schema_version
 from .pagination import Page, PageRequest
 from .records import (
@@ -23,9 +34,11 @@ from .records import (
 )
 
 __all__ = [
+    "DEFAULT_DATA_DIR",
     "LATEST_VERSION",
     "AccountRecord",
     "CheckRecord",
+    "CheckWriter",
     "Connection",
     "CursorNotFound",
     "Database",
@@ -37,9 +50,14 @@ __all__ = [
     "Page",
     "PageRequest",
     "StatusChange",
+    "StoreActor",
     "StoreError",
+    "StoreLocation",
+    "StoreSettings",
     "TokenContext",
     "TokenRecord",
+    "WriterObserver",
+    "WriterStatistics",
     "accounts",
     "apply_migrations",
     "checks",
@@ -49,6 +67,8 @@ __all__ = [
     "monitors",
     "new_id",
     "open_database",
+    "open_store",
+    "run_check_writer",
     "schema_version",
     "start_embedded",
 ]

@@ -66,6 +66,32 @@ async def create_token(
     return account, TokenRecord.from_row(row)
 
 
+async def create_first_token(
+    connection: Connection,
+    account_name: str,
+    permissions: list[str],
+    *,
+    now: int,
+    current_version: str,
+) -> TokenRecord | None:
+    """On a database with no account yet (the very first start of ``uptrio serve``):
+    create ``account_name`` and a token that never expires, as :func:`create_token`;
+    otherwise nothing, and None. Must run in a transaction; a transaction-scoped advisory
+    lock makes two services starting at once on one database create one account."""
+    await connection.execute("SELECT pg_advisory_xact_lock(hashtext('uptrio.first_token'))")
+    if await connection.fetchval("SELECT EXISTS (SELECT 1 FROM accounts)"):
+        return None
+    _, token = await create_token(
+        connection,
+        account_name,
+        permissions,
+        now=now,
+        expires_at=None,
+        current_version=current_version,
+    )
+    return token
+
+
 async def list_tokens(
     connection: Connection, account_name: str | None
 ) -> list[tuple[str, TokenRecord]]:

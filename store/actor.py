@@ -62,6 +62,7 @@ __all__ = [
     "Flush",
     "StoreActor",
     "StoreMessage",
+    "StoreSettings",
     "WriteCheck",
     "WriterObserver",
     "WriterStatistics",
@@ -199,69 +200,79 @@ class CheckWriter:
         await self._send.aclose()
 
 
-class _Signal:
-    """Wake every task waiting in :meth:`wait` at the next :meth:`notify` (a reusable
-    ``trio.Event``)."""
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = trio.Event()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-
-
-class StoreActor:
-    """The store actor's lasting state: inbox, buffer, flush waiters and statistics,
-    shared by its incarnations (see the module docstring).
-
-    ``batch_size`` and ``buffer_limit`` in results (a batch is at most the bound),
-    ``inbox_size`` in messages, every ``*_seconds`` in seconds.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreSettings:
+    """How the store actor batches and buffers (``uptrio serve`` flags; every default is
+    defined here and only here).
 
     Attributes:
-        writer: the producers' handle (stable across incarnations).
-        statistics: the counters (stable across incarnations).
+        batch_size: results per batch, at most (``--batch-size``, default 500).
+        batch_age_seconds: the oldest result's age before a batch is written, seconds
+            (``--batch-age-ms``, default 200 ms).
+        buffer_limit: results buffered while the database is down, at most; past it the
+            oldest are dropped (``--store-buffer``, default 100,000).
+        inbox_size: messages the inbox holds before producers wait (default 10,000).
+        retry_min_seconds: first back-off after a write failed because the database is
+            unavailable, seconds (doubling each time).
+        retry_max_seconds: the back-off's ceiling, seconds.
 
     Raises:
         ValueError: ``batch_size``, ``buffer_limit`` or ``inbox_size`` below 1.
     """
 
+    batch_size: int = 500
+    batch_age_seconds: float = 0.2
+    buffer_limit: int = 100_000
+    inbox_size: int = 10_000
+    retry_min_seconds: float = 0.1
+    retry_max_seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        if min(self.batch_size, self.buffer_limit, self.inbox_size) < 1:
+            raise ValueError("batch_size, buffer_limit and inbox_size must be at least 1")
+
+
+class StoreActor:
+    """The store actor's lasting state: inbox, buffer, flush waiters and statistics,
+    shared by its incarnations (see the module docstring). ``settings`` says how it
+    batches and buffers (a batch is at most the buffer's bound); ``drain_seconds`` bounds
+    the last attempt at the buffer when an incarnation is cancelled, seconds.
+
+    Attributes:
+        writer: the producers' handle (stable across incarnations).
+        statistics: the counters (stable across incarnations).
+    """
+
     def __init__(
         self,
         db: Database,
+        settings: StoreSettings = StoreSettings(),
         *,
-        batch_size: int = 500,
-        batch_age_seconds: float = 0.2,
-        inbox_size: int = 10_000,
-        buffer_limit: int = 100_000,
         drain_seconds: float = 10.0,
-        retry_min_seconds: float = 0.1,
-        retry_max_seconds: float = 2.0,
         observer: WriterObserver | None = None,
     ) -> None:
-        if min(batch_size, buffer_limit, inbox_size) < 1:
-            raise ValueError("batch_size, buffer_limit and inbox_size must be at least 1")
         self._db = db
-        self._batch_size = min(batch_size, buffer_limit)
-        self._batch_age_seconds = batch_age_seconds
+        self._batch_size = min(settings.batch_size, settings.buffer_limit)
+        self._batch_age_seconds = settings.batch_age_seconds
         self._drain_seconds = drain_seconds
-        self._retry_min_seconds = retry_min_seconds
-        self._retry_max_seconds = retry_max_seconds
+        self._retry_min_seconds = settings.retry_min_seconds
+        self._retry_max_seconds = settings.retry_max_seconds
         self._observer = observer
-        send, self._inbox = trio.open_memory_channel[StoreMessage](inbox_size)
-        self.statistics = WriterStatistics(buffer_limit=buffer_limit)
+        send, self._inbox = trio.open_memory_channel[StoreMessage](settings.inbox_size)
+        self.statistics = WriterStatistics(buffer_limit=settings.buffer_limit)
         self.writer = CheckWriter(send, self.statistics)
-        self._buffer = CheckBuffer(buffer_limit)
+        self._buffer = CheckBuffer(settings.buffer_limit)
         self._waiters: deque[tuple[int, trio.MemorySendChannel[None]]] = deque()
-        self._grew = _Signal()  # for the writer: a first result, a full batch, closed
-        self._room = _Signal()  # for the pump: a batch left, or the database went away
+        self._grew = (
+            trio.lowlevel.ParkingLot()
+        )  # for the writer: a first result, a full batch, closed
+        self._room = (
+            trio.lowlevel.ParkingLot()
+        )  # for the pump: a batch left, or the database went away
         self._in_flight = 0  # results of the batch being written
         self._inbox_closed = False
         self._finished = trio.Event()
-        self._delay_seconds = retry_min_seconds
+        self._delay_seconds = settings.retry_min_seconds
         self._poison_attempts = 0
         self._outage_since: float | None = None
         self._outage_logged_at = -math.inf
@@ -299,12 +310,12 @@ class StoreActor:
         inbox, high_water = self._inbox, 2 * self._batch_size
         while True:
             while self.statistics.database_available and len(self._buffer) >= high_water:
-                await self._room.wait()
+                await self._room.park()
             try:
                 message = await inbox.receive()
             except trio.EndOfChannel:
                 self._inbox_closed = True
-                self._grew.notify()
+                self._grew.unpark_all()
                 return
             self._accept(message)
 
@@ -317,7 +328,7 @@ class StoreActor:
         buffer.append(message)
         size = len(buffer)
         if size == 1 or size == self._batch_size:
-            self._grew.notify()
+            self._grew.unpark_all()
         if not stats.database_available and not self._in_flight and size > buffer.limit:
             self._trim()
         stats.buffered = len(buffer) + self._in_flight
@@ -334,13 +345,13 @@ class StoreActor:
                     self._answer_flushes(everything=True)
                     self._finished.set()
                     return
-                await self._grew.wait()
+                await self._grew.park()
                 continue
             if oldest is not None and len(buffer) < self._batch_size and not self._inbox_closed:
                 deadline = oldest + self._batch_age_seconds
                 if trio.current_time() < deadline:
                     with trio.move_on_at(deadline):
-                        await self._grew.wait()
+                        await self._grew.park()
                     continue
             if not await self._write_batch():
                 await trio.sleep(self._delay_seconds)
@@ -375,7 +386,7 @@ class StoreActor:
             self._poison_attempts = 0
             log.error("check batch dropped", error=str(exc), batch=len(batch.items))
             self._answer_flushes()
-            self._room.notify()
+            self._room.unpark_all()
             return True
         except BaseException:
             buffer.put_back(batch)  # cancelled or a bug: the next attempt has it
@@ -399,7 +410,7 @@ class StoreActor:
         if not stats.database_available:
             self._database_back()
         self._answer_flushes()
-        self._room.notify()
+        self._room.unpark_all()
         return True
 
     def _database_unavailable(self, exc: StoreError) -> None:
@@ -409,7 +420,7 @@ class StoreActor:
             stats.outages += 1
             self._outage_since = now
             self._outage_logged_at = now
-            self._room.notify()  # the pump takes everything from now on
+            self._room.unpark_all()  # the pump takes everything from now on
             log.warning(
                 "database unavailable; buffering check results",
                 error=str(exc),
@@ -489,28 +500,15 @@ class StoreActor:
 
 async def run_check_writer(
     db: Database,
+    settings: StoreSettings = StoreSettings(),
     *,
-    batch_size: int = 500,
-    batch_age_seconds: float = 0.2,
-    inbox_size: int = 10_000,
-    buffer_limit: int = 100_000,
     drain_seconds: float = 10.0,
     observer: WriterObserver | None = None,
     task_status: trio.TaskStatus[CheckWriter] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a :class:`StoreActor` (one incarnation) until its writer is closed and every
     result is written; reports its :class:`CheckWriter` through ``task_status.started``.
-
-    ``batch_size`` and ``buffer_limit`` in results, ``inbox_size`` in messages,
-    ``batch_age_seconds`` and ``drain_seconds`` in seconds.
+    ``drain_seconds``: the last attempt's bound when cancelled, seconds.
     """
-    actor = StoreActor(
-        db,
-        batch_size=batch_size,
-        batch_age_seconds=batch_age_seconds,
-        inbox_size=inbox_size,
-        buffer_limit=buffer_limit,
-        drain_seconds=drain_seconds,
-        observer=observer,
-    )
+    actor = StoreActor(db, settings, drain_seconds=drain_seconds, observer=observer)
     await actor.run(task_status=task_status)

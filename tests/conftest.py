@@ -31,7 +31,7 @@ from store import Database, accounts, apply_migrations, open_database, start_emb
 from tests.api import SECRET, Api, MakeToken
 from web.app import create_app
 from web.auth import PERMISSIONS, issue_token
-from web.services import MonitorEngine, NoEngine, Services, WebSettings
+from web.deps import Dependencies, MonitorEngine, NoEngine, WebSettings
 from web.versioning import CURRENT_VERSION
 
 TEMPLATE = "uptrio_template"
@@ -131,15 +131,15 @@ def engine() -> MonitorEngine:
 
 
 @pytest.fixture
-def services(db: Database, engine: MonitorEngine) -> Services:
-    """The app's services on a fresh database."""
-    return Services(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
+def deps(db: Database, engine: MonitorEngine) -> Dependencies:
+    """The app's dependencies on a fresh database."""
+    return Dependencies(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
 
 
 @pytest.fixture
-async def client(services: Services) -> AsyncIterator[TestClientProtocol]:
+async def client(deps: Dependencies) -> AsyncIterator[TestClientProtocol]:
     """A test client of the real app."""
-    app = create_app(services)
+    app = create_app(deps)
     async with app.test_app() as test_app:
         yield test_app.test_client()
 

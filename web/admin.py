@@ -36,17 +36,19 @@ import secrets
 import socket
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 import trio
 
-from .service import Service, UnknownSupervisor
+from engine import ChildInfo, SupervisorStatistics
 
 __all__ = [
     "MAX_LINE_BYTES",
     "SOCKET_NAME",
     "AdminUnavailable",
+    "Supervised",
+    "UnknownSupervisor",
     "admin_request",
     "admin_socket_path",
     "check_admin_socket_free",
@@ -58,6 +60,31 @@ log = structlog.get_logger("uptrio.admin")
 SOCKET_NAME = "admin.sock"
 MAX_LINE_BYTES = 64 * 1024
 _MAX_PATH_BYTES = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
+
+
+class UnknownSupervisor(LookupError):
+    """``RunningService.restart`` was given a name that is no supervisor (nor child of
+    the root) of this service."""
+
+
+class Supervised(Protocol):
+    """What the admin interface drives: ``web.service.RunningService``."""
+
+    def supervisors(self) -> list[SupervisorStatistics]:
+        """Statistics of every supervisor."""
+        ...
+
+    def root_children(self) -> list[ChildInfo]:
+        """The root's children and their states."""
+        ...
+
+    async def restart(self, name: str) -> None:
+        """Restart supervisor or root child ``name``.
+
+        Raises:
+            UnknownSupervisor: no such supervisor or child.
+        """
+        ...
 
 
 class AdminUnavailable(Exception):
@@ -94,7 +121,10 @@ async def check_admin_socket_free(path: Path) -> None:
 
 
 async def serve_admin(
-    path: Path, service: Service, *, task_status: trio.TaskStatus[Path] = trio.TASK_STATUS_IGNORED
+    path: Path,
+    service: Supervised,
+    *,
+    task_status: trio.TaskStatus[Path] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on ``path`` (mode 0600) until cancelled, then remove it; reports the path.
 
@@ -139,7 +169,7 @@ def _remove(path: Path, *, inode: int | None) -> None:
             path.unlink()
 
 
-async def _serve_connection(stream: trio.SocketStream, *, service: Service) -> None:
+async def _serve_connection(stream: trio.SocketStream, *, service: Supervised) -> None:
     async with stream:
         buffer = bytearray()
         while True:
@@ -168,7 +198,7 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}}
 
 
-async def _answer(line: bytes, service: Service) -> dict[str, Any]:
+async def _answer(line: bytes, service: Supervised) -> dict[str, Any]:
     try:
         request = json.loads(line)
     except ValueError:
@@ -199,7 +229,7 @@ async def _answer(line: bytes, service: Service) -> dict[str, Any]:
         return _error("internal_error", f"{exc.__class__.__name__}: {exc}")
 
 
-def _listing(service: Service) -> dict[str, Any]:
+def _listing(service: Supervised) -> dict[str, Any]:
     supervisors = [
         {
             "name": s.name,

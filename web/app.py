@@ -24,6 +24,7 @@ from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
 
 from .asgi import ShieldedSendHTTPConnection
 from .auth import bearer_token, require_permission, verify_token
+from .deps import Dependencies
 from .errors import ApiError, error_body
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
@@ -31,7 +32,6 @@ from .ops import Operations, add_operational_routes
 from .params import check_names
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
-from .services import Services
 from .throttle import rate_limit, throttle_failed_authentication
 from .versioning import CURRENT_VERSION, HEADER, resolve_version
 
@@ -44,8 +44,8 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401."""
     if ctx.route.permission is None:
         return await call_next(ctx)
-    token_id = verify_token(ctx.services.jwt_secret, bearer_token(ctx.headers.get("authorization")))
-    token = await ctx.services.db.run(accounts.token_context, token_id)
+    token_id = verify_token(ctx.deps.jwt_secret, bearer_token(ctx.headers.get("authorization")))
+    token = await ctx.deps.db.run(accounts.token_context, token_id)
     if token is None:
         raise ApiError("invalid_token", "invalid token: unknown token")
     if token.revoked_at is not None:
@@ -125,7 +125,7 @@ def _error_response(error: ApiError) -> Response:
     return _json_response(error.status, error_body(error, g.request_id), error.headers)
 
 
-def _view(route: Route, services: Services, pipeline: Handler) -> Any:
+def _view(route: Route, deps: Dependencies, pipeline: Handler) -> Any:
     async def view(**path_params: str) -> Response:
         body = await request.get_data(cache=False)
         assert isinstance(body, bytes)
@@ -139,7 +139,7 @@ def _view(route: Route, services: Services, pipeline: Handler) -> Any:
             headers=request.headers,
             body=body,
             remote_addr=request.remote_addr,
-            services=services,
+            deps=deps,
         )
         try:
             response = await pipeline(ctx)
@@ -161,7 +161,7 @@ def _view(route: Route, services: Services, pipeline: Handler) -> Any:
 
 
 def create_app(
-    services: Services,
+    deps: Dependencies,
     *,
     routes: Sequence[Route] = ROUTES,
     middlewares: Sequence[Middleware] = DEFAULT_MIDDLEWARES,
@@ -177,7 +177,7 @@ def create_app(
     ops = Operations() if ops is None else ops
     app = QuartTrio("uptrio")
     app.asgi_http_class = ShieldedSendHTTPConnection  # closes cut-off uploads (web/asgi.py)
-    app.config["MAX_CONTENT_LENGTH"] = services.settings.max_body_bytes
+    app.config["MAX_CONTENT_LENGTH"] = deps.settings.max_body_bytes
     app.config["JSON_SORT_KEYS"] = False
     document = openapi_document(routes)
 
@@ -219,7 +219,7 @@ def create_app(
             return _error_response(
                 ApiError(
                     "body_too_large",
-                    f"the body is larger than {services.settings.max_body_bytes} bytes",
+                    f"the body is larger than {deps.settings.max_body_bytes} bytes",
                 )
             )
         if exc.code == 404:
@@ -238,7 +238,7 @@ def create_app(
         app.add_url_rule(
             route.path,
             endpoint=route.name,
-            view_func=_view(route, services, pipeline),
+            view_func=_view(route, deps, pipeline),
             methods=[route.method],
             provide_automatic_options=False,
         )
@@ -247,5 +247,5 @@ def create_app(
     async def openapi() -> Response:
         return _json_response(200, document)
 
-    add_operational_routes(app, services, ops)
+    add_operational_routes(app, deps, ops)
     return app

@@ -1,31 +1,32 @@
-"""The ``uptrio`` command line and the composition root of the service.
+"""The ``uptrio`` command line: the parser, the flags of ``uptrio serve`` read into
+:class:`web.service.ServiceSettings` (whose dataclasses hold every default), and the
+commands that are not the service itself.
 
-``uptrio serve`` wires store, engine and web into one root nursery (DESIGN: Shape)::
+Commands:
 
-    trio.run
-    └── trio-asyncio loop (asyncpg lives inside it)
-        └── database pool (embedded Postgres unless a URL is given)
-            └── nursery: signal watcher, idempotency key purge (hourly),
-                ├── the supervision tree (web.service): root supervisor over the store
-                │   actor, the engine supervisor and the web server
-                └── the admin socket (web.admin): <data-dir>/admin.sock, mode 0600
+* ``uptrio serve``: :func:`web.service.run_service`, the composition root.
+* ``uptrio tokens create|list|revoke``: API tokens, against the same database whether or
+  not the service runs.
+* ``uptrio supervisors list|restart NAME``: the running service's supervision tree,
+  through its admin socket (:mod:`web.admin`).
+* Commands other distributions register in the entry-point group ``uptrio.commands``: each
+  entry point names a function ``add_commands(subparsers)`` that adds its sub-commands and
+  sets ``run=callable(args, argv) -> int`` as their default. ``uptrio bench`` (the
+  harness in ``bench/``, an extra) comes this way; the service never imports it.
 
-``uptrio tokens create|list|revoke`` manage API tokens against the same database, whether
-or not the service runs. ``uptrio supervisors list|restart NAME`` talk to the running
-service through its admin socket. Configuration: flags, else environment (``UPTRIO_DATABASE_URL``,
-``UPTRIO_DATA_DIR``, ``UPTRIO_JWT_SECRET``), else defaults.
+Configuration: flags, else environment (``UPTRIO_DATABASE_URL``, ``UPTRIO_DATA_DIR``,
+``UPTRIO_JWT_SECRET``), else the settings' defaults.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
-import signal
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from functools import partial
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -33,108 +34,42 @@ import structlog
 import trio
 import trio_asyncio
 
-from engine import EngineSettings, Intensity, Prober
-from store import (
-    Database,
-    EmbeddedPostgres,
-    accounts,
-    apply_migrations,
-    open_database,
-    start_embedded,
-)
+from engine import EngineSettings, Intensity, TargetPolicy
+from store import DEFAULT_DATA_DIR, StoreLocation, StoreSettings, accounts, open_store
 
-from .admin import AdminUnavailable, admin_request, admin_socket_path, check_admin_socket_free
-from .admin import serve_admin as serve_admin_socket
-from .auth import PERMISSIONS, issue_token, load_secret, parse_permissions
-from .idempotency import run_idempotency_purge
+from .admin import AdminUnavailable, admin_request, admin_socket_path
+from .auth import issue_token, load_secret, parse_permissions
+from .deps import WebSettings
 from .logs import configure_logging
-from .options import add_request_safety_flags, positive_int, target_policy, web_settings
-from .service import ServiceSettings, WebOptions, open_service
-from .services import MonitorEngine, Services
+from .service import ServiceSettings, run_service
 from .versioning import CURRENT_VERSION
+
+__all__ = ["COMMAND_GROUP", "build_parser", "main", "parse_nameserver", "service_settings"]
 
 log = structlog.get_logger("uptrio")
 
-DEFAULT_DATA_DIR = "./.uptrio"
-FIRST_ACCOUNT = "default"
+COMMAND_GROUP = "uptrio.commands"
+"""The entry-point group of the sub-commands that other packages add (``uptrio bench``)."""
+
+_SERVICE = ServiceSettings()
+_STORE = StoreSettings()
+_ENGINE = EngineSettings()
+_WEB = WebSettings()
 
 
-def _data_dir(args: argparse.Namespace) -> Path:
-    return Path(args.data_dir or os.environ.get("UPTRIO_DATA_DIR") or DEFAULT_DATA_DIR)
+def positive_int(text: str) -> int:
+    """An integer of at least 1, for ``argparse``.
 
-
-def _database_url(args: argparse.Namespace) -> str | None:
-    return args.database_url or os.environ.get("UPTRIO_DATABASE_URL") or None
-
-
-@asynccontextmanager
-async def open_store(args: argparse.Namespace) -> AsyncIterator[Database]:
-    """The database of ``args`` (the given URL, else the embedded server in the data
-    directory), migrated, as a pool; the embedded server's handle is released on exit.
-    Must run inside ``trio_asyncio.open_loop()``."""
-    url = _database_url(args)
-    embedded: EmbeddedPostgres | None = None
-    if url is None:
-        embedded = await trio.to_thread.run_sync(start_embedded, _data_dir(args))
-        url = embedded.url
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
     try:
-        async with open_database(url) as db:
-            applied = await db.run(apply_migrations)
-            if applied:
-                log.info("migrations applied", migrations=applied)
-            yield db
-    finally:
-        if embedded is not None:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(embedded.stop)
-
-
-async def _first_token(db: Database, secret: bytes, data_dir: Path) -> str | None:
-    """On the very first start (no account yet): create account ``default`` with a token
-    holding all eight permissions; return the JWT (also saved to
-    ``<data-dir>/first-token``, mode 0600), else None."""
-
-    async def no_accounts(connection: Any) -> bool:
-        return bool(await connection.fetchval("SELECT NOT EXISTS (SELECT 1 FROM accounts)"))
-
-    if not await db.run(no_accounts):
-        return None
-    now = int(time.time())
-    _, token = await db.transaction(
-        accounts.create_token,
-        FIRST_ACCOUNT,
-        list(PERMISSIONS),
-        now=now,
-        expires_at=None,
-        current_version=CURRENT_VERSION,
-    )
-    jwt_token = issue_token(secret, token.id, now=now, expires_at=None)
-    _save_private(data_dir / "first-token", jwt_token + "\n")
-    return jwt_token
-
-
-def _save_private(path: Path, content: str) -> None:
-    """Write ``content`` to ``path`` with mode 0600 (its directory created if missing)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(content)
-
-
-async def _wait_for_signal(
-    stop: trio.Event, force: trio.CancelScope, *, task_status: Any = trio.TASK_STATUS_IGNORED
-) -> None:
-    """SIGINT or SIGTERM: set ``stop`` (the graceful shutdown); a second one cancels
-    ``force`` (everything, at once)."""
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        task_status.started()
-        async for signum in signals:
-            if stop.is_set():
-                log.warning("second signal: stopping at once", signal=signal.Signals(signum).name)
-                force.cancel()
-                return
-            log.info("stopping", signal=signal.Signals(signum).name)
-            stop.set()
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
 
 
 def parse_nameserver(text: str) -> tuple[str, int]:
@@ -143,8 +78,6 @@ def parse_nameserver(text: str) -> tuple[str, int]:
     Raises:
         argparse.ArgumentTypeError: not an IP address with an optional port.
     """
-    import ipaddress
-
     host, port = text, "53"
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
@@ -161,100 +94,55 @@ def parse_nameserver(text: str) -> tuple[str, int]:
     return host, number
 
 
-def engine_settings(args: argparse.Namespace) -> EngineSettings:
-    """The engine's settings from ``uptrio serve`` flags."""
-    return EngineSettings(
+def store_location(args: argparse.Namespace) -> StoreLocation:
+    """The database's location from ``--data-dir`` / ``--database-url``, else
+    ``UPTRIO_DATA_DIR`` / ``UPTRIO_DATABASE_URL``, else the data directory's default."""
+    data_dir = getattr(args, "data_dir", None) or os.environ.get("UPTRIO_DATA_DIR")
+    url = getattr(args, "database_url", None) or os.environ.get("UPTRIO_DATABASE_URL")
+    return StoreLocation(
+        data_dir=Path(data_dir) if data_dir else DEFAULT_DATA_DIR, database_url=url or None
+    )
+
+
+def service_settings(args: argparse.Namespace) -> ServiceSettings:
+    """The service's settings from ``uptrio serve`` flags."""
+    engine = EngineSettings(
         max_probes_in_flight=args.max_probes_in_flight,
         shard_count=args.shards,
         monitor_intensity=Intensity(
             max_restarts=args.restart_intensity, period_seconds=args.restart_period
         ),
     )
-
-
-def service_settings(args: argparse.Namespace) -> ServiceSettings:
-    """The supervision tree's settings from ``uptrio serve`` flags."""
     return ServiceSettings(
-        engine=None if args.no_engine else engine_settings(args),
-        batch_size=args.batch_size,
-        batch_age_seconds=args.batch_age_ms / 1000,
-        store_buffer=args.store_buffer,
+        store=StoreSettings(
+            batch_size=args.batch_size,
+            batch_age_seconds=args.batch_age_ms / 1000,
+            buffer_limit=args.store_buffer,
+        ),
+        engine=None if args.no_engine else engine,
+        web=WebSettings(
+            max_body_bytes=args.max_body_bytes,
+            token_requests_per_minute=args.token_requests_per_minute,
+            token_requests_per_hour=args.token_requests_per_hour,
+            account_requests_per_minute=args.account_requests_per_minute,
+            auth_failures_per_minute=args.auth_failures_per_minute,
+            idempotency_retention_seconds=args.idempotency_retention_seconds,
+        ),
+        target_policy=TargetPolicy(
+            deny_private=args.deny_private_targets, allow_metadata=args.allow_metadata_targets
+        ),
+        dns_nameserver=args.dns_nameserver,
+        host=args.host,
+        port=args.port,
         shutdown_seconds=args.shutdown_seconds,
+        database_timeout_seconds=args.database_timeout_seconds,
     )
-
-
-async def serve(args: argparse.Namespace) -> int:
-    """``uptrio serve``: run until SIGINT or SIGTERM, then stop cleanly; the exit status.
-
-    Shutdown order (``web.service``), within ``--shutdown-seconds``: Hypercorn stops
-    accepting and finishes requests in flight, the engine's actors stop, then the store
-    actor writes every result still queued and the pool closes: no probed check is lost.
-    A second signal stops at once. Exit status 1 when another service already runs with
-    the data directory.
-    """
-    data_dir = _data_dir(args)
-    socket_path = admin_socket_path(data_dir)
-    try:
-        await check_admin_socket_free(socket_path)
-    except RuntimeError as exc:
-        print(f"uptrio: {exc}", file=sys.stderr)
-        return 1
-    secret = load_secret(data_dir)
-    stop = trio.Event()
-    async with trio_asyncio.open_loop(), open_store(args) as db:
-        first = await _first_token(db, secret, data_dir)
-        async with trio.open_nursery() as outer:
-            await outer.start(_wait_for_signal, stop, outer.cancel_scope)
-            await outer.start(
-                partial(
-                    run_idempotency_purge,
-                    db,
-                    retention_seconds=args.idempotency_retention_seconds,
-                )
-            )
-            prober = Prober(dns_nameserver=args.dns_nameserver, address_policy=target_policy(args))
-            request_db = db.with_deadline(args.database_timeout_seconds)
-
-            def make_services(engine: MonitorEngine) -> Services:
-                return Services(
-                    db=request_db,
-                    engine=engine,
-                    jwt_secret=secret,
-                    settings=web_settings(args),
-                    target_policy=target_policy(args),
-                    data_dir=data_dir,
-                )
-
-            web = WebOptions(bind=[f"{args.host}:{args.port}"], make_services=make_services)
-            async with open_service(db, service_settings(args), prober=prober, web=web) as service:
-                _announce(service.binds, data_dir, first)
-                async with trio.open_nursery() as admin:
-                    try:
-                        await admin.start(serve_admin_socket, socket_path, service)
-                    except ValueError as exc:  # a data directory path too long for a socket
-                        log.error("no admin interface", error=str(exc))
-                    await stop.wait()
-                    admin.cancel_scope.cancel()
-            outer.cancel_scope.cancel()
-    log.info("stopped")
-    return 0
-
-
-def _announce(binds: list[str], data_dir: Path, first: str | None) -> None:
-    log.info("listening", binds=binds, data_dir=str(data_dir))
-    print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
-    if first is not None:
-        print(
-            "\nFirst start: created account 'default' and a token with all eight "
-            f"permissions (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
-            flush=True,
-        )
 
 
 async def supervisors_command(args: argparse.Namespace) -> int:
     """``uptrio supervisors list|restart NAME``: ask the running service through its admin
     socket; exit status 1 (with a message on stderr) when none runs or it refuses."""
-    path = admin_socket_path(_data_dir(args))
+    path = admin_socket_path(store_location(args).data_dir)
     request: dict[str, Any] = {"command": args.supervisors}
     if args.supervisors == "restart":
         request["name"] = args.name
@@ -283,8 +171,10 @@ async def supervisors_command(args: argparse.Namespace) -> int:
 
 
 async def tokens_command(args: argparse.Namespace) -> int:
-    """``uptrio tokens create|list|revoke``."""
-    async with trio_asyncio.open_loop(), open_store(args) as db:
+    """``uptrio tokens create|list|revoke``; the exit status (2: bad permissions, 1: no
+    such token)."""
+    location = store_location(args)
+    async with trio_asyncio.open_loop(), open_store(location) as db:
         now = int(time.time())
         if args.tokens == "create":
             try:
@@ -301,7 +191,7 @@ async def tokens_command(args: argparse.Namespace) -> int:
                 expires_at=expires_at,
                 current_version=CURRENT_VERSION,
             )
-            secret = load_secret(_data_dir(args))
+            secret = load_secret(location.data_dir)
             print(issue_token(secret, token.id, now=now, expires_at=expires_at))
             return 0
         if args.tokens == "list":
@@ -327,88 +217,136 @@ async def tokens_command(args: argparse.Namespace) -> int:
         return 0
 
 
+def _data_dir_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", help=f"data directory (default $UPTRIO_DATA_DIR or {DEFAULT_DATA_DIR})"
+    )
+
+
 def _store_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", help="data directory (default $UPTRIO_DATA_DIR or ./.uptrio)")
+    _data_dir_flag(parser)
     parser.add_argument(
         "--database-url", help="external Postgres URL (default $UPTRIO_DATABASE_URL; else embedded)"
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``uptrio`` argument parser (its sub-commands add their own flags)."""
-    parser = argparse.ArgumentParser(prog="uptrio", description="Uptime monitoring service.")
-    parser.add_argument("--log-format", choices=("json", "console"), default="json")
-    parser.add_argument("--log-level", default="info")
-    commands = parser.add_subparsers(dest="command", required=True)
+_SERVE_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    ("--host", str, _SERVICE.host, "listen address"),
+    ("--port", int, _SERVICE.port, "listen port"),
+    ("--max-body-bytes", positive_int, _WEB.max_body_bytes, "largest request body, bytes"),
+    ("--shutdown-seconds", float, _SERVICE.shutdown_seconds, "graceful shutdown deadline, s"),
+    (
+        "--database-timeout-seconds",
+        float,
+        _SERVICE.database_timeout_seconds,
+        "longest an API request waits on the database before a 500 database_unavailable, s",
+    ),
+    (
+        "--max-probes-in-flight",
+        positive_int,
+        _ENGINE.max_probes_in_flight,
+        "global cap on concurrent probes",
+    ),
+    ("--shards", positive_int, _ENGINE.shard_count, "monitor supervisors"),
+    (
+        "--restart-intensity",
+        positive_int,
+        _ENGINE.monitor_intensity.max_restarts,
+        "monitor restarts one shard tolerates per period",
+    ),
+    (
+        "--restart-period",
+        float,
+        _ENGINE.monitor_intensity.period_seconds,
+        "restart intensity period, s",
+    ),
+    ("--batch-size", positive_int, _STORE.batch_size, "check results per store batch"),
+    (
+        "--batch-age-ms",
+        float,
+        _STORE.batch_age_seconds * 1000,
+        "oldest result age before a batch is written, ms",
+    ),
+    (
+        "--store-buffer",
+        positive_int,
+        _STORE.buffer_limit,
+        "check results buffered while the database is down; past it the oldest are dropped",
+    ),
+]
+"""``uptrio serve``'s valued flags: (flag, type, default from the settings, help)."""
 
-    serve_p = commands.add_parser("serve", help="run the service")
-    add_request_safety_flags(serve_p)
-    _store_flags(serve_p)
-    serve_p.add_argument("--host", default="127.0.0.1")
-    serve_p.add_argument("--port", type=int, default=8080)
-    serve_p.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=1024 * 1024,
-        help="largest request body, bytes (default 1 MiB)",
-    )
-    serve_p.add_argument(
-        "--shutdown-seconds",
-        type=float,
-        default=10.0,
-        help="graceful shutdown deadline, seconds (default 10)",
-    )
-    serve_p.add_argument(
-        "--no-engine", action="store_true", help="serve the API only; probe nothing"
-    )
-    serve_p.add_argument(
+_SAFETY_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    (
+        "--token-requests-per-minute",
+        positive_int,
+        _WEB.token_requests_per_minute,
+        "requests per token per rolling minute (spec 8)",
+    ),
+    (
+        "--token-requests-per-hour",
+        positive_int,
+        _WEB.token_requests_per_hour,
+        "requests per token per rolling hour (spec 8)",
+    ),
+    (
+        "--account-requests-per-minute",
+        positive_int,
+        _WEB.account_requests_per_minute,
+        "requests per account, all tokens, per rolling minute (spec 8)",
+    ),
+    (
+        "--auth-failures-per-minute",
+        positive_int,
+        _WEB.auth_failures_per_minute,
+        "failed authentications per client address per rolling minute before it gets 429s",
+    ),
+    (
+        "--idempotency-retention-seconds",
+        positive_int,
+        _WEB.idempotency_retention_seconds,
+        "how long idempotency keys replay, s",
+    ),
+]
+"""The request-safety flags of ``uptrio serve``, in the same form."""
+
+
+def _serve_flags(serve: argparse.ArgumentParser) -> None:
+    """The flags of ``uptrio serve``; every default comes from the settings dataclasses."""
+    _store_flags(serve)
+    safety = serve.add_argument_group("request safety")
+    for group, flags in ((serve, _SERVE_FLAGS), (safety, _SAFETY_FLAGS)):
+        for flag, kind, default, text in flags:
+            group.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
+    serve.add_argument("--no-engine", action="store_true", help="serve the API only; probe nothing")
+    serve.add_argument(
         "--dns-nameserver",
         type=parse_nameserver,
         default=None,
         help="IP[:PORT] for dns checks (default: the system's)",
     )
-    serve_p.add_argument(
-        "--max-probes-in-flight",
-        type=int,
-        default=1000,
-        help="global cap on concurrent probes (default 1000)",
+    safety.add_argument(
+        "--deny-private-targets",
+        action="store_true",
+        help="refuse monitors and checks on loopback, private, link-local, unspecified, "
+        "multicast and other non-global addresses",
     )
-    serve_p.add_argument("--shards", type=int, default=8, help="monitor supervisors (default 8)")
-    serve_p.add_argument(
-        "--restart-intensity",
-        type=int,
-        default=50,
-        help="monitor restarts one shard tolerates per period (default 50)",
+    safety.add_argument(
+        "--allow-metadata-targets",
+        action="store_true",
+        help="allow link-local and cloud metadata addresses (169.254.169.254, ...), "
+        "refused by default",
     )
-    serve_p.add_argument(
-        "--restart-period",
-        type=float,
-        default=60.0,
-        help="restart intensity period, seconds (default 60)",
-    )
-    serve_p.add_argument(
-        "--batch-size", type=int, default=500, help="check results per store batch (default 500)"
-    )
-    serve_p.add_argument(
-        "--batch-age-ms",
-        type=float,
-        default=200.0,
-        help="oldest result age before a batch is written, ms (default 200)",
-    )
-    serve_p.add_argument(
-        "--store-buffer",
-        type=positive_int,
-        default=100_000,
-        help="check results buffered while the database is down; past it the oldest are "
-        "dropped (default 100000)",
-    )
-    serve_p.add_argument(
-        "--database-timeout-seconds",
-        type=float,
-        default=2.0,
-        help="longest an API request waits on the database before a 500 "
-        "database_unavailable, seconds (default 2)",
-    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``uptrio`` argument parser, with the sub-commands of :data:`COMMAND_GROUP`."""
+    parser = argparse.ArgumentParser(prog="uptrio", description="Uptime monitoring service.")
+    parser.add_argument("--log-format", choices=("json", "console"), default="json")
+    parser.add_argument("--log-level", default="info")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    _serve_flags(commands.add_parser("serve", help="run the service"))
 
     tokens_p = commands.add_parser("tokens", help="create, list and revoke API tokens")
     token_commands = tokens_p.add_subparsers(dest="tokens", required=True)
@@ -435,18 +373,15 @@ def build_parser() -> argparse.ArgumentParser:
     list_s = supervisor_commands.add_parser(
         "list", help="name, state, children, restarts in the current period, last failure"
     )
-    list_s.add_argument("--data-dir", help="data directory (default $UPTRIO_DATA_DIR or ./.uptrio)")
+    _data_dir_flag(list_s)
     restart_s = supervisor_commands.add_parser(
         "restart", help="restart one supervisor; it reloads its children from the database"
     )
-    restart_s.add_argument(
-        "--data-dir", help="data directory (default $UPTRIO_DATA_DIR or ./.uptrio)"
-    )
+    _data_dir_flag(restart_s)
     restart_s.add_argument("name", metavar="NAME", help="root, engine, shard-N (or store, web)")
 
-    from bench.cli import add_commands as add_bench_commands  # argparse only: cheap
-
-    add_bench_commands(commands)
+    for entry in entry_points(group=COMMAND_GROUP):
+        entry.load()(commands)
     return parser
 
 
@@ -456,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.log_format, args.log_level)
     if args.command == "serve":
         try:
-            return trio.run(serve, args)
+            return trio.run(run_service, service_settings(args), store_location(args))
         except Exception as exc:  # past the root's restart intensity, or a failed start
             log.critical("service failed", error=repr(exc), exc_info=exc)
             return 1
@@ -464,10 +399,9 @@ def main(argv: list[str] | None = None) -> int:
         return trio.run(supervisors_command, args)
     if args.command == "tokens":
         return trio.run(tokens_command, args)
-    if args.command == "bench":
-        from bench.cli import main as bench_main  # the harness (bench/), loaded on use
-
-        return bench_main(args, argv)
+    run = getattr(args, "run", None)
+    if run is not None:  # a command of COMMAND_GROUP
+        return int(run(args, argv))
     return 2
 
 

@@ -20,7 +20,7 @@ JSON (keys sorted, no whitespace), so key order and spacing do not matter. Rules
 
 Atomicity (why a crash leaves either nothing or the whole result). The middleware opens
 one database transaction (:meth:`store.Database.open_transaction`) and, for the length of
-the request, hands the handler a copy of :class:`Services` whose ``db`` is that
+the request, hands the handler a copy of :class:`Dependencies` whose ``db`` is that
 transaction. In it, in order:
 
 1. the key is claimed with a transaction-scoped advisory lock taken without waiting
@@ -38,7 +38,7 @@ drops the lock with the session); after it, the whole result. The price is one p
 connection held for the handler's duration, for keyed POSTs only.
 
 The engine must learn of a monitor change only once it is committed and only once. So
-the copy of :class:`Services` also carries a :class:`DeferredEngine` that records the
+the copy of :class:`Dependencies` also carries a :class:`DeferredEngine` that records the
 handler's ``monitor_saved``/``monitor_deleted`` calls; they are passed to the real engine
 after the commit. A replay runs no handler, so the engine is not told again. If the
 engine then fails to acknowledge (500 ``engine_unavailable``), the stored 2xx stays: the
@@ -60,9 +60,9 @@ import trio
 
 from store import Database, MonitorRecord, StoreError, idempotency
 
+from .deps import MonitorEngine
 from .errors import ApiError
 from .pipeline import ApiResponse, Handler, RequestContext, parse_json
-from .services import MonitorEngine
 
 __all__ = [
     "HEADER",
@@ -127,7 +127,7 @@ def request_fingerprint(method: str, path: str, body: bytes) -> str:
 
 
 class DeferredEngine:
-    """A :class:`web.services.MonitorEngine` that records calls instead of making them;
+    """A :class:`web.deps.MonitorEngine` that records calls instead of making them;
     :meth:`flush` makes them on the real engine, in order, after the commit."""
 
     def __init__(self) -> None:
@@ -173,12 +173,12 @@ async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiRespon
         return await call_next(ctx)
     key = parse_key(raw)
     fingerprint = request_fingerprint(ctx.method, ctx.path, ctx.body)
-    services = ctx.services
-    now = int(services.clock())
-    expired_before = now - services.settings.idempotency_retention_seconds
+    deps = ctx.deps
+    now = int(deps.clock())
+    expired_before = now - deps.settings.idempotency_retention_seconds
     deferred = DeferredEngine()
     try:
-        async with services.db.open_transaction() as tx:
+        async with deps.db.open_transaction() as tx:
             claim = await tx.run(
                 idempotency.claim_key, ctx.account_id, key, expired_before=expired_before
             )
@@ -206,7 +206,7 @@ async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiRespon
             )
     except _NotStored as not_stored:
         return not_stored.response
-    await deferred.flush(services.engine)
+    await deferred.flush(deps.engine)
     return response
 
 
@@ -214,12 +214,12 @@ async def _run_handler(
     ctx: RequestContext, call_next: Handler, tx: Database, deferred: DeferredEngine
 ) -> ApiResponse:
     """Run the rest of the chain with the request's transaction and deferred engine."""
-    services = ctx.services
-    ctx.services = dataclasses.replace(services, db=tx, engine=deferred)
+    deps = ctx.deps
+    ctx.deps = dataclasses.replace(deps, db=tx, engine=deferred)
     try:
         return await call_next(ctx)
     finally:
-        ctx.services = services
+        ctx.deps = deps
 
 
 def _replay(stored: idempotency.StoredResponse, fingerprint: str) -> ApiResponse:

@@ -43,7 +43,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from engine import EngineStatistics
-from store.actor import CheckWriter
+from store import CheckWriter
 
 __all__ = ["CONTENT_TYPE", "LATENESS_BUCKETS", "Metrics"]
 

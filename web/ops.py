@@ -41,8 +41,8 @@ from quart_trio import QuartTrio
 
 from store import LATEST_VERSION, StoreError, schema_version
 
+from .deps import Dependencies
 from .metrics import CONTENT_TYPE, Metrics
-from .services import Services
 
 __all__ = ["Operations", "add_operational_routes"]
 
@@ -92,13 +92,13 @@ def _json(status: int, body: object) -> Response:
     )
 
 
-async def readiness(services: Services, ops: Operations) -> tuple[bool, dict[str, object]]:
+async def readiness(deps: Dependencies, ops: Operations) -> tuple[bool, dict[str, object]]:
     """``(ready, body)`` for ``/readyz`` (see the module docstring)."""
     checks: dict[str, str] = {}
     version: int | None = None
     with trio.move_on_after(ops.readiness_timeout_seconds) as waited:
         try:
-            version = await services.db.run(schema_version)
+            version = await deps.db.run(schema_version)
             checks["database"] = "ok"
         except StoreError as exc:
             checks["database"] = "unavailable"
@@ -125,7 +125,7 @@ async def readiness(services: Services, ops: Operations) -> tuple[bool, dict[str
     return not not_ready, body
 
 
-def add_operational_routes(app: QuartTrio, services: Services, ops: Operations) -> None:
+def add_operational_routes(app: QuartTrio, deps: Dependencies, ops: Operations) -> None:
     """Add ``/healthz``, ``/readyz`` and ``/metrics`` to ``app`` (no auth; outside the
     API)."""
 
@@ -135,7 +135,7 @@ def add_operational_routes(app: QuartTrio, services: Services, ops: Operations) 
 
     @app.route("/readyz", methods=["GET"], provide_automatic_options=False)
     async def readyz() -> Response:
-        ready, body = await readiness(services, ops)
+        ready, body = await readiness(deps, ops)
         return _json(200 if ready else 503, body)
 
     @app.route("/metrics", methods=["GET"], provide_automatic_options=False)

@@ -24,8 +24,8 @@ from werkzeug.datastructures import Headers
 
 from store import TokenContext
 
+from .deps import Dependencies
 from .errors import CODES, ApiError
-from .services import Services
 from .versioning import CURRENT_VERSION
 
 M = TypeVar("M", bound=BaseModel)
@@ -61,7 +61,7 @@ class RequestContext:
     headers: Headers
     body: bytes
     remote_addr: str | None
-    services: Services
+    deps: Dependencies
     token: TokenContext | None = None
     version: str = CURRENT_VERSION
     response_headers: dict[str, str] = field(default_factory=dict)

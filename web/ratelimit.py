@@ -131,7 +131,7 @@ class _Counter:
 class RateLimiter:
     """Counts requests per ``(window, key)`` in rolling windows (module docstring).
 
-    One per process, created at start-up and passed explicitly (``Services``); it holds no
+    One per process, created at start-up and passed explicitly (``Dependencies``); it holds no
     global state. Single-threaded by design: every method is synchronous and trio runs one
     task at a time, so a check and its count cannot interleave with another request's.
 

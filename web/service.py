@@ -1,117 +1,145 @@
-"""The service's supervision tree: one root supervisor over the store actor, the engine
-and the web server (DESIGN: Shape; operations issue, items 1 and 6)::
+"""The composition root of ``uptrio serve``: the one module that builds the service's
+supervision tree and everything around it (DESIGN: Shape; operations issue, items 1
+and 6)::
 
-    root ............ one_for_one; 5 restarts per 60 s, back-off 0.5 s to 10 s
-    ├── store ....... the store actor (store.actor.StoreActor; transient: it returns
-    │                 only once closed and drained)
-    ├── engine ...... engine.run_engine: the engine supervisor
-    │   └── shard-0 .. shard-N-1   monitor supervisors
-    │       └── mon_...            monitor actors
-    └── web ......... Hypercorn serving the Quart-Trio app (graceful stop: it stops
-                      accepting and finishes the requests in flight)
+    run_service
+    └── trio-asyncio loop (asyncpg lives inside it)
+        └── database (store.open_store: the embedded Postgres unless a URL is given)
+            └── nursery: signal watcher (SIGINT, SIGTERM), idempotency key purge (hourly)
+                ├── root ........ open_service: one_for_one; 5 restarts per 60 s,
+                │   │             back-off 0.5 s to 10 s
+                │   ├── store ... store.StoreActor (transient: it returns only once
+                │   │             closed and drained)
+                │   ├── engine .. engine.run_engine under an engine.EngineSlot
+                │   │   └── shard-0 .. shard-N-1 ─ mon_... monitor actors
+                │   └── web ..... web.server.WebServer: Hypercorn serving the app
+                └── admin socket (web.admin): <data-dir>/admin.sock, mode 0600
 
-Everything a child hands to its siblings outlives its incarnations, so any child can be
-restarted alone: the store actor's inbox and buffer live in the :class:`StoreActor`, the
-engine is reached through an :class:`EngineSlot` that waits for the next incarnation, and
-the listening sockets are bound once, here, and handed to each incarnation of the web
-server (a restart keeps the port; connections wait in the backlog meanwhile).
+Every child hands its siblings something that outlives its incarnations, so any child
+can be restarted alone: the store actor's inbox and buffer live in the
+``store.StoreActor``, the engine is reached through an ``engine.EngineSlot`` that waits
+for the next incarnation, and the listening sockets are bound once
+(``web.server.WebServer``) and handed to each incarnation of the web server.
 
-Restarts (:meth:`Service.restart`, from ``uptrio supervisors restart NAME``): ``engine``
-or ``shard-N`` reload their monitors from the database (the source of truth: the web
-layer commits before it tells the engine). Every reloaded actor resumes from the stored
-status and thresholds (``engine.monitor``: ``Health`` starts from the stored status) on
-its grid point (``engine.schedule``: the phase is a pure function of monitor id and
-interval, so a reload neither bursts nor shifts checks). A cancelled actor hands the
-results it already probed to the store first, and the store writes every result it was
-handed: a restart loses no check result (a probe cut short in flight is not a result).
-``root`` restarts its children one after the other (store, engine, web).
+Restarts (:meth:`RunningService.restart`, from ``uptrio supervisors restart NAME``):
+``engine`` or ``shard-N`` reload their monitors from the database (the source of truth:
+the web layer commits before it tells the engine); every reloaded actor resumes from the
+stored status on its grid point. A cancelled actor hands the results it already probed
+to the store first, and the store writes every result it was handed: a restart loses no
+check result (a probe cut short in flight is not a result). ``root`` restarts its
+children one after the other (store, engine, web).
 
 Shutdown (leaving :func:`open_service` normally), within ``shutdown_seconds``: the web
 server stops accepting and finishes the requests in flight, then the listening sockets
 close; the engine stops (its actors hand over what they probed); the store's inbox
 closes and the store writes everything queued. If the deadline passes first, what is left
-is cancelled, and the store makes one last shielded attempt at its buffer (at most
-1 s).
+is cancelled, and the store makes one last shielded attempt at its buffer (at most 1 s).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import structlog
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.config import Sockets
-from hypercorn.trio.run import worker_serve
-from hypercorn.utils import wrap_app
+import trio_asyncio
 
 from engine import (
-    ActorUnavailable,
     Backoff,
-    Engine,
+    ChildInfo,
+    ChildSpec,
     EngineSettings,
+    EngineSlot,
     EngineStatistics,
     Intensity,
     Prober,
+    RestartType,
+    Supervisor,
     SupervisorStatistics,
+    TargetPolicy,
+    open_supervisor,
     run_engine,
 )
-from engine.supervisor import ChildInfo, ChildSpec, RestartType, Supervisor, open_supervisor
-from store import Database, MonitorRecord
-from store.actor import CheckWriter, StoreActor
+from store import (
+    Database,
+    StoreActor,
+    StoreLocation,
+    StoreSettings,
+    accounts,
+    open_store,
+)
 
+from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free, serve_admin
 from .app import create_app
+from .auth import PERMISSIONS, issue_token, load_secret
+from .deps import Dependencies, MonitorEngine, NoEngine, WebSettings
+from .idempotency import run_idempotency_purge
 from .metrics import Metrics
 from .ops import Operations
-from .services import MonitorEngine, NoEngine, Services
+from .server import Incarnation, WebServer, hypercorn_config
+from .versioning import CURRENT_VERSION
 
 __all__ = [
-    "EngineSlot",
-    "Service",
+    "FIRST_ACCOUNT",
+    "RunningService",
     "ServiceSettings",
     "UnknownSupervisor",
     "WebOptions",
     "open_service",
+    "run_service",
 ]
 
 log = structlog.get_logger("uptrio")
+
+FIRST_ACCOUNT = "default"
+"""The account the very first start creates, with a token holding every permission."""
+
 
 ROOT_INTENSITY = Intensity(max_restarts=5, period_seconds=60.0)
 ROOT_BACKOFF = Backoff(min_seconds=0.5, max_seconds=10.0, random_factor=0.2)
 
 
-class UnknownSupervisor(LookupError):
-    """:meth:`Service.restart` was given a name that is no supervisor (nor child of the
-    root) of this service."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServiceSettings:
-    """How the tree is built (``uptrio serve`` flags).
+    """Everything ``uptrio serve`` is configured with; every default of the service is
+    defined here or in the settings it holds, and the command line reads it from there.
 
     Attributes:
+        store: how the store actor batches and buffers.
         engine: the engine's settings, or None to run no engine (``--no-engine``).
-        batch_size: check results per store batch (``--batch-size``).
-        batch_age_seconds: oldest result's age before a batch is written, seconds.
-        store_buffer: results the store buffers while the database is down, at most; past
-            it the oldest are dropped (``--store-buffer``, default 100,000).
+        web: the web layer's settings (body size, rate limits, idempotency).
+        target_policy: which addresses monitors may point at (web layer and probes).
+        dns_nameserver: ``(ip, port)`` of dns checks, or None for the system's.
+        host: the address the API listens on (default 127.0.0.1).
+        port: its port (default 8080; 0: the OS picks).
         shutdown_seconds: the whole graceful shutdown's deadline, seconds
             (``--shutdown-seconds``, default 10); the web server may use 60 % of it to
             finish requests in flight.
+        database_timeout_seconds: longest an API request waits on the database before a
+            500 ``database_unavailable``, seconds (default 2).
         root_intensity: restarts the root tolerates per period before it escalates (the
             process then exits with an error).
         root_backoff: back-off before the root restarts a crashed child.
     """
 
+    store: StoreSettings = field(default_factory=StoreSettings)
     engine: EngineSettings | None = field(default_factory=EngineSettings)
-    batch_size: int = 500
-    batch_age_seconds: float = 0.2
-    store_buffer: int = 100_000
+    web: WebSettings = field(default_factory=WebSettings)
+    target_policy: TargetPolicy = field(default_factory=TargetPolicy)
+    dns_nameserver: tuple[str, int] | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
     shutdown_seconds: float = 10.0
+    database_timeout_seconds: float = 2.0
     root_intensity: Intensity = ROOT_INTENSITY
     root_backoff: Backoff = ROOT_BACKOFF
 
@@ -132,135 +160,15 @@ class WebOptions:
 
     Attributes:
         bind: Hypercorn binds, e.g. ``["127.0.0.1:8080"]`` (port 0: the OS picks).
-        make_services: builds the app's :class:`~web.services.Services` around the
-            engine handle the tree provides (the composition root owns the other fields).
+        make_deps: builds the app's :class:`~web.deps.Dependencies` around the engine
+            handle the tree provides (the caller owns the other fields).
     """
 
     bind: list[str]
-    make_services: Callable[[MonitorEngine], Services]
+    make_deps: Callable[[MonitorEngine], Dependencies]
 
 
-class EngineSlot:
-    """The engine as the web layer sees it (a ``MonitorEngine``), stable while the engine
-    child restarts: a command waits (up to ``wait_seconds``) for a running incarnation,
-    and is told again to the next one if the engine restarted under it."""
-
-    def __init__(self, wait_seconds: float = 10.0) -> None:
-        self.current: Engine | None = None
-        self._wait_seconds = wait_seconds
-        self._changed = trio.Event()
-
-    async def run(
-        self,
-        start: Callable[..., Awaitable[None]],
-        *,
-        task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """One incarnation: ``await start(task_status=...)`` (``run_engine`` with its
-        arguments bound), publishing the :class:`~engine.Engine` it reports."""
-        slot = self
-
-        class _Started:
-            def started(self, value: Engine) -> None:
-                slot._publish(value)
-                task_status.started(value)
-
-        try:
-            await start(task_status=_Started())
-        finally:
-            self._publish(None)
-
-    def _publish(self, engine: Engine | None) -> None:
-        self.current = engine
-        self._changed.set()
-        self._changed = trio.Event()
-
-    def state(self) -> str:
-        """``running`` or ``starting`` (see :class:`web.ops.Operations`)."""
-        return "running" if self.current is not None else "starting"
-
-    async def _call(self, command: Callable[[Engine], Awaitable[None]]) -> None:
-        with trio.move_on_after(self._wait_seconds):
-            while self.current is None:
-                await self._changed.wait()
-        engine = self.current
-        if engine is None:
-            raise ActorUnavailable("the engine is not running (restarting?)")
-        try:
-            await command(engine)
-        except ActorUnavailable:
-            if self.current is None or self.current is engine:
-                raise
-            await command(self.current)  # it restarted meanwhile: tell the new one
-
-    async def monitor_saved(self, monitor: MonitorRecord) -> None:
-        """As :meth:`engine.Engine.monitor_saved`, on the running incarnation.
-
-        Raises:
-            engine.ActorUnavailable: no running engine within ``wait_seconds``, or it did
-                not answer.
-        """
-        await self._call(lambda engine: engine.monitor_saved(monitor))
-
-    async def monitor_deleted(self, monitor_id: str) -> None:
-        """As :meth:`engine.Engine.monitor_deleted`, on the running incarnation.
-
-        Raises:
-            engine.ActorUnavailable: as :meth:`monitor_saved`.
-        """
-        await self._call(lambda engine: engine.monitor_deleted(monitor_id))
-
-
-class _WebServer:
-    """Hypercorn on sockets bound once; each incarnation serves them until its
-    :meth:`_Incarnation.shutdown` (the child's polite stop) or a cancellation."""
-
-    def __init__(self, app: Any, config: HypercornConfig) -> None:
-        self._app = wrap_app(app, config.wsgi_max_body_size, None)
-        self._config = config
-        self.sockets: Sockets = config.create_sockets()
-        for sock in self.sockets.insecure_sockets:
-            sock.listen(config.backlog)
-        self.binds = [
-            "http://{}:{}".format(*sock.getsockname()[:2]) for sock in self.sockets.insecure_sockets
-        ]
-
-    async def run(self, *, task_status: trio.TaskStatus[_Incarnation]) -> None:
-        incarnation = _Incarnation()
-        # Each incarnation serves duplicates of the listening sockets (the same listen
-        # queue): Hypercorn's trio listeners close theirs when the incarnation ends.
-        mine = Sockets([], [sock.dup() for sock in self.sockets.insecure_sockets], [])
-        try:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(
-                    partial(
-                        worker_serve,
-                        self._app,
-                        self._config,
-                        sockets=mine,
-                        shutdown_trigger=incarnation.stopping.wait,
-                    )
-                )
-                task_status.started(incarnation)
-        finally:
-            for sock in mine.insecure_sockets:
-                sock.close()
-
-    def close(self) -> None:
-        """Close the listening sockets: new connections are refused from now on."""
-        for sock in self.sockets.insecure_sockets:
-            sock.close()
-
-
-@dataclass(slots=True)
-class _Incarnation:
-    stopping: trio.Event = field(default_factory=trio.Event)
-
-    def shutdown(self) -> None:
-        self.stopping.set()
-
-
-class Service:
+class RunningService:
     """A running tree (made by :func:`open_service`): what the admin interface and the
     command line see.
 
@@ -288,8 +196,8 @@ class Service:
         self.binds = binds
 
     @property
-    def writer(self) -> CheckWriter:
-        """The store actor's writer."""
+    def writer(self) -> Any:
+        """The store actor's writer (``store.CheckWriter``)."""
         return self.store.writer
 
     def supervisors(self) -> list[SupervisorStatistics]:
@@ -318,17 +226,13 @@ class Service:
                 await self.root.restart_child(child)
             log.info("supervisor restarted", supervisor="root", by="operator")
             return
-        if self.root.has_child(name):
-            if not await self.root.restart_child(name):
-                raise UnknownSupervisor(f"{name} is stopping")
-            log.info("supervisor restarted", supervisor=name, by="operator")
-            return
         engine = self.engine.current if self.engine is not None else None
-        if engine is not None and engine.root.has_child(name):
-            if not await engine.root.restart_child(name):
-                raise UnknownSupervisor(f"{name} is stopping")
-            log.info("supervisor restarted", supervisor=name, by="operator")
-            return
+        for supervisor in (self.root, engine.root if engine is not None else None):
+            if supervisor is not None and supervisor.has_child(name):
+                if not await supervisor.restart_child(name):
+                    raise UnknownSupervisor(f"{name} is stopping")
+                log.info("supervisor restarted", supervisor=name, by="operator")
+                return
         raise UnknownSupervisor(f"no supervisor named {name!r}")
 
 
@@ -340,7 +244,7 @@ async def open_service(
     prober: Prober | None = None,
     web: WebOptions | None = None,
     metrics: Metrics | None = None,
-) -> AsyncIterator[Service]:
+) -> AsyncIterator[RunningService]:
     """Run the tree (see the module docstring) while the block runs; stop it in order
     when the block ends normally, at once when it raises or is cancelled.
 
@@ -353,30 +257,21 @@ async def open_service(
         OSError: the web server could not bind.
     """
     metrics = Metrics() if metrics is None else metrics
-    store = StoreActor(
-        db,
-        batch_size=settings.batch_size,
-        batch_age_seconds=settings.batch_age_seconds,
-        buffer_limit=settings.store_buffer,
-        drain_seconds=settings.margin_seconds,
-        observer=metrics,
-    )
+    store = StoreActor(db, settings.store, drain_seconds=settings.margin_seconds, observer=metrics)
     stats = EngineStatistics()
     metrics.attach(engine=stats, writer=store.writer)
     slot = EngineSlot() if settings.engine is not None else None
-    server: _WebServer | None = None
+    server: WebServer | None = None
     if web is not None:
         engine_handle: MonitorEngine = slot if slot is not None else NoEngine()
         ops = Operations(
             metrics=metrics,
             engine_state=slot.state if slot is not None else Operations().engine_state,
         )
-        config = HypercornConfig()
-        config.bind = web.bind
-        config.accesslog = None
-        config.errorlog = None
-        config.graceful_timeout = settings.graceful_seconds
-        server = _WebServer(create_app(web.make_services(engine_handle), ops=ops), config)
+        app = create_app(web.make_deps(engine_handle), ops=ops)
+        server = WebServer(
+            app, hypercorn_config(web.bind, graceful_seconds=settings.graceful_seconds)
+        )
 
     def on_restart(child_id: str, exc: Exception | None) -> None:
         metrics.count_restart("root")
@@ -411,11 +306,11 @@ async def open_service(
                         ChildSpec(
                             child_id="web",
                             start=server.run,
-                            shutdown=_Incarnation.shutdown,
+                            shutdown=Incarnation.shutdown,
                             shutdown_seconds=settings.graceful_seconds + 0.5,
                         )
                     )
-                yield Service(root, store, slot, metrics, server.binds if server else [])
+                yield RunningService(root, store, slot, metrics, server.binds if server else [])
                 await _stop_in_order(root, store, server, settings, forced)
     finally:
         if server is not None:
@@ -432,7 +327,7 @@ async def open_service(
 async def _stop_in_order(
     root: Supervisor,
     store: StoreActor,
-    server: _WebServer | None,
+    server: WebServer | None,
     settings: ServiceSettings,
     forced: trio.CancelScope,
 ) -> None:
@@ -456,3 +351,113 @@ async def _stop_in_order(
             unwritten=store.writer.queued(),
         )
         forced.cancel()
+
+
+async def run_service(settings: ServiceSettings, location: StoreLocation) -> int:
+    """``uptrio serve``: run until SIGINT or SIGTERM, then stop cleanly; the exit status.
+
+    Shutdown order: as the module docstring says, within ``settings.shutdown_seconds``;
+    a second signal stops at once. Exit status 1 (with a message on stderr) when another
+    service already runs with the data directory.
+
+    Raises:
+        engine.SupervisorEscalation: the root's restart intensity was exceeded.
+        OSError: the web server could not bind.
+    """
+    data_dir = location.data_dir
+    socket_path = admin_socket_path(data_dir)
+    try:
+        await check_admin_socket_free(socket_path)
+    except RuntimeError as exc:
+        print(f"uptrio: {exc}", file=sys.stderr)
+        return 1
+    secret = load_secret(data_dir)
+    stop = trio.Event()
+    async with trio_asyncio.open_loop(), open_store(location) as db:
+        first = await _first_token(db, secret, data_dir)
+        async with trio.open_nursery() as outer:
+            await outer.start(_wait_for_signal, stop, outer.cancel_scope)
+            await outer.start(
+                partial(
+                    run_idempotency_purge,
+                    db,
+                    retention_seconds=settings.web.idempotency_retention_seconds,
+                )
+            )
+            prober = Prober(
+                dns_nameserver=settings.dns_nameserver, address_policy=settings.target_policy
+            )
+            request_db = db.with_deadline(settings.database_timeout_seconds)
+
+            def make_deps(engine: MonitorEngine) -> Dependencies:
+                return Dependencies(
+                    db=request_db,
+                    engine=engine,
+                    jwt_secret=secret,
+                    settings=settings.web,
+                    target_policy=settings.target_policy,
+                )
+
+            web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)
+            async with open_service(db, settings, prober=prober, web=web) as service:
+                _announce(service.binds, data_dir, first)
+                async with trio.open_nursery() as admin:
+                    try:
+                        await admin.start(serve_admin, socket_path, service)
+                    except ValueError as exc:  # a data directory path too long for a socket
+                        log.error("no admin interface", error=str(exc))
+                    await stop.wait()
+                    admin.cancel_scope.cancel()
+            outer.cancel_scope.cancel()
+    log.info("stopped")
+    return 0
+
+
+async def _first_token(db: Database, secret: bytes, data_dir: Path) -> str | None:
+    """On the very first start (no account yet): account ``default`` and a token with
+    every permission; returns its JWT (also saved to ``<data-dir>/first-token``, mode
+    0600), else None."""
+    now = int(time.time())
+    token = await db.transaction(
+        accounts.create_first_token,
+        FIRST_ACCOUNT,
+        list(PERMISSIONS),
+        now=now,
+        current_version=CURRENT_VERSION,
+    )
+    if token is None:
+        return None
+    jwt_token = issue_token(secret, token.id, now=now, expires_at=None)
+    path = data_dir / "first-token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(jwt_token + "\n")
+    return jwt_token
+
+
+async def _wait_for_signal(
+    stop: trio.Event, force: trio.CancelScope, *, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """SIGINT or SIGTERM: set ``stop`` (the graceful shutdown); a second one cancels
+    ``force`` (everything, at once)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
+        async for signum in signals:
+            if stop.is_set():
+                log.warning("second signal: stopping at once", signal=signal.Signals(signum).name)
+                force.cancel()
+                return
+            log.info("stopping", signal=signal.Signals(signum).name)
+            stop.set()
+
+
+def _announce(binds: list[str], data_dir: Path, first: str | None) -> None:
+    log.info("listening", binds=binds, data_dir=str(data_dir))
+    print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
+    if first is not None:
+        print(
+            "\nFirst start: created account 'default' and a token with all eight "
+            f"permissions (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
+            flush=True,
+        )

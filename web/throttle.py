@@ -23,7 +23,7 @@ Two middlewares of the chain (:data:`web.app.DEFAULT_MIDDLEWARES`)::
   even looked at, so a token cannot be guessed at speed and a 429 reveals nothing about
   the token sent. Requests with a valid token cost nothing here.
 
-Counters live in the :class:`web.ratelimit.RateLimiter` of :class:`Services`, in memory:
+Counters live in the :class:`web.ratelimit.RateLimiter` of :class:`Dependencies`, in memory:
 limits hold per process. The client address is the TCP peer's (behind a proxy, the
 proxy's).
 """
@@ -57,7 +57,7 @@ def rate_limit_headers(decision: Decision, wall_now: float) -> dict[str, str]:
 
 def _refusal(ctx: RequestContext, decision: Decision, what: str) -> ApiError:
     """The 429 for ``decision``; its ``X-RateLimit-*`` headers go on the response."""
-    headers = rate_limit_headers(decision, ctx.services.clock())
+    headers = rate_limit_headers(decision, ctx.deps.clock())
     retry_after = headers.pop("Retry-After")
     ctx.response_headers.update(headers)
     return ApiError(
@@ -76,7 +76,7 @@ async def rate_limit(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     token = ctx.token
     if token is None:
         return await call_next(ctx)
-    settings = ctx.services.settings
+    settings = ctx.deps.settings
     checks = [
         (Window("token/minute", settings.token_requests_per_minute, MINUTE_SECONDS), token.id),
         (Window("token/hour", settings.token_requests_per_hour, HOUR_SECONDS), token.id),
@@ -85,7 +85,7 @@ async def rate_limit(ctx: RequestContext, call_next: Handler) -> ApiResponse:
             token.account_id,
         ),
     ]
-    decision = ctx.services.rate_limiter.admit(checks)
+    decision = ctx.deps.rate_limiter.admit(checks)
     if not decision.allowed:
         what = {
             "token/minute": "this token's per-minute limit",
@@ -93,7 +93,7 @@ async def rate_limit(ctx: RequestContext, call_next: Handler) -> ApiResponse:
             "account/minute": "this account's per-minute limit",
         }[decision.window]
         raise _refusal(ctx, decision, what)
-    ctx.response_headers.update(rate_limit_headers(decision, ctx.services.clock()))
+    ctx.response_headers.update(rate_limit_headers(decision, ctx.deps.clock()))
     return await call_next(ctx)
 
 
@@ -107,10 +107,10 @@ async def throttle_failed_authentication(ctx: RequestContext, call_next: Handler
     if ctx.route.permission is None:
         return await call_next(ctx)
     window = Window(
-        "auth-failures/minute", ctx.services.settings.auth_failures_per_minute, MINUTE_SECONDS
+        "auth-failures/minute", ctx.deps.settings.auth_failures_per_minute, MINUTE_SECONDS
     )
     check = [(window, ctx.remote_addr or "unknown")]
-    limiter = ctx.services.rate_limiter
+    limiter = ctx.deps.rate_limiter
     decision = limiter.peek(check)
     if not decision.allowed:
         raise _refusal(ctx, decision, "failed authentications from this address")

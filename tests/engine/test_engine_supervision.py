@@ -24,8 +24,7 @@ from engine import (
     SupervisorEscalation,
     run_engine,
 )
-from store import Database, accounts, monitors, new_id
-from store.actor import run_check_writer
+from store import Database, StoreSettings, accounts, monitors, new_id, run_check_writer
 from tests.targets import HttpTarget
 
 CRASH_URL = "http://127.0.0.1:9/crash"
@@ -79,7 +78,9 @@ async def test_crashing_probe_restarts_its_actor_and_spares_the_others(
             monitor_backoff=TINY_BACKOFF,
         )
         async with trio.open_nursery() as nursery:
-            writer = await nursery.start(partial(run_check_writer, db, batch_age_seconds=0.05))
+            writer = await nursery.start(
+                partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+            )
             engine = await nursery.start(run_engine, db, writer, BuggyProber(), settings)
             await trio.sleep(4.5)
             shard = engine.shards[0].supervisor

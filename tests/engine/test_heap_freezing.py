@@ -14,8 +14,7 @@ from functools import partial
 import trio
 
 from engine import EngineSettings, Prober, run_engine
-from store import Database, monitors
-from store.actor import run_check_writer
+from store import Database, StoreSettings, monitors, run_check_writer
 from tests.engine.test_engine_supervision import add_monitor
 
 
@@ -33,7 +32,9 @@ async def test_the_engine_freezes_after_loading_and_after_a_save_then_unfreezes(
         settings = EngineSettings(shard_count=1, gc_freeze_delay_seconds=0.5)
         before_start: list[object] = []
         async with trio.open_nursery() as nursery:
-            writer = await nursery.start(partial(run_check_writer, db, batch_age_seconds=0.05))
+            writer = await nursery.start(
+                partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+            )
             engine = await nursery.start(run_engine, db, writer, Prober(), settings)
             assert frozen(before_start)  # frozen once the monitors are loaded
 

@@ -19,8 +19,7 @@ import trio
 
 from engine import Engine, EngineSettings, Prober, run_engine
 from engine.probes._ping import permitted_ping_kinds
-from store import Database
-from store.actor import CheckWriter, run_check_writer
+from store import CheckWriter, Database, StoreSettings, run_check_writer
 from tests.api import Api
 from tests.targets import DnsTarget, HttpTarget, TcpTarget
 from web.models import CheckList
@@ -52,7 +51,9 @@ async def dns_target(nursery: trio.Nursery) -> DnsTarget:
 
 @pytest.fixture
 async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[CheckWriter]:
-    writer: CheckWriter = await nursery.start(partial(run_check_writer, db, batch_age_seconds=0.05))
+    writer: CheckWriter = await nursery.start(
+        partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+    )
     yield writer
 
 

@@ -27,20 +27,21 @@ from store import (
     CheckRecord,
     Database,
     EmbeddedPostgres,
+    StoreActor,
+    StoreSettings,
     accounts,
     apply_migrations,
     open_database,
     start_embedded,
 )
-from store.actor import StoreActor
 from tests.api import SECRET, Api
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors, scrape
 from web.app import create_app
 from web.auth import PERMISSIONS, issue_token
+from web.deps import Dependencies, WebSettings
 from web.metrics import Metrics
 from web.ops import Operations
 from web.service import ServiceSettings, open_service
-from web.services import Services, WebSettings
 from web.versioning import CURRENT_VERSION
 
 MONITORS = 20
@@ -109,27 +110,31 @@ async def test_database_outage_buffers_drops_oldest_past_the_bound_and_recovers(
             )
             prober = RecordingProber()
             settings = ServiceSettings(
-                engine=EngineSettings(shard_count=2), batch_age_seconds=0.05, shutdown_seconds=5
+                engine=EngineSettings(shard_count=2),
+                store=StoreSettings(batch_age_seconds=0.05),
+                shutdown_seconds=5,
             )
             async with open_service(db, settings, prober=prober) as service:
                 assert service.engine is not None
                 stats = service.metrics.engine_statistics
                 assert stats is not None
-                services = Services(
+                deps = Dependencies(
                     db=db.with_deadline(2.0),
                     engine=service.engine,
                     jwt_secret=SECRET,
                     settings=WebSettings(),
                 )
                 ops = Operations(metrics=service.metrics, engine_state=service.engine.state)
-                app = create_app(services, ops=ops)
+                app = create_app(deps, ops=ops)
                 small_metrics = Metrics()
                 small = StoreActor(
                     db,
-                    batch_size=20,
-                    batch_age_seconds=0.05,
-                    buffer_limit=SMALL_BOUND,
-                    retry_max_seconds=0.5,
+                    StoreSettings(
+                        batch_size=20,
+                        batch_age_seconds=0.05,
+                        buffer_limit=SMALL_BOUND,
+                        retry_max_seconds=0.5,
+                    ),
                 )
                 small_metrics.attach(writer=small.writer)
                 async with app.test_app() as test_app, trio.open_nursery() as nursery:

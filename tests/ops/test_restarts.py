@@ -17,11 +17,11 @@ import trio
 
 from engine import EngineSettings
 from engine.schedule import phase_offset
-from store import Database, accounts
+from store import Database, StoreSettings, accounts
 from tests.api import SECRET
 from tests.ops.helpers import NewMonitor, RecordingProber, count_checks, insert_monitors, scrape
+from web.deps import Dependencies, MonitorEngine, WebSettings
 from web.service import ServiceSettings, WebOptions, open_service
-from web.services import MonitorEngine, Services, WebSettings
 
 LOADED = 300
 
@@ -44,13 +44,15 @@ async def test_restarts_under_load_lose_no_check_and_keep_every_phase(db: Databa
         url_of = dict(zip(ids, (m.url for m in loaded), strict=True))
         prober = RecordingProber()
 
-        def make_services(engine: MonitorEngine) -> Services:
-            return Services(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
+        def make_deps(engine: MonitorEngine) -> Dependencies:
+            return Dependencies(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
 
         settings = ServiceSettings(
-            engine=EngineSettings(shard_count=4), batch_age_seconds=0.05, shutdown_seconds=5
+            engine=EngineSettings(shard_count=4),
+            store=StoreSettings(batch_age_seconds=0.05),
+            shutdown_seconds=5,
         )
-        web = WebOptions(bind=["127.0.0.1:0"], make_services=make_services)
+        web = WebOptions(bind=["127.0.0.1:0"], make_deps=make_deps)
 
         async def get(path: str) -> httpx.Response:
             async with httpx.AsyncClient(base_url=base, timeout=5) as http:

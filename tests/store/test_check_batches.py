@@ -6,8 +6,16 @@ import time
 
 import trio
 
-from store import CheckRecord, Database, StatusChange, accounts, checks, monitors, new_id
-from store.actor import run_check_writer
+from store import (
+    CheckRecord,
+    Database,
+    StatusChange,
+    accounts,
+    checks,
+    monitors,
+    new_id,
+    run_check_writer,
+)
 
 
 async def _monitor(db: Database, status: str = "pending") -> str:

@@ -1,5 +1,5 @@
 """API tests use the fixtures of tests/conftest.py (``api``, ``api_for``, ``client``,
-``make_token``, ``services``, ``engine``); ``Api`` and ``SECRET`` live in tests/api.py."""
+``make_token``, ``deps``, ``engine``); ``Api`` and ``SECRET`` live in tests/api.py."""
 
 from tests.api import SECRET, Api, MakeToken
 

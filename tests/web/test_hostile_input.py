@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 from tests.api import Api, MakeToken
 from tests.web.helpers import HTTP_MONITOR, assert_error, create_incident, create_monitor
 from web.app import create_app
+from web.deps import Dependencies, WebSettings
 from web.errors import CODES
 from web.models import ErrorResponse
-from web.services import Services, WebSettings
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -241,10 +241,10 @@ async def test_a_body_over_the_limit_is_400_body_too_large(api: Api) -> None:
 
 
 @pytest.fixture
-async def live_base(services: Services) -> AsyncIterator[tuple[str, int]]:
+async def live_base(deps: Dependencies) -> AsyncIterator[tuple[str, int]]:
     """The app served by Hypercorn's trio worker on 127.0.0.1, port chosen by the OS;
     yields ``(host, port)``. The body limit is 64 KiB to keep uploads small."""
-    small = dataclasses.replace(services, settings=WebSettings(max_body_bytes=64 * 1024))
+    small = dataclasses.replace(deps, settings=WebSettings(max_body_bytes=64 * 1024))
     config = HypercornConfig()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
@@ -441,10 +441,10 @@ def _encode(value: Any) -> bytes:
 
 
 @pytest.fixture
-async def fuzz_client(services: Services) -> AsyncIterator[TestClientProtocol]:
+async def fuzz_client(deps: Dependencies) -> AsyncIterator[TestClientProtocol]:
     """The app with limits out of the fuzz run's way."""
     roomy = dataclasses.replace(
-        services,
+        deps,
         settings=WebSettings(token_requests_per_minute=10**6, token_requests_per_hour=10**6,
                              account_requests_per_minute=10**6),
     )  # fmt: skip

@@ -21,11 +21,11 @@ from store import Connection, Database, MonitorRecord, incidents, monitors, new_
 from tests.api import Api, MakeToken
 from tests.web.helpers import HTTP_MONITOR, assert_error, expect
 from web.app import create_app
+from web.deps import Dependencies
 from web.idempotency import run_idempotency_purge
 from web.objects import incident_object
 from web.pipeline import ApiResponse, RequestContext, Route
 from web.routes import ROUTES
-from web.services import Services
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -68,10 +68,10 @@ async def _count(db: Database, table: str) -> int:
 
 @asynccontextmanager
 async def open_client(
-    services: Services, routes: tuple[Route, ...] = ROUTES
+    deps: Dependencies, routes: tuple[Route, ...] = ROUTES
 ) -> AsyncIterator[TestClientProtocol]:
-    """A test client of an app built on ``services`` (a restart, another clock...)."""
-    app = create_app(services, routes=routes)
+    """A test client of an app built on ``deps`` (a restart, another clock...)."""
+    app = create_app(deps, routes=routes)
     async with app.test_app() as test_app:
         yield test_app.test_client()
 
@@ -254,7 +254,7 @@ async def test_fifty_concurrent_identical_posts_create_exactly_one(
 
 
 def _incident_route(name: str, path: str, before_response: Callable[[], Awaitable[None]]) -> Route:
-    """A POST route that writes an incident through ``ctx.services.db.transaction``, then
+    """A POST route that writes an incident through ``ctx.deps.db.transaction``, then
     awaits ``before_response`` (which may block or raise) before answering 201."""
 
     async def handler(ctx: RequestContext) -> ApiResponse:
@@ -272,7 +272,7 @@ def _incident_route(name: str, path: str, before_response: Callable[[], Awaitabl
             "updated": now,
             "metadata": {},
         }
-        record = await ctx.services.db.transaction(incidents.insert_incident, values)
+        record = await ctx.deps.db.transaction(incidents.insert_incident, values)
         await before_response()
         return ApiResponse(201, incident_object(record))
 
@@ -288,7 +288,7 @@ def _incident_route(name: str, path: str, before_response: Callable[[], Awaitabl
 
 
 async def test_a_key_in_use_is_409_with_retry_after_until_the_first_finishes(
-    services: Services, make_token: MakeToken, db: Database
+    deps: Dependencies, make_token: MakeToken, db: Database
 ) -> None:
     with trio.fail_after(10):
         entered, release = trio.Event(), trio.Event()
@@ -298,7 +298,7 @@ async def test_a_key_in_use_is_409_with_retry_after_until_the_first_finishes(
             await release.wait()
 
         route = _incident_route("slow_create", "/slow-incidents", hold)
-        async with open_client(services, (*ROUTES, route)) as client:
+        async with open_client(deps, (*ROUTES, route)) as client:
             api = Api(client, await make_token())
             k = key()
             first: list[tuple[int, Any, Any]] = []
@@ -321,7 +321,7 @@ async def test_a_key_in_use_is_409_with_retry_after_until_the_first_finishes(
 
 
 async def test_a_crash_after_the_write_leaves_neither_the_write_nor_the_key(
-    services: Services, make_token: MakeToken, db: Database
+    deps: Dependencies, make_token: MakeToken, db: Database
 ) -> None:
     with trio.fail_after(10):
         crash = [True]
@@ -331,7 +331,7 @@ async def test_a_crash_after_the_write_leaves_neither_the_write_nor_the_key(
                 raise RuntimeError("crash between the write and the response")
 
         route = _incident_route("crashy_create", "/crashy-incidents", maybe_crash)
-        async with open_client(services, (*ROUTES, route)) as client:
+        async with open_client(deps, (*ROUTES, route)) as client:
             api = Api(client, await make_token())
             k = key()
             failed = await api.post("/crashy-incidents", headers={"Idempotency-Key": k})
@@ -345,7 +345,7 @@ async def test_a_crash_after_the_write_leaves_neither_the_write_nor_the_key(
 
             crash[0] = False
             hang = _incident_route("hang_create", "/hanging-incidents", never)
-        async with open_client(services, (*ROUTES, route, hang)) as client:
+        async with open_client(deps, (*ROUTES, route, hang)) as client:
             api = Api(client, api.token)
             with trio.move_on_after(0.5):
                 await api.post("/hanging-incidents", headers={"Idempotency-Key": k})
@@ -359,23 +359,23 @@ async def test_a_crash_after_the_write_leaves_neither_the_write_nor_the_key(
 
 
 async def test_replay_after_a_restart_of_the_service(
-    services: Services, database_url: str, make_token: MakeToken, engine: RecordingEngine
+    deps: Dependencies, database_url: str, make_token: MakeToken, engine: RecordingEngine
 ) -> None:
     with trio.fail_after(15):
         token = await make_token()
         k = key()
-        async with open_client(services) as client:
+        async with open_client(deps) as client:
             first = await Api(client, token).post(
                 "/monitors", json=HTTP_MONITOR, headers={"Idempotency-Key": k}
             )
         assert first[0] == 201
         # a new process: its own pool, app and in-memory state, the same database
         async with open_database(database_url, min_size=1, max_size=2) as fresh_db:
-            restarted = Services(
+            restarted = Dependencies(
                 db=fresh_db,
                 engine=engine,
-                jwt_secret=services.jwt_secret,
-                settings=services.settings,
+                jwt_secret=deps.jwt_secret,
+                settings=deps.settings,
             )
             async with open_client(restarted) as client:
                 again = await Api(client, token).post(
@@ -387,11 +387,11 @@ async def test_replay_after_a_restart_of_the_service(
 
 
 async def test_keys_expire_after_24_hours_and_then_run_anew(
-    services: Services, make_token: MakeToken, db: Database
+    deps: Dependencies, make_token: MakeToken, db: Database
 ) -> None:
     with trio.fail_after(15):
         now = [1_800_000_000.0]
-        timed = dataclasses.replace(services, clock=lambda: now[0])
+        timed = dataclasses.replace(deps, clock=lambda: now[0])
         async with open_client(timed) as client:
             api = Api(client, await make_token())
             k = key()

@@ -23,8 +23,8 @@ import trio
 from tests.api import Api, MakeToken
 from tests.web.helpers import assert_error, expect
 from web.app import create_app
+from web.deps import Dependencies, WebSettings
 from web.ratelimit import PRUNE_EVERY, RateLimiter, Window
-from web.services import Services, WebSettings
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -181,11 +181,11 @@ def test_windows_must_make_sense() -> None:
 
 @asynccontextmanager
 async def limited_client(
-    services: Services, clock: Clock, **settings: Any
+    deps: Dependencies, clock: Clock, **settings: Any
 ) -> AsyncIterator[TestClientProtocol]:
     """A client of an app whose limiter runs on ``clock`` with ``settings``."""
     limited = dataclasses.replace(
-        services,
+        deps,
         rate_limiter=RateLimiter(clock=clock),
         settings=dataclasses.replace(WebSettings(), **settings),
     )
@@ -204,7 +204,7 @@ def _assert_rate_headers(
 
 
 async def test_the_real_limit_through_the_api_1000th_passes_1001st_is_429(
-    api: Api, services: Services
+    api: Api, deps: Dependencies
 ) -> None:
     with trio.fail_after(40):
         for n in range(1, 1001):
@@ -219,11 +219,11 @@ async def test_the_real_limit_through_the_api_1000th_passes_1001st_is_429(
 
 
 async def test_every_authenticated_response_carries_the_headers_errors_included(
-    services: Services, make_token: MakeToken
+    deps: Dependencies, make_token: MakeToken
 ) -> None:
     with trio.fail_after(15):
         clock = Clock()
-        async with limited_client(services, clock, token_requests_per_minute=10) as client:
+        async with limited_client(deps, clock, token_requests_per_minute=10) as client:
             api = Api(client, await make_token())
             reader = Api(client, await make_token(permissions=["monitors.read"]))
             responses = [
@@ -247,12 +247,12 @@ async def test_every_authenticated_response_carries_the_headers_errors_included(
 
 
 async def test_over_the_limit_is_429_until_the_window_rolls_on(
-    services: Services, make_token: MakeToken
+    deps: Dependencies, make_token: MakeToken
 ) -> None:
     with trio.fail_after(15):
         clock = Clock()
         async with limited_client(
-            services, clock, token_requests_per_minute=3, token_requests_per_hour=5
+            deps, clock, token_requests_per_minute=3, token_requests_per_hour=5
         ) as client:
             api = Api(client, await make_token())
             for _ in range(3):
@@ -275,12 +275,12 @@ async def test_over_the_limit_is_429_until_the_window_rolls_on(
 
 
 async def test_tokens_of_one_account_hit_the_account_limit_another_account_is_untouched(
-    services: Services, make_token: MakeToken
+    deps: Dependencies, make_token: MakeToken
 ) -> None:
     with trio.fail_after(15):
         clock = Clock()
         async with limited_client(
-            services, clock, token_requests_per_minute=4, account_requests_per_minute=6
+            deps, clock, token_requests_per_minute=4, account_requests_per_minute=6
         ) as client:
             first = Api(client, await make_token(account="acme"))
             second = Api(client, await make_token(account="acme"))
@@ -302,11 +302,11 @@ async def test_tokens_of_one_account_hit_the_account_limit_another_account_is_un
 
 
 async def test_failed_authentication_is_limited_per_client_address(
-    services: Services, make_token: MakeToken
+    deps: Dependencies, make_token: MakeToken
 ) -> None:
     with trio.fail_after(15):
         clock = Clock()
-        async with limited_client(services, clock, auth_failures_per_minute=3) as client:
+        async with limited_client(deps, clock, auth_failures_per_minute=3) as client:
             good = await make_token()
             attacker = {"client": ("203.0.113.7", 40000)}
             bystander = {"client": ("198.51.100.9", 40000)}

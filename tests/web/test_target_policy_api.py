@@ -18,7 +18,7 @@ from engine.policy import IPAddress, TargetPolicy
 from tests.api import Api, MakeToken
 from tests.web.helpers import assert_error, create_monitor, expect
 from web.app import create_app
-from web.services import Services
+from web.deps import Dependencies
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -38,10 +38,10 @@ async def fake_resolver(host: str) -> list[IPAddress]:
 
 
 @pytest.fixture
-async def denying_client(services: Services) -> AsyncIterator[TestClientProtocol]:
+async def denying_client(deps: Dependencies) -> AsyncIterator[TestClientProtocol]:
     """The app as ``uptrio serve --deny-private-targets`` runs it."""
     policy = TargetPolicy(deny_private=True, resolver=fake_resolver)
-    app = create_app(dataclasses.replace(services, target_policy=policy))
+    app = create_app(dataclasses.replace(deps, target_policy=policy))
     async with app.test_app() as test_app:
         yield test_app.test_client()
 

@@ -28,7 +28,7 @@ from tests.api import SECRET, Api, MakeToken
 from tests.web.helpers import assert_error
 from web.app import create_app
 from web.auth import AUDIENCE, LEEWAY_SECONDS
-from web.services import Services, WebSettings
+from web.deps import Dependencies, WebSettings
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -55,10 +55,10 @@ HS256 = {"alg": "HS256", "typ": "JWT"}
 
 
 @pytest.fixture
-async def attack_client(services: Services) -> AsyncIterator[TestClientProtocol]:
+async def attack_client(deps: Dependencies) -> AsyncIterator[TestClientProtocol]:
     """The app with the failed-login limit out of the way (tested in test_rate_limits)."""
     relaxed = dataclasses.replace(
-        services, settings=dataclasses.replace(WebSettings(), auth_failures_per_minute=10_000)
+        deps, settings=dataclasses.replace(WebSettings(), auth_failures_per_minute=10_000)
     )
     app = create_app(relaxed)
     async with app.test_app() as test_app:

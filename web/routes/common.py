@@ -41,7 +41,7 @@ async def get_owned(
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
     row_id = path_id(ctx, prefix)
-    record = await ctx.services.db.run(get, ctx.account_id, row_id)
+    record = await ctx.deps.db.run(get, ctx.account_id, row_id)
     if record is None:
         raise not_found(prefix, row_id)
     return ApiResponse(200, to_object(record))
@@ -57,7 +57,7 @@ async def delete_owned(
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
     row_id = path_id(ctx, prefix)
-    if not await ctx.services.db.transaction(delete, ctx.account_id, row_id, now()):
+    if not await ctx.deps.db.transaction(delete, ctx.account_id, row_id, now()):
         raise not_found(prefix, row_id)
     return row_id
 

@@ -47,7 +47,7 @@ async def create_incident(ctx: RequestContext) -> ApiResponse:
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
     }
-    record = await ctx.services.db.transaction(incidents.insert_incident, values)
+    record = await ctx.deps.db.transaction(incidents.insert_incident, values)
     return ApiResponse(201, incident_object(record))
 
 
@@ -68,7 +68,7 @@ async def list_incidents(ctx: RequestContext) -> ApiResponse:
             "resolved": boolean,
         },
     )
-    page = await ctx.services.db.run(
+    page = await ctx.deps.db.run(
         incidents.list_incidents, ctx.account_id, query.page, **query.filters
     )
     return ApiResponse(200, list_object("/incidents", page.items, page.has_more, incident_object))
@@ -95,7 +95,7 @@ async def update_incident(ctx: RequestContext) -> ApiResponse:
             changes.update(_status_move(current, changes["status"], at))
         return changes
 
-    record = await ctx.services.db.transaction(
+    record = await ctx.deps.db.transaction(
         incidents.update_incident, ctx.account_id, incident_id, apply, at
     )
     if record is None:
@@ -121,7 +121,7 @@ async def resolve_incident(ctx: RequestContext) -> ApiResponse:
             "resolution_message": body.resolution_message,
         }
 
-    record = await ctx.services.db.transaction(
+    record = await ctx.deps.db.transaction(
         incidents.update_incident, ctx.account_id, incident_id, apply, at
     )
     if record is None:

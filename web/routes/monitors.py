@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.policy import TargetPolicy
-from engine.targets import InvalidTarget, parse_target
+from engine import InvalidTarget, TargetPolicy, parse_target
 from store import Connection, MonitorRecord, PageRequest, checks, monitors, new_id
 
 from ..errors import ApiError
@@ -87,7 +86,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
     check_http_only(body.type, body.model_dump())
     check_timeout(body.interval_seconds, body.timeout_seconds)
     check_target(body.type, body.url)
-    await check_target_policy(ctx.services.target_policy, body.type, body.url)
+    await check_target_policy(ctx.deps.target_policy, body.type, body.url)
     created = now()
     is_http = body.type == "http"
     values = {
@@ -107,8 +106,8 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
     }
-    record = await ctx.services.db.transaction(monitors.insert_monitor, values)
-    await ctx.services.engine.monitor_saved(record)
+    record = await ctx.deps.db.transaction(monitors.insert_monitor, values)
+    await ctx.deps.engine.monitor_saved(record)
     return ApiResponse(201, monitor_object(record))
 
 
@@ -129,7 +128,7 @@ async def list_monitors(ctx: RequestContext) -> ApiResponse:
             "search": text(200),
         },
     )
-    page = await ctx.services.db.run(
+    page = await ctx.deps.db.run(
         monitors.list_monitors, ctx.account_id, query.page, **query.filters
     )
     return ApiResponse(200, list_object("/monitors", page.items, page.has_more, monitor_object))
@@ -148,9 +147,9 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
         )
     body = validate(MonitorUpdate, data)
     if body.url is not None:  # the policy may resolve names: not inside the transaction
-        current = await ctx.services.db.run(monitors.get_monitor, ctx.account_id, monitor_id)
+        current = await ctx.deps.db.run(monitors.get_monitor, ctx.account_id, monitor_id)
         if current is not None:
-            await check_target_policy(ctx.services.target_policy, current.type, body.url)
+            await check_target_policy(ctx.deps.target_policy, current.type, body.url)
 
     def apply(current: MonitorRecord) -> dict[str, Any]:
         is_http = current.type == "http"
@@ -166,19 +165,19 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
             check_target(current.type, changes["url"])
         return changes
 
-    record = await ctx.services.db.transaction(
+    record = await ctx.deps.db.transaction(
         monitors.update_monitor, ctx.account_id, monitor_id, apply, now()
     )
     if record is None:
         raise not_found("mon", monitor_id)
-    await ctx.services.engine.monitor_saved(record)
+    await ctx.deps.engine.monitor_saved(record)
     return ApiResponse(200, monitor_object(record))
 
 
 async def delete_monitor(ctx: RequestContext) -> ApiResponse:
     """DELETE /monitors/:id: 204; the monitor, its checks and history are gone for good."""
     monitor_id = await delete_owned(ctx, "mon", monitors.delete_monitor)
-    await ctx.services.engine.monitor_deleted(monitor_id)
+    await ctx.deps.engine.monitor_deleted(monitor_id)
     return ApiResponse(204)
 
 
@@ -197,11 +196,11 @@ async def resume_monitor(ctx: RequestContext) -> ApiResponse:
 async def _move(ctx: RequestContext, move: Any) -> ApiResponse:
     monitor_id = path_id(ctx, "mon")
     ctx.json_body(EmptyBody, optional=True)
-    record, changed = await ctx.services.db.transaction(move, ctx.account_id, monitor_id, now())
+    record, changed = await ctx.deps.db.transaction(move, ctx.account_id, monitor_id, now())
     if record is None:
         raise not_found("mon", monitor_id)
     if changed:
-        await ctx.services.engine.monitor_saved(record)
+        await ctx.deps.engine.monitor_saved(record)
     return ApiResponse(200, monitor_object(record))
 
 
@@ -224,7 +223,7 @@ async def list_checks(ctx: RequestContext) -> ApiResponse:
             raise ApiError("invalid_parameter", "limit may be given once", param="limit")
         limit = integer(1, 100)("limit", raw_limit[0])
     after = cursor(ctx.query, "starting_after", "chk")
-    found = await ctx.services.db.run(_monitor_checks, ctx.account_id, monitor_id, limit, after)
+    found = await ctx.deps.db.run(_monitor_checks, ctx.account_id, monitor_id, limit, after)
     if found is None:
         raise not_found("mon", monitor_id)
     items, has_more = found

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from engine.policy import TargetPolicy
+from engine import TargetPolicy
 from store import Database, MonitorRecord
 
 from .ratelimit import RateLimiter
@@ -68,7 +68,7 @@ class WebSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Services:
+class Dependencies:
     """Everything a handler may use.
 
     Attributes:
