@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from engine.policy import TargetPolicy
+from engine.probes import nameserver_resolver
 
 from .services import WebSettings
 
@@ -96,7 +97,10 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
 
 def target_policy(args: argparse.Namespace) -> TargetPolicy:
     """The target policy from ``uptrio serve`` flags (an immutable value: building it
-    twice gives equal policies)."""
+    twice gives equal policies). The names of dns monitors are screened with the
+    nameserver their checks ask (``--dns-nameserver``, else the system's; issue 15)."""
     return TargetPolicy(
-        deny_private=args.deny_private_targets, allow_metadata=args.allow_metadata_targets
+        deny_private=args.deny_private_targets,
+        allow_metadata=args.allow_metadata_targets,
+        dns_resolver=nameserver_resolver(args.dns_nameserver),
     )
