@@ -3,8 +3,14 @@
 Every response carries ``Request-Id`` (``req_...``) and ``Service-Version``, errors
 included (spec 2.4, 9.4). Failures become the error shape of :mod:`web.errors` in one
 place: :class:`web.errors.ApiError` from the chain, store errors translated at this
-boundary, Quart's routing errors (404, 405, 413) mapped, and anything unexpected a 500
-``internal_error`` that is logged with its Request-Id.
+boundary, Quart's routing errors (404, 405, 408, 413) mapped, and anything unexpected a
+500 ``internal_error`` that is logged with its Request-Id. What the HTTP server refuses
+before the app gets the same shape from :mod:`web.http_server`.
+
+Routing never redirects (issue 15): werkzeug's ``merge_slashes`` is off, so
+``/monitors//checks`` or ``/monitors/..%2f/pause`` (which decodes to
+``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path the
+client did not ask for, and any other routing redirect is turned into that 404 too.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from typing import Any
 import structlog
 from quart import Response, g, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.routing import RequestRedirect
 
 from engine import ActorUnavailable
 from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
@@ -177,7 +184,12 @@ def create_app(
     ops = Operations() if ops is None else ops
     app = QuartTrio("uptrio")
     app.asgi_http_class = ShieldedSendHTTPConnection  # closes cut-off uploads (web/asgi.py)
+    # no redirects (module docstring); set before the rules are added, which copy it. Our
+    # rules end without a slash, so strict_slashes (kept on) never redirects: off, it
+    # would serve /monitors/ as /monitors.
+    app.url_map.merge_slashes = False
     app.config["MAX_CONTENT_LENGTH"] = services.settings.max_body_bytes
+    app.config["BODY_TIMEOUT"] = services.settings.body_timeout_seconds
     app.config["JSON_SORT_KEYS"] = False
     document = openapi_document(routes)
 
@@ -187,6 +199,11 @@ def create_app(
         g.request_id = new_id("req")
         g.version = CURRENT_VERSION
         g.extra_headers = {}
+        sent_path = str(request.scope.get("path", ""))
+        if isinstance(request.routing_exception, RequestRedirect) or sent_path.startswith("//"):
+            # an API answers, it does not redirect; and werkzeug reads //monitors as
+            # /monitors (it strips leading slashes), while /monitors//checks is a 404
+            request.routing_exception = NotFound()
 
     @app.after_request
     async def finish(response: Response) -> Response:
@@ -220,6 +237,13 @@ def create_app(
                 ApiError(
                     "body_too_large",
                     f"the body is larger than {services.settings.max_body_bytes} bytes",
+                )
+            )
+        if exc.code == 408:
+            return _error_response(
+                ApiError(
+                    "body_timeout",
+                    f"the body did not arrive within {services.settings.body_timeout_seconds:g} s",
                 )
             )
         if exc.code == 404:

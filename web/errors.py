@@ -24,9 +24,11 @@ TYPES_BY_STATUS = {
     403: "permission_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     409: "idempotency_error",
     422: "invalid_request_error",
     429: "rate_limit_error",
+    431: "invalid_request_error",
     500: "api_error",
 }
 
@@ -53,6 +55,18 @@ CODES: dict[str, tuple[int, str]] = {
         400,
         "Idempotency-Key is empty, longer than 255 characters, or holds control characters.",
     ),
+    "malformed_request": (
+        400,
+        "The request is not valid HTTP/1.1 (request line, a header holding NUL or another "
+        "control character, a malformed or repeated Content-Length, an unknown "
+        "Transfer-Encoding, bytes after a body that are no request): refused by the HTTP "
+        "server before the API; the connection is closed.",
+    ),
+    "invalid_method": (
+        400,
+        "The method is not in upper case: methods are case-sensitive (RFC 9110), send GET, "
+        "not get. The connection is closed.",
+    ),
     # 401
     "missing_token": (401, "No Authorization: Bearer header."),
     "invalid_token": (401, "The token is malformed, forged, for another audience, or unknown."),
@@ -64,6 +78,12 @@ CODES: dict[str, tuple[int, str]] = {
     "resource_missing": (404, "No such object in the account (or malformed id)."),
     "route_not_found": (404, "No endpoint at this path."),
     "method_not_allowed": (405, "The path exists but not with this method."),
+    # 408
+    "body_timeout": (
+        408,
+        "The body did not arrive within --body-timeout-seconds (default 10); the "
+        "connection is closed.",
+    ),
     # 409
     "idempotency_key_reused": (
         409,
@@ -98,6 +118,11 @@ CODES: dict[str, tuple[int, str]] = {
         429,
         "A rate limit is exhausted (token, account, or failed logins from the address); "
         "wait Retry-After seconds.",
+    ),
+    # 431
+    "headers_too_large": (
+        431,
+        "The request line and headers are larger than 16 KiB; the connection is closed.",
     ),
     # 500
     "internal_error": (500, "A bug: quote the Request-Id to support."),

@@ -1,4 +1,5 @@
-"""``uptrio serve`` flags for request safety: rate limits, idempotency, the target policy.
+"""``uptrio serve`` flags for request safety: rate limits, idempotency, the body timeout,
+the target policy.
 
 Kept apart from :mod:`web.cli` so that the composition root only wires: the flags are
 declared by :func:`add_request_safety_flags`, read back by :func:`web_settings` (into
@@ -15,7 +16,13 @@ from engine.probes import nameserver_resolver
 
 from .services import WebSettings
 
-__all__ = ["add_request_safety_flags", "positive_int", "target_policy", "web_settings"]
+__all__ = [
+    "add_request_safety_flags",
+    "positive_float",
+    "positive_int",
+    "target_policy",
+    "web_settings",
+]
 
 _DEFAULTS = WebSettings()
 
@@ -32,6 +39,21 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0, for ``argparse``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above 0: {text}")
     return value
 
 
@@ -70,6 +92,13 @@ def add_request_safety_flags(parser: argparse.ArgumentParser) -> None:
         help="how long idempotency keys replay, seconds (default %(default)s: 24 hours)",
     )
     group.add_argument(
+        "--body-timeout-seconds",
+        type=positive_float,
+        default=_DEFAULTS.body_timeout_seconds,
+        help="longest wait for a request's whole body before a 408 body_timeout, seconds "
+        "(default %(default)s)",
+    )
+    group.add_argument(
         "--deny-private-targets",
         action="store_true",
         help="refuse monitors and checks on loopback, private, link-local, unspecified, "
@@ -92,6 +121,7 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
         account_requests_per_minute=args.account_requests_per_minute,
         auth_failures_per_minute=args.auth_failures_per_minute,
         idempotency_retention_seconds=args.idempotency_retention_seconds,
+        body_timeout_seconds=args.body_timeout_seconds,
     )
 
 

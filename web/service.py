@@ -65,6 +65,7 @@ from store import Database, MonitorRecord
 from store.actor import CheckWriter, StoreActor
 
 from .app import create_app
+from .http_server import hypercorn_config
 from .metrics import Metrics
 from .ops import Operations
 from .services import MonitorEngine, NoEngine, Services
@@ -371,11 +372,7 @@ async def open_service(
             metrics=metrics,
             engine_state=slot.state if slot is not None else Operations().engine_state,
         )
-        config = HypercornConfig()
-        config.bind = web.bind
-        config.accesslog = None
-        config.errorlog = None
-        config.graceful_timeout = settings.graceful_seconds
+        config = hypercorn_config(web.bind, graceful_seconds=settings.graceful_seconds)
         server = _WebServer(create_app(web.make_services(engine_handle), ops=ops), config)
 
     def on_restart(child_id: str, exc: Exception | None) -> None:
