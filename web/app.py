@@ -30,7 +30,7 @@ from engine import ActorUnavailable
 from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
 
 from .asgi import ShieldedSendHTTPConnection
-from .auth import bearer_token, require_permission, verify_token
+from .auth import bearer_token, expired, require_permission, verify_token
 from .errors import ApiError, error_body
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
@@ -48,16 +48,17 @@ JSON = "application/json"
 
 
 async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401."""
+    """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401;
+    two ``Authorization`` headers are a 400 ``duplicate_header``."""
     if ctx.route.permission is None:
         return await call_next(ctx)
-    token_id = verify_token(ctx.services.jwt_secret, bearer_token(ctx.headers.get("authorization")))
+    token_id = verify_token(ctx.services.jwt_secret, bearer_token(ctx.header("Authorization")))
     token = await ctx.services.db.run(accounts.token_context, token_id)
     if token is None:
         raise ApiError("invalid_token", "invalid token: unknown token")
     if token.revoked_at is not None:
         raise ApiError("token_revoked", "this token was revoked")
-    if token.expires_at is not None and token.expires_at <= time.time():
+    if expired(token.expires_at, time.time()):
         raise ApiError("token_expired", "the token has expired")
     ctx.token = token
     return await call_next(ctx)
@@ -66,7 +67,7 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 async def negotiate_version(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     """Middleware: the request's API version (spec 9), echoed on every response."""
     pinned = ctx.token.api_version if ctx.token is not None else None
-    ctx.version = resolve_version(ctx.headers.get(HEADER), pinned)
+    ctx.version = resolve_version(ctx.header(HEADER), pinned)
     return await call_next(ctx)
 
 

@@ -420,7 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="comma-separated, e.g. monitors.read,incidents.create; or all",
     )
-    create.add_argument("--expires-in", type=int, default=None, help="lifetime in seconds")
+    create.add_argument(
+        "--expires-in", type=positive_int, default=None, help="lifetime in seconds (at least 1)"
+    )
     list_p = token_commands.add_parser("list", help="list tokens")
     _store_flags(list_p)
     list_p.add_argument("--account", default=None)

@@ -51,6 +51,11 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
     "unknown_version": (400, "Service-Version names no version of this API."),
     "incident_not_open": (400, "Resolve was called on an incident that is already resolved."),
+    "duplicate_header": (
+        400,
+        "A header the API reads (Authorization, Idempotency-Key, Service-Version) was sent "
+        "more than once; param names it.",
+    ),
     "idempotency_key_invalid": (
         400,
         "Idempotency-Key is empty, longer than 255 characters, or holds control characters.",

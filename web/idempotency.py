@@ -168,7 +168,7 @@ async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiRespon
         ApiError: 400 ``idempotency_key_invalid``; 409 ``idempotency_key_reused`` or
             ``idempotency_key_in_use``; whatever the handler raises (nothing is stored).
     """
-    raw = ctx.headers.get(HEADER)
+    raw = ctx.header(HEADER)
     if ctx.method != "POST" or raw is None or ctx.token is None:
         return await call_next(ctx)
     key = parse_key(raw)

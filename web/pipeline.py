@@ -72,6 +72,20 @@ class RequestContext:
         assert self.token is not None, "authenticate must run first"
         return self.token.account_id
 
+    def header(self, name: str) -> str | None:
+        """The value of request header ``name`` (case-insensitive), or None when absent.
+
+        Raises:
+            ApiError: 400 ``duplicate_header`` (``param`` = ``name``) when it was sent more
+                than once: two readers could take different ones (issue 15).
+        """
+        values = self.headers.getlist(name)
+        if len(values) > 1:
+            raise ApiError(
+                "duplicate_header", f"{name} may be sent once; got {len(values)}", param=name
+            )
+        return values[0] if values else None
+
     def json_object(self) -> dict[str, Any]:
         """The body as a JSON object, not yet validated.
 
