@@ -35,7 +35,7 @@ from .errors import ApiError, error_body
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
 from .ops import Operations, add_operational_routes
-from .params import check_names
+from .params import check_names, check_utf8
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
 from .services import Services
@@ -80,8 +80,10 @@ async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 
 async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     """Middleware: a query parameter the route does not document is a 400
-    ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422)."""
+    ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422); one
+    that is not UTF-8 a 400 ``invalid_parameter``."""
     check_names(ctx.query, [name for name, _, _ in ctx.route.query])
+    check_utf8(ctx.raw_query)
     return await call_next(ctx)
 
 
@@ -144,6 +146,7 @@ def _view(route: Route, services: Services, pipeline: Handler) -> Any:
             path=request.path,
             path_params=path_params,
             query={k: request.args.getlist(k) for k in request.args},
+            raw_query=request.query_string,
             headers=request.headers,
             body=body,
             remote_addr=request.remote_addr,

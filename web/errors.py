@@ -39,6 +39,15 @@ CODES: dict[str, tuple[int, str]] = {
         "The body is not valid UTF-8 JSON (param names the field holding NaN, Infinity or "
         "a number beyond the double range or 4,300 digits).",
     ),
+    "json_too_deep": (
+        400,
+        "The body nests objects and arrays more than 100 levels deep.",
+    ),
+    "duplicate_key": (
+        400,
+        "A JSON object in the body has the same key twice (param names the key, or the "
+        "top-level field holding that object).",
+    ),
     "body_too_large": (400, "The body is larger than the limit (default 1 MiB)."),
     "unsupported_content_type": (
         400,
