@@ -18,7 +18,7 @@ Loopback only, port 0, raw sockets (no client library would send these requests)
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -138,16 +138,51 @@ def _lying_length(token: str, after: bytes) -> bytes:
     return head[:-2] + b'Content-Length: 13\r\n\r\n{"name": "x"}' + after
 
 
-REFUSED_BY_THE_HTTP_LAYER: list[tuple[str, Callable[[str], bytes], int, str]] = [
-    ("NUL in a header", lambda t: request("GET", "/monitors", t, b"X-A: a\x00b\r\n"), 400, ""),
-    ("Content-Length -1", lambda t: request("POST", "/monitors", t, b"Content-Length: -1\r\n"), 400, ""),  # noqa: E501
-    ("Content-Length abc", lambda t: request("POST", "/monitors", t, b"Content-Length: abc\r\n"), 400, ""),  # noqa: E501
-    ("two Content-Lengths", lambda t: request("POST", "/monitors", t, b"Content-Length: 5\r\nContent-Length: 6\r\n"), 400, ""),  # noqa: E501
-    ("unknown Transfer-Encoding", lambda t: request("POST", "/monitors", t, b"Transfer-Encoding: gzip\r\n"), 400, ""),  # noqa: E501
-    ("a 100 KB header", lambda t: request("GET", "/monitors", t, b"X-A: " + b"a" * 100_000 + b"\r\n"), 431, "headers_too_large"),  # noqa: E501
-    ("a byte beyond ASCII in the target", lambda t: request("GET", "/monitors?search=\xff", t), 400, ""),  # noqa: E501
-    ("no request line", lambda t: b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400, ""),
-]  # fmt: skip
+REFUSED_BY_THE_HTTP_LAYER: list[tuple[str, str, str, bytes, int, str]] = [
+    # what, method, target, extra header lines, status, code
+    ("NUL in a header", "GET", "/monitors", b"X-A: a\x00b\r\n", 400, "malformed_request"),
+    ("Content-Length -1", "POST", "/monitors", b"Content-Length: -1\r\n", 400, "malformed_request"),
+    (
+        "Content-Length abc",
+        "POST",
+        "/monitors",
+        b"Content-Length: abc\r\n",
+        400,
+        "malformed_request",
+    ),
+    (
+        "two Content-Lengths",
+        "POST",
+        "/monitors",
+        b"Content-Length: 5\r\nContent-Length: 6\r\n",
+        400,
+        "malformed_request",
+    ),
+    (
+        "unknown Transfer-Encoding",
+        "POST",
+        "/monitors",
+        b"Transfer-Encoding: gzip\r\n",
+        400,
+        "malformed_request",
+    ),
+    (
+        "a 100 KB header",
+        "GET",
+        "/monitors",
+        b"X-A: " + b"a" * 100_000 + b"\r\n",
+        431,
+        "headers_too_large",
+    ),
+    (
+        "a byte beyond ASCII in the target",
+        "GET",
+        "/monitors?search=\xff",
+        b"",
+        400,
+        "malformed_request",
+    ),
+]
 
 
 async def test_requests_refused_before_the_app_still_get_the_error_shape(
@@ -156,12 +191,18 @@ async def test_requests_refused_before_the_app_still_get_the_error_shape(
     with trio.fail_after(60):
         token = await make_token()
         async with serving(db) as port:
-            for what, raw, status, code in REFUSED_BY_THE_HTTP_LAYER:
+            cases = [
+                (what, request(method, target, token, extra), status, code)
+                for what, method, target, extra, status, code in REFUSED_BY_THE_HTTP_LAYER
+            ]
+            tls_hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n"
+            cases.append(("no request line (TLS)", tls_hello, 400, "malformed_request"))
+            for what, raw, status, code in cases:
                 try:
-                    response, closed = await exchange(port, raw(token))
+                    response, closed = await exchange(port, raw)
                 except AssertionError as exc:
                     raise AssertionError(what) from exc
-                error = assert_error_shape(response, status, code or "malformed_request", what)
+                error = assert_error_shape(response, status, code, what)
                 assert error["type"] == "invalid_request_error", what
                 assert closed, what
             # a body longer than its Content-Length: the app answers the request; the
