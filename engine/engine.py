@@ -18,6 +18,16 @@ The web layer reaches the engine through :class:`Engine` (the ``MonitorEngine`` 
 ``web.services``): ``monitor_saved`` and ``monitor_deleted`` ask the engine's command
 actor and return once the change is in effect (the actor started, reconfigured or
 stopped), so no check starts after a pause response is sent.
+
+Graceful stop (issue 15, item 4): the engine's ``shutdown`` hook is :meth:`Engine.stop`.
+The command loop then ends and the tree is stopped with OTP's shutdown ladder, level by
+level: each shard is asked to close (``Supervisor.request_close``), and each of its
+monitor actors is told :class:`~engine.monitor.Drain`: it starts no new probe, lets the
+one already sent finish (bounded by the probe's own timeout), hands its check to the
+store, and returns. Each level is cancelled past its grace (``drain_seconds``; the
+caller's own grace, ``--shutdown-seconds``, bounds it all). A pause or a delete stops its
+actor at once instead (``stop_child(..., at_once=True)``): the response does not wait
+for a probe.
 """
 
 from __future__ import annotations
@@ -37,7 +47,14 @@ from store import Database, DatabaseUnavailable, MonitorRecord, monitors
 from store.actor import CheckWriter
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
-from .monitor import EngineStatistics, MonitorDeps, MonitorMessage, Reconfigure, run_monitor
+from .monitor import (
+    Drain,
+    EngineStatistics,
+    MonitorDeps,
+    MonitorMessage,
+    Reconfigure,
+    run_monitor,
+)
 from .observer import CheckObserver
 from .probes import Prober
 from .supervisor import (
@@ -76,6 +93,9 @@ class EngineSettings:
         gc_freeze_delay_seconds: seconds after a monitor is saved before the heap is frozen
             (`freeze_heap`); the heap is also frozen once the shards have loaded their
             monitors. None never freezes.
+        drain_seconds: grace of a graceful stop for each shard and monitor actor, seconds
+            (the longest probe timeout, 60 s, plus a margin; the service's
+            ``--shutdown-seconds`` is the tighter bound in practice).
     """
 
     max_probes_in_flight: int = 1000
@@ -87,6 +107,7 @@ class EngineSettings:
     monitor_inbox_size: int = 16
     gc_young_threshold: int | None = 50_000
     gc_freeze_delay_seconds: float | None = 10.0
+    drain_seconds: float = 65.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,14 +201,17 @@ class Shard:
                 child_id=record.id,
                 start=partial(self._incarnation, entry),
                 restart=RestartType.TRANSIENT,
+                shutdown=partial(_tell_drain, entry.ref),
+                shutdown_seconds=self.settings.drain_seconds,
             )
         )
 
     async def stop(self, monitor_id: str) -> None:
-        """Stop a monitor's actor (cancelled, in-flight probe included) and forget it."""
+        """Stop a monitor's actor at once (cancelled, in-flight probe included: a pause
+        or a delete) and forget it."""
         entry = self.entries.pop(monitor_id, None)
         if self.supervisor is not None:
-            await self.supervisor.stop_child(monitor_id)
+            await self.supervisor.stop_child(monitor_id, at_once=True)
         if entry is not None:
             entry.ref.inbox.close()
 
@@ -212,6 +236,16 @@ class Shard:
             check_now=check_now,
             task_status=task_status,
         )
+
+
+def _tell_drain(ref: ActorRef[MonitorMessage], _started: object) -> bool:
+    """A monitor actor's ``shutdown`` hook: tell it to drain; False (then it is cancelled
+    at once) when its inbox is full or closed."""
+    try:
+        ref.tell_nowait(Drain())
+    except (trio.WouldBlock, ActorUnavailable):
+        return False
+    return True
 
 
 async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
@@ -335,6 +369,12 @@ class Engine:
 
         await ask(self._ref, make, timeout_seconds=self.settings.ask_timeout_seconds)
 
+    def stop(self) -> None:
+        """Stop gracefully (the engine child's ``shutdown`` hook): commands already queued
+        are handled, later ones raise ``ActorUnavailable``, then every monitor actor
+        drains (see the module docstring) and :func:`run_engine` returns."""
+        self._ref.inbox.close()
+
     def running(self) -> int:
         """Monitor actors currently registered."""
         return sum(len(s.entries) for s in self.shards)
@@ -421,7 +461,14 @@ async def run_engine(
         ) as root,
     ):
         for shard in shards:
-            await root.start_child(ChildSpec(child_id=shard.name, start=shard.run))
+            await root.start_child(
+                ChildSpec(
+                    child_id=shard.name,
+                    start=shard.run,
+                    shutdown=Supervisor.request_close,
+                    shutdown_seconds=settings.drain_seconds,
+                )
+            )
         ref, inbox = open_inbox[EngineMessage](1024)
         log.info("engine started", monitors=sum(len(s.entries) for s in shards), shards=len(shards))
         delay = settings.gc_freeze_delay_seconds
@@ -436,7 +483,8 @@ async def run_engine(
                     with trio.move_on_at(freeze_at):  # only the wait: never a command
                         try:
                             message = await inbox.receive()
-                        except trio.EndOfChannel:
+                        except trio.EndOfChannel:  # Engine.stop: drain the tree
+                            log.info("engine stopping; monitors finish the probes in flight")
                             break
                     if message is None:
                         freeze_heap()

@@ -17,7 +17,9 @@ receiving end and a :class:`~store.buffer.CheckBuffer`, and runs two tasks over 
   insert, the status changes with the checks that caused them; a batch without status
   changes is that one statement alone, atomic without BEGIN and COMMIT), then answers
   the flushes that waited for it (group commit). A write that fails because the database is
-  unavailable puts the batch back and is retried with exponential back-off
+  unavailable, or gets no answer within ``write_timeout_seconds`` (5 s: a server that
+  hangs instead of refusing; the write's connection is terminated, issue 15, item 1),
+  puts the batch back and is retried with exponential back-off
   (``retry_min_seconds`` doubling to ``retry_max_seconds``; 0.1 s to 2 s by default,
   so the buffer is written at most about 2 s after the database is back);
   check ids make a retry idempotent, so a commit whose acknowledgement was lost inserts
@@ -219,7 +221,10 @@ class StoreActor:
     shared by its incarnations (see the module docstring).
 
     ``batch_size`` and ``buffer_limit`` in results (a batch is at most the bound),
-    ``inbox_size`` in messages, every ``*_seconds`` in seconds.
+    ``inbox_size`` in messages, every ``*_seconds`` in seconds. ``write_timeout_seconds``
+    bounds each batch's write (the shorter of it and ``db``'s own deadline; None keeps
+    ``db``'s): past it the database counts as unavailable and the pump takes everything,
+    so producers never wait on a database that hangs.
 
     Attributes:
         writer: the producers' handle (stable across incarnations).
@@ -240,10 +245,15 @@ class StoreActor:
         drain_seconds: float = 10.0,
         retry_min_seconds: float = 0.1,
         retry_max_seconds: float = 2.0,
+        write_timeout_seconds: float | None = 5.0,
         observer: WriterObserver | None = None,
     ) -> None:
         if min(batch_size, buffer_limit, inbox_size) < 1:
             raise ValueError("batch_size, buffer_limit and inbox_size must be at least 1")
+        if write_timeout_seconds is not None and (
+            db.deadline_seconds is None or write_timeout_seconds < db.deadline_seconds
+        ):
+            db = db.with_deadline(write_timeout_seconds)
         self._db = db
         self._batch_size = min(batch_size, buffer_limit)
         self._batch_age_seconds = batch_age_seconds

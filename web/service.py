@@ -404,7 +404,13 @@ async def open_service(
                         observer=metrics,
                     )
                     await root.start_child(
-                        ChildSpec(child_id="engine", start=partial(slot.run, engine_start))
+                        ChildSpec(
+                            child_id="engine",
+                            start=partial(slot.run, engine_start),
+                            # probes in flight finish and are stored (issue 15, item 4)
+                            shutdown=Engine.stop,
+                            shutdown_seconds=settings.graceful_seconds,
+                        )
                     )
                 if server is not None:
                     await root.start_child(

@@ -96,9 +96,7 @@ async def test_a_frozen_database_fails_requests_fast_and_loses_no_check(
                 stats = service.metrics.engine_statistics
                 assert stats is not None
                 with trio.fail_after(10):
-                    while len(stats.statuses) < MONITORS or set(stats.statuses.values()) != {
-                        "up"
-                    }:
+                    while len(stats.statuses) < MONITORS or set(stats.statuses.values()) != {"up"}:
                         await trio.sleep(0.05)
                 await service.writer.flush()
                 api: list[tuple[float, float, int, str | None]] = []  # start, s, status, code

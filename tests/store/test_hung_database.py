@@ -109,9 +109,7 @@ async def test_closing_the_pool_while_the_server_is_stopped_is_bounded(
                     await db.run(_one)  # abandoned mid-query: a busy connection
             closed_seconds = trio.current_time() - frozen_at
             leftover = [
-                t
-                for t in asyncio.all_tasks(trio_asyncio.current_loop.get())
-                if not t.done()
+                t for t in asyncio.all_tasks(trio_asyncio.current_loop.get()) if not t.done()
             ]
             nursery.cancel_scope.cancel()  # thaw now
         assert closed_seconds < 0.2 + 1.0 + SLACK_SECONDS, closed_seconds
