@@ -20,23 +20,21 @@ actor and return once the change is in effect (the actor started, reconfigured o
 stopped), so no check starts after a pause response is sent.
 
 Graceful stop (issue 15, item 4): the engine's ``shutdown`` hook is :meth:`Engine.stop`.
-The command loop then ends and the tree is stopped with OTP's shutdown ladder, level by
-level: each shard is asked to close (``Supervisor.request_close``), and each of its
+The tree is then stopped with OTP's shutdown ladder, level by level, while commands are
+still answered: each shard is asked to close (``Supervisor.request_close``), and each of its
 monitor actors is told :class:`~engine.monitor.Drain`: it starts no new probe, lets the
 one already sent finish (bounded by the probe's own timeout), hands its check to the
-store, and returns. Each level is cancelled past its grace (``drain_seconds``; the
-caller's own grace, ``--shutdown-seconds``, bounds it all). A pause or a delete stops its
-actor at once instead (``stop_child(..., at_once=True)``): the response does not wait
-for a probe.
+store, and returns. Each level is cancelled past its grace (65 s: the longest probe
+timeout plus a margin; the caller's own grace, ``--shutdown-seconds``, bounds it all). A
+pause or a delete stops its actor at once instead (``stop_child(..., at_once=True)``):
+the response does not wait for a probe.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
 import zlib
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -47,6 +45,7 @@ from store import Database, DatabaseUnavailable, MonitorRecord, monitors
 from store.actor import CheckWriter
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
+from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
 from .monitor import (
     Drain,
     EngineStatistics,
@@ -75,6 +74,10 @@ log = structlog.get_logger("uptrio.engine")
 _MONITOR_INTENSITY = Intensity(max_restarts=50, period_seconds=60.0)
 _MONITOR_BACKOFF = Backoff(min_seconds=0.5, max_seconds=30.0, random_factor=0.2)
 _SHARD_INTENSITY = Intensity(max_restarts=5, period_seconds=60.0)
+_DRAIN_SECONDS = 65.0
+"""Grace of a graceful stop for each shard and monitor actor, seconds: the longest probe
+timeout (60 s) plus a margin; the caller's grace (``--shutdown-seconds``) is the tighter
+bound in practice."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,9 +96,6 @@ class EngineSettings:
         gc_freeze_delay_seconds: seconds after a monitor is saved before the heap is frozen
             (`freeze_heap`); the heap is also frozen once the shards have loaded their
             monitors. None never freezes.
-        drain_seconds: grace of a graceful stop for each shard and monitor actor, seconds
-            (the longest probe timeout, 60 s, plus a margin; the service's
-            ``--shutdown-seconds`` is the tighter bound in practice).
     """
 
     max_probes_in_flight: int = 1000
@@ -107,7 +107,6 @@ class EngineSettings:
     monitor_inbox_size: int = 16
     gc_young_threshold: int | None = 50_000
     gc_freeze_delay_seconds: float | None = 10.0
-    drain_seconds: float = 65.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,7 +201,7 @@ class Shard:
                 start=partial(self._incarnation, entry),
                 restart=RestartType.TRANSIENT,
                 shutdown=partial(_tell_drain, entry.ref),
-                shutdown_seconds=self.settings.drain_seconds,
+                shutdown_seconds=_DRAIN_SECONDS,
             )
         )
 
@@ -267,59 +266,6 @@ async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
             delay_seconds = min(5.0, delay_seconds * 2)
 
 
-@contextlib.asynccontextmanager
-async def young_gc_threshold(threshold: int | None) -> AsyncIterator[None]:
-    """Raise the garbage collector's young-generation threshold to ``threshold`` tracked
-    objects for the block (the older generations' thresholds unchanged), then restore it.
-
-    Why: every monitor actor parks on a timer for a whole interval, so each check leaves
-    objects that live ~10 s. With CPython's default (a young collection every 700 net
-    allocations) they are collected while alive and promoted to the oldest generation,
-    which then triggers a full collection every ~10 s over the whole heap: 1.5 s pauses
-    at 10,000 monitors, and a third of the service's CPU (bench/RESULTS.md). Those objects
-    are freed by reference counting, so allocations and frees balance and a young
-    collection comes only with real growth or cyclic garbage.
-    """
-    if threshold is None:
-        yield
-        return
-    previous = gc.get_threshold()
-    gc.set_threshold(threshold, *previous[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*previous)
-
-
-def freeze_heap() -> None:
-    """Move every object the garbage collector tracks into its permanent generation
-    (``gc.freeze``, constant time), so that no later collection walks them again.
-
-    Why: the monitors' own objects (actors, records, timers) make up most of the heap and
-    live as long as their monitors. When the heap grows by a quarter, CPython collects the
-    oldest generation, walking all of it while the event loop stands still: 0.8 s at
-    10,000 monitors, and every check due in that time is late by as much
-    (bench/RESULTS.md). Frozen, they are still freed by reference counting when their
-    monitor goes; only a reference cycle among objects alive at a freeze is never
-    collected, which is why the engine freezes after the set of monitors changes (once
-    after loading, then `EngineSettings.gc_freeze_delay_seconds` after a save) rather
-    than on a clock.
-    """
-    gc.freeze()
-    log.debug("heap frozen", frozen_objects=gc.get_freeze_count())
-
-
-@contextlib.contextmanager
-def _unfrozen_on_exit(freezing: bool) -> Iterator[None]:
-    """On exit, give the frozen objects back to the collector (``gc.unfreeze``, constant
-    time): the engine's monitors are gone, and a restarted engine freezes again."""
-    try:
-        yield
-    finally:
-        if freezing:
-            gc.unfreeze()
-
-
 def shard_of(monitor_id: str, shard_count: int) -> int:
     """The shard of a monitor: a stable hash of its id modulo ``shard_count``."""
     return zlib.crc32(monitor_id.encode()) % shard_count
@@ -342,6 +288,7 @@ class Engine:
         self.shards = shards
         self.statistics = stats
         self.settings = settings
+        self._stop_requested = trio.Event()
 
     async def monitor_saved(self, monitor: MonitorRecord) -> None:
         """Run ``monitor`` with this configuration (or stop it when paused); returns once
@@ -370,10 +317,11 @@ class Engine:
         await ask(self._ref, make, timeout_seconds=self.settings.ask_timeout_seconds)
 
     def stop(self) -> None:
-        """Stop gracefully (the engine child's ``shutdown`` hook): commands already queued
-        are handled, later ones raise ``ActorUnavailable``, then every monitor actor
-        drains (see the module docstring) and :func:`run_engine` returns."""
-        self._ref.inbox.close()
+        """Stop gracefully (the engine child's ``shutdown`` hook): every monitor actor
+        drains (see the module docstring), then :func:`run_engine` returns. Commands are
+        still answered meanwhile; a start or a restart of a monitor is left to the next
+        load from the database (the web layer committed it first)."""
+        self._stop_requested.set()
 
     def running(self) -> int:
         """Monitor actors currently registered."""
@@ -386,7 +334,9 @@ class Engine:
         return found
 
 
-async def _handle(shards: list[Shard], message: EngineMessage, ask_seconds: float) -> None:
+async def _handle(
+    shards: list[Shard], message: EngineMessage, ask_seconds: float, *, stopping: bool
+) -> None:
     monitor_id = message.monitor.id if isinstance(message, Save) else message.monitor_id
     shard = shards[shard_of(monitor_id, len(shards))]
     if shard.touched is not None:
@@ -402,7 +352,8 @@ async def _handle(shards: list[Shard], message: EngineMessage, ask_seconds: floa
                     await shard.stop(record.id)
             elif entry is None or not running or entry.record.run_epoch != record.run_epoch:
                 await shard.stop(record.id)
-                await shard.start(record, check_now=True)
+                if not stopping:  # else the next load from the database starts it
+                    await shard.start(record, check_now=True)
             else:
                 entry.record = record
 
@@ -466,39 +417,59 @@ async def run_engine(
                     child_id=shard.name,
                     start=shard.run,
                     shutdown=Supervisor.request_close,
-                    shutdown_seconds=settings.drain_seconds,
+                    shutdown_seconds=_DRAIN_SECONDS,
                 )
             )
         ref, inbox = open_inbox[EngineMessage](1024)
         log.info("engine started", monitors=sum(len(s.entries) for s in shards), shards=len(shards))
         delay = settings.gc_freeze_delay_seconds
-        freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
-        with _unfrozen_on_exit(delay is not None):
+        engine = Engine(ref, root, shards, stats, settings)
+        with unfrozen_on_exit(delay is not None):
             if delay is not None:
                 freeze_heap()
-            task_status.started(Engine(ref, root, shards, stats, settings))
-            async with inbox:
-                while True:
-                    message: EngineMessage | None = None
-                    with trio.move_on_at(freeze_at):  # only the wait: never a command
-                        try:
-                            message = await inbox.receive()
-                        except trio.EndOfChannel:  # Engine.stop: drain the tree
-                            log.info("engine stopping; monitors finish the probes in flight")
-                            break
-                    if message is None:
-                        freeze_heap()
-                        freeze_at = math.inf
-                        continue
-                    with message.reply:
-                        try:
-                            await _handle(shards, message, settings.ask_timeout_seconds)
-                        except SupervisorError as exc:
-                            # The shard is between incarnations (escalated, not yet
-                            # reloaded): its reload reads the committed change.
-                            log.warning(
-                                "shard restarting; change applies on reload", error=repr(exc)
-                            )
-                        answer(message.reply, None)
-                    if delay is not None and isinstance(message, Save):
-                        freeze_at = min(freeze_at, trio.current_time() + delay)
+            task_status.started(engine)
+            async with inbox, trio.open_nursery() as nursery:
+                nursery.start_soon(_serve_commands, inbox, shards, settings, engine)
+                await engine._stop_requested.wait()
+                log.info("engine stopping; monitors finish the probes in flight")
+                await root.close()  # commands are still served meanwhile
+                nursery.cancel_scope.cancel()
+
+
+async def _serve_commands(
+    inbox: trio.MemoryReceiveChannel[EngineMessage],
+    shards: list[Shard],
+    settings: EngineSettings,
+    engine: Engine,
+) -> None:
+    """The engine's command actor: handle each command in turn (once ``engine`` is
+    stopping, none starts a monitor actor); freeze the heap ``gc_freeze_delay_seconds``
+    after a save."""
+    delay = settings.gc_freeze_delay_seconds
+    freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
+    while True:
+        message: EngineMessage | None = None
+        with trio.move_on_at(freeze_at):  # only the wait: never a command
+            try:
+                message = await inbox.receive()
+            except trio.EndOfChannel:
+                return
+        if message is None:
+            freeze_heap()
+            freeze_at = math.inf
+            continue
+        with message.reply:
+            try:
+                await _handle(
+                    shards,
+                    message,
+                    settings.ask_timeout_seconds,
+                    stopping=engine._stop_requested.is_set(),
+                )
+            except SupervisorError as exc:
+                # The shard is between incarnations (escalated, not yet reloaded) or
+                # stopping: its next load reads the committed change.
+                log.warning("shard restarting; change applies on reload", error=repr(exc))
+            answer(message.reply, None)
+        if delay is not None and isinstance(message, Save):
+            freeze_at = min(freeze_at, trio.current_time() + delay)

@@ -285,6 +285,11 @@ class Supervisor:
             await child.wait_changed()
         return not child.gone
 
+    async def close(self) -> None:
+        """Stop every child with its shutdown ladder and wait until all are gone; from now
+        on the supervisor takes no new child (:class:`SupervisorClosed`)."""
+        await self._close_gracefully()
+
     def request_close(self) -> None:
         """Ask a supervisor run by :func:`run_supervisor` to stop every child with its
         shutdown ladder and return (a polite stop: usable as the ``shutdown`` hook of the

@@ -28,7 +28,8 @@ handed: a restart loses no check result (a probe cut short in flight is not a re
 
 Shutdown (leaving :func:`open_service` normally), within ``shutdown_seconds``: the web
 server stops accepting and finishes the requests in flight, then the listening sockets
-close; the engine stops (its actors hand over what they probed); the store's inbox
+close; the engine stops gracefully (no new probe starts, probes already sent finish, and
+the actors hand over what they probed: ``engine.engine``); the store's inbox
 closes and the store writes everything queued. If the deadline passes first, what is left
 is cancelled, and the store makes one last shielded attempt at its buffer (at most
 1 s).

@@ -125,6 +125,13 @@ async def test_a_frozen_database_fails_requests_fast_and_loses_no_check(
                             ready.append((began, trio.current_time() - began, response.status_code))
                             await trio.sleep(0.1)
 
+                    at_thaw: dict[str, int] = {}
+
+                    async def sample(thaw_at: float) -> None:  # just before SIGCONT
+                        await trio.sleep_until(thaw_at - 0.05)
+                        at_thaw["probed"] = stats.checks - checks_at_freeze
+                        at_thaw["queued"] = service.writer.queued()
+
                     async with trio.open_nursery() as nursery:
                         frozen_at = await nursery.start(
                             freeze_postgres, own_postgres.pgdata, FREEZE_SECONDS
@@ -134,12 +141,10 @@ async def test_a_frozen_database_fails_requests_fast_and_loses_no_check(
                         for _ in range(CLIENTS):
                             nursery.start_soon(client, thaw_at)
                         nursery.start_soon(readiness, thaw_at)
+                        nursery.start_soon(sample, thaw_at)
                     # continued: the nursery waited for the thaw and for every client
-                    thawed_at = trio.current_time()
-                    probed_in_freeze = stats.checks - checks_at_freeze
-                    queued_at_thaw = service.writer.queued()
                     await service.writer.flush(timeout_seconds=60)
-                    backlog_seconds = trio.current_time() - thawed_at
+                    backlog_seconds = trio.current_time() - thaw_at
                     after = await http.get("/monitors", params={"limit": 1})
                     ready_after = await http.get("/readyz")
             store = service.store.statistics
@@ -154,8 +159,8 @@ async def test_a_frozen_database_fails_requests_fast_and_loses_no_check(
             f"  API: {_figures(api_seconds)}; statuses "
             f"{sorted({(st, c) for _, st, c in in_freeze}, key=str)}\n"
             f"  /readyz: {_figures(ready_seconds)}; statuses {sorted({st for _, _, st in ready})}\n"
-            f"  checks: {probed_in_freeze} probed during the freeze, {queued_at_thaw} "
-            f"buffered at SIGCONT (max {store.max_buffered}), written "
+            f"  checks: {at_thaw['probed']} probed during the freeze, {at_thaw['queued']} "
+            f"buffered at SIGCONT (max {store.max_buffered}), all written "
             f"{backlog_seconds:.2f} s after SIGCONT; {stats.checks} probed in all, "
             f"{stored} stored, {store.dropped} dropped; store outages {store.outages}, "
             f"retries {store.retries}"
@@ -166,7 +171,7 @@ async def test_a_frozen_database_fails_requests_fast_and_loses_no_check(
         assert max(ready_seconds) < READYZ_SECONDS + SLACK_SECONDS, _figures(ready_seconds)
         assert {st for b, s, st in ready if b + s < thaw_at} == {503}, ready
         assert after.status_code == 200 and ready_after.status_code == 200
-        assert probed_in_freeze >= MONITORS * (FREEZE_SECONDS - 2), "the engine went on"
+        assert at_thaw["probed"] >= MONITORS * (FREEZE_SECONDS - 2), "the engine went on"
         assert stored == stats.checks, f"{stats.checks} probed, {stored} stored"
         assert store.dropped == 0
         assert isinstance(db, Database)
