@@ -50,7 +50,10 @@ async def test_calls_fail_within_their_deadline_while_every_server_process_is_st
     own_postgres: EmbeddedPostgres,
 ) -> None:
     with trio.fail_after(60):
-        async with open_database(own_postgres.url, min_size=2, max_size=3) as db:
+        # connecting gives up later than the calls do, so that every call is abandoned
+        async with open_database(
+            own_postgres.url, min_size=2, max_size=3, connect_timeout_seconds=5
+        ) as db:
             bounded = db.with_deadline(DEADLINE_SECONDS)
             assert await bounded.run(_one) == 1
             outcomes: list[tuple[float, str]] = []
