@@ -41,6 +41,7 @@ async def _monitor(db: Database, status: str = "pending") -> str:
             "metadata": {},
         },
     )
+    await db.run(checks.ensure_partitions, 0, 3_000, 86_400)  # the checks' `created`
     return record.id
 
 
