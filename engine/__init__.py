@@ -10,7 +10,7 @@ from .health import Health, after_check
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
 from .policy import TargetPolicy
-from .probes import Prober, ProbeResult, ProbeSpec
+from .probes import Prober, ProbeResult, ProbeSpec, nameserver_resolver
 from .slot import EngineSlot
 from .supervisor import (
     Backoff,
@@ -50,6 +50,7 @@ __all__ = [
     "TargetPolicy",
     "after_check",
     "ask",
+    "nameserver_resolver",
     "open_supervisor",
     "parse_target",
     "probe_spec",

@@ -11,12 +11,16 @@ check results. One object, `TargetPolicy`, decides, and it is applied in two pla
    ``deny_private`` is on, resolved (bounded by ``resolve_timeout_seconds``) and refused if
    *any* of its addresses is refused. A name that does not resolve, or not in time, is
    accepted: it is checked again at every check. The API answers 422 ``target_not_allowed``
-   on ``url``.
+   on ``url``. The name of a dns monitor is resolved the way its checks resolve it, by
+   asking the dns checks' nameserver (``dns_resolver``: ``--dns-nameserver``, else the
+   system's nameservers, never ``/etc/hosts``); other names by the system resolver
+   (``resolver``), as their checks do.
 2. **At every check, after name resolution** (engine, through the `engine.Prober`'s
    ``address_policy`` hook, which takes `TargetPolicy.check_address`): refused addresses
    are dropped, the probe connects to exactly an address that was checked (no second
    resolution, so DNS rebinding cannot slip past), and a check whose every address is
-   refused fails with ``target_denied``. An http check re-applies it at every redirect hop.
+   refused fails with ``target_denied``. An http check re-applies it at every redirect
+   hop; a dns check applies it to the addresses the nameserver answers.
 
 What is refused (`TargetPolicy.check_address`):
 
@@ -38,13 +42,14 @@ by the IPv4 address they reach as well, so ``::ffff:169.254.169.254`` is refused
 host reaches public IPv4 services through ``64:ff9b::/96``).
 
 dns monitors only talk to the configured nameserver, never to the addresses in the
-answer, so checks do not apply the policy to them. At create and PATCH, with
-``deny_private`` on, the name's answers are checked all the same: a dns monitor on an
-internal name would otherwise tell its owner which internal names exist.
+answer, but the answers are screened all the same, at create and PATCH and at every
+check (issue 15): a dns monitor on an internal name would otherwise tell its owner which
+internal names exist.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
@@ -52,6 +57,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from engine.probes import nameserver_resolver
 from engine.targets import Target
 
 __all__ = [
@@ -60,6 +66,7 @@ __all__ = [
     "IPAddress",
     "Resolver",
     "TargetPolicy",
+    "system_dns_resolver",
     "system_resolver",
 ]
 
@@ -117,6 +124,22 @@ async def system_resolver(host: str) -> list[IPAddress]:
     return found
 
 
+async def system_dns_resolver(host: str) -> list[IPAddress]:
+    """Every A and AAAA address of ``host`` from the system's nameservers, asked the way
+    dns checks ask them without ``--dns-nameserver`` (dnspython, ``/etc/resolv.conf`` read
+    once on first use; ``/etc/hosts`` never read).
+
+    Raises:
+        OSError: the name does not resolve.
+    """
+    return await _system_dns()(host)
+
+
+@functools.cache
+def _system_dns() -> Resolver:
+    return nameserver_resolver(None)
+
+
 def _embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
     """The IPv4 addresses an IPv6 address reaches (see the module docstring)."""
     if not isinstance(ip, ipaddress.IPv6Address):
@@ -152,14 +175,19 @@ class TargetPolicy:
             effect on link-local addresses while ``deny_private`` is on.
         resolve_timeout_seconds: how long `check_target` waits for a host name to resolve
             at create and PATCH, in seconds (default 2 s).
-        resolver: resolves host names for `check_target` (default: `system_resolver`);
+        resolver: resolves the host names of http, tcp and ping monitors for
+            `check_target` (default: `system_resolver`, as their checks resolve them);
             tests inject their own.
+        dns_resolver: resolves the names of dns monitors for `check_target`: the
+            nameserver their checks ask (`engine.probes.nameserver_resolver` of
+            ``--dns-nameserver``; default: `system_dns_resolver`).
     """
 
     deny_private: bool = False
     allow_metadata: bool = False
     resolve_timeout_seconds: float = 2.0
     resolver: Resolver = field(default=system_resolver, compare=False, repr=False)
+    dns_resolver: Resolver = field(default=system_dns_resolver, compare=False, repr=False)
 
     def __call__(self, ip: IPAddress) -> str | None:
         """Same as `check_address`: lets the policy serve as the Prober's address policy."""
@@ -196,7 +224,8 @@ class TargetPolicy:
 
         An IP literal is checked with `check_address`; a host name with
         `check_host_name`, then, when ``deny_private`` is on, by resolving it (at most
-        ``resolve_timeout_seconds``) and checking every address. A name that does not
+        ``resolve_timeout_seconds``; a dns monitor's name with ``dns_resolver``, any
+        other with ``resolver``) and checking every address. A name that does not
         resolve, or not in time, is allowed: the check-time policy still applies.
 
         Returns:
@@ -220,7 +249,8 @@ class TargetPolicy:
         addresses: Iterable[IPAddress] = ()
         with trio.move_on_after(self.resolve_timeout_seconds):
             try:
-                addresses = await self.resolver(target.host)
+                resolve = self.dns_resolver if target.type == "dns" else self.resolver
+                addresses = await resolve(target.host)
             except OSError:
                 return None
         for address in addresses:

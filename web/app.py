@@ -3,8 +3,14 @@
 Every response carries ``Request-Id`` (``req_...``) and ``Service-Version``, errors
 included (spec 2.4, 9.4). Failures become the error shape of :mod:`web.errors` in one
 place: :class:`web.errors.ApiError` from the chain, store errors translated at this
-boundary, Quart's routing errors (404, 405, 413) mapped, and anything unexpected a 500
-``internal_error`` that is logged with its Request-Id.
+boundary, Quart's routing errors (404, 405, 408, 413) mapped, and anything unexpected a
+500 ``internal_error`` that is logged with its Request-Id. What the HTTP server refuses
+before the app gets the same shape from :mod:`web.http_server`.
+
+Routing never redirects (issue 15): werkzeug's ``merge_slashes`` is off, so
+``/monitors//checks`` or ``/monitors/..%2f/pause`` (which decodes to
+``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path the
+client did not ask for, and any other routing redirect is turned into that 404 too.
 """
 
 from __future__ import annotations
@@ -17,19 +23,20 @@ from typing import Any
 import structlog
 from quart import Response, g, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.routing import RequestRedirect
 
 from engine import ActorUnavailable
 from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
 
 from .asgi import ShieldedSendHTTPConnection
-from .auth import bearer_token, require_permission, verify_token
+from .auth import bearer_token, expired, require_permission, verify_token
 from .deps import Dependencies
 from .errors import ApiError, error_body
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
 from .ops import Operations, add_operational_routes
-from .params import check_names
+from .params import check_names, check_utf8
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
 from .throttle import rate_limit, throttle_failed_authentication
@@ -41,16 +48,17 @@ JSON = "application/json"
 
 
 async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401."""
+    """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401;
+    two ``Authorization`` headers are a 400 ``duplicate_header``."""
     if ctx.route.permission is None:
         return await call_next(ctx)
-    token_id = verify_token(ctx.deps.jwt_secret, bearer_token(ctx.headers.get("authorization")))
+    token_id = verify_token(ctx.deps.jwt_secret, bearer_token(ctx.header("Authorization")))
     token = await ctx.deps.db.run(accounts.token_context, token_id)
     if token is None:
         raise ApiError("invalid_token", "invalid token: unknown token")
     if token.revoked_at is not None:
         raise ApiError("token_revoked", "this token was revoked")
-    if token.expires_at is not None and token.expires_at <= time.time():
+    if expired(token.expires_at, time.time()):
         raise ApiError("token_expired", "the token has expired")
     ctx.token = token
     return await call_next(ctx)
@@ -59,7 +67,7 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 async def negotiate_version(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     """Middleware: the request's API version (spec 9), echoed on every response."""
     pinned = ctx.token.api_version if ctx.token is not None else None
-    ctx.version = resolve_version(ctx.headers.get(HEADER), pinned)
+    ctx.version = resolve_version(ctx.header(HEADER), pinned)
     return await call_next(ctx)
 
 
@@ -72,8 +80,10 @@ async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 
 async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     """Middleware: a query parameter the route does not document is a 400
-    ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422)."""
+    ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422); one
+    that is not UTF-8 a 400 ``invalid_parameter``."""
     check_names(ctx.query, [name for name, _, _ in ctx.route.query])
+    check_utf8(ctx.raw_query)
     return await call_next(ctx)
 
 
@@ -136,6 +146,7 @@ def _view(route: Route, deps: Dependencies, pipeline: Handler) -> Any:
             path=request.path,
             path_params=path_params,
             query={k: request.args.getlist(k) for k in request.args},
+            raw_query=request.query_string,
             headers=request.headers,
             body=body,
             remote_addr=request.remote_addr,
@@ -177,7 +188,12 @@ def create_app(
     ops = Operations() if ops is None else ops
     app = QuartTrio("uptrio")
     app.asgi_http_class = ShieldedSendHTTPConnection  # closes cut-off uploads (web/asgi.py)
+    # no redirects (module docstring); set before the rules are added, which copy it. Our
+    # rules end without a slash, so strict_slashes (kept on) never redirects: off, it
+    # would serve /monitors/ as /monitors.
+    app.url_map.merge_slashes = False
     app.config["MAX_CONTENT_LENGTH"] = deps.settings.max_body_bytes
+    app.config["BODY_TIMEOUT"] = deps.settings.body_timeout_seconds
     app.config["JSON_SORT_KEYS"] = False
     document = openapi_document(routes)
 
@@ -187,6 +203,11 @@ def create_app(
         g.request_id = new_id("req")
         g.version = CURRENT_VERSION
         g.extra_headers = {}
+        sent_path = str(request.scope.get("path", ""))
+        if isinstance(request.routing_exception, RequestRedirect) or sent_path.startswith("//"):
+            # an API answers, it does not redirect; and werkzeug reads //monitors as
+            # /monitors (it strips leading slashes), while /monitors//checks is a 404
+            request.routing_exception = NotFound()
 
     @app.after_request
     async def finish(response: Response) -> Response:
@@ -220,6 +241,13 @@ def create_app(
                 ApiError(
                     "body_too_large",
                     f"the body is larger than {deps.settings.max_body_bytes} bytes",
+                )
+            )
+        if exc.code == 408:
+            return _error_response(
+                ApiError(
+                    "body_timeout",
+                    f"the body did not arrive within {deps.settings.body_timeout_seconds:g} s",
                 )
             )
         if exc.code == 404:

@@ -14,6 +14,7 @@ share the secret.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import time
@@ -88,13 +89,25 @@ def bearer_token(authorization: str | None) -> str:
     return token.strip()
 
 
-def verify_token(secret: bytes, token: str) -> str:
+def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
     """Check a JWT's signature and claims; return its ``sub`` (the ``tok_`` id).
+
+    pyjwt checks the structure, the algorithm, the signature, the audience and that
+    ``sub``, ``iat`` and ``aud`` are present; the time claims are checked here, because
+    pyjwt reads them with ``int()`` and so takes ``"exp": "9999999999"``, while RFC 7519
+    (2, NumericDate) makes them JSON numbers. ``iat``, and ``nbf`` and ``exp`` when
+    present, must be finite numbers (not strings, not booleans); ``iat`` and ``nbf`` may
+    not be later than ``now`` plus :data:`LEEWAY_SECONDS`, and ``exp`` must be later
+    than ``now`` minus it. Messages are Uptrio's own words (issue 15), never pyjwt's.
+
+    Args:
+        now: the current time, epoch seconds (default: the clock).
 
     Raises:
         ApiError: ``token_expired`` (401) for a past ``exp``; ``invalid_token`` (401) for
             anything else wrong (segments, base64, algorithm, signature, audience, missing
-            claims, ``nbf``/``iat`` in the future beyond the leeway, malformed ``sub``).
+            claims, a time claim that is not a number, ``nbf``/``iat`` in the future
+            beyond the leeway, malformed ``sub``).
     """
     try:
         claims = jwt.decode(
@@ -102,25 +115,60 @@ def verify_token(secret: bytes, token: str) -> str:
             secret,
             algorithms=[ALGORITHM],
             audience=AUDIENCE,
-            leeway=LEEWAY_SECONDS,
-            options={"require": ["sub", "iat", "aud"]},
+            options={
+                "require": ["sub", "iat", "aud"],
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+            },
         )
-    except jwt.ExpiredSignatureError:
-        raise ApiError("token_expired", "the token has expired") from None
     except jwt.PyJWTError as exc:
-        raise ApiError("invalid_token", f"invalid token: {exc}") from None
+        raise ApiError("invalid_token", f"invalid token: {_reason(exc)}") from None
+    now = time.time() if now is None else now
     subject = claims.get("sub")
-    iat = claims.get("iat")
     if not isinstance(subject, str) or not has_prefix(subject, "tok"):
         # strict: a NUL or a lone surrogate in sub would fail in the database, not here
         raise ApiError("invalid_token", "invalid token: sub is not a token id")
-    if (
-        isinstance(iat, bool)
-        or not isinstance(iat, int | float)
-        or iat > time.time() + LEEWAY_SECONDS
-    ):
-        raise ApiError("invalid_token", "invalid token: iat is not a time or is in the future")
+    for name in ("iat", "nbf", "exp"):
+        value = claims.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+            raise ApiError("invalid_token", f"invalid token: {name} must be a number (a time)")
+    if claims["iat"] > now + LEEWAY_SECONDS:
+        raise ApiError("invalid_token", "invalid token: iat is in the future")
+    if claims.get("nbf", 0) > now + LEEWAY_SECONDS:
+        raise ApiError("invalid_token", "invalid token: not valid before its nbf")
+    if "exp" in claims and claims["exp"] <= now - LEEWAY_SECONDS:
+        raise ApiError("token_expired", "the token has expired")
     return subject
+
+
+def _finite(value: float) -> bool:
+    """True for a number that is neither NaN nor infinite (JSON ints of any size are)."""
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _reason(exc: jwt.PyJWTError) -> str:
+    """Uptrio's words for a pyjwt error (its own messages name library internals)."""
+    if isinstance(exc, jwt.InvalidSignatureError):
+        return "the signature does not match"
+    if isinstance(exc, jwt.InvalidAlgorithmError):
+        return f"the algorithm must be {ALGORITHM}"
+    if isinstance(exc, jwt.InvalidAudienceError):
+        return f"the audience (aud) must be {AUDIENCE}"
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"the {exc.claim} claim is required"
+    if isinstance(exc, jwt.exceptions.InvalidSubjectError):
+        return "sub is not a token id"
+    if isinstance(exc, jwt.DecodeError):
+        return "not a JWT (three base64url segments of JSON, signed with HS256)"
+    return "the token is not acceptable"
+
+
+def expired(expires_at: int | None, now: float) -> bool:
+    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for
+    never) has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp``
+    gets (README: 30 s leeway)."""
+    return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 
 def require_permission(permissions: list[str], needed: str) -> None:

@@ -34,7 +34,7 @@ import structlog
 import trio
 import trio_asyncio
 
-from engine import EngineSettings, Intensity, TargetPolicy
+from engine import EngineSettings, Intensity, TargetPolicy, nameserver_resolver
 from store import (
     DEFAULT_DATA_DIR,
     MaintenanceSettings,
@@ -51,7 +51,15 @@ from .logs import configure_logging
 from .service import ServiceSettings, run_service
 from .versioning import CURRENT_VERSION
 
-__all__ = ["COMMAND_GROUP", "build_parser", "main", "parse_nameserver", "service_settings"]
+__all__ = [
+    "COMMAND_GROUP",
+    "build_parser",
+    "main",
+    "parse_nameserver",
+    "positive_float",
+    "positive_int",
+    "service_settings",
+]
 
 log = structlog.get_logger("uptrio")
 
@@ -77,6 +85,21 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0, for ``argparse``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above 0: {text}")
     return value
 
 
@@ -139,9 +162,13 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
             account_requests_per_minute=args.account_requests_per_minute,
             auth_failures_per_minute=args.auth_failures_per_minute,
             idempotency_retention_seconds=args.idempotency_retention_seconds,
+            body_timeout_seconds=args.body_timeout_seconds,
         ),
+        # dns monitors' names are screened with the nameserver their checks ask.
         target_policy=TargetPolicy(
-            deny_private=args.deny_private_targets, allow_metadata=args.allow_metadata_targets
+            deny_private=args.deny_private_targets,
+            allow_metadata=args.allow_metadata_targets,
+            dns_resolver=nameserver_resolver(args.dns_nameserver),
         ),
         dns_nameserver=args.dns_nameserver,
         host=args.host,
@@ -326,6 +353,12 @@ _SAFETY_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         "failed authentications per client address per rolling minute before it gets 429s",
     ),
     (
+        "--body-timeout-seconds",
+        positive_float,
+        _WEB.body_timeout_seconds,
+        "longest wait for a request's whole body before a 408 body_timeout, s",
+    ),
+    (
         "--idempotency-retention-seconds",
         positive_int,
         _WEB.idempotency_retention_seconds,
@@ -382,7 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="comma-separated, e.g. monitors.read,incidents.create; or all",
     )
-    create.add_argument("--expires-in", type=int, default=None, help="lifetime in seconds")
+    create.add_argument(
+        "--expires-in", type=positive_int, default=None, help="lifetime in seconds (at least 1)"
+    )
     list_p = token_commands.add_parser("list", help="list tokens")
     _store_flags(list_p)
     list_p.add_argument("--account", default=None)

@@ -57,6 +57,10 @@ class WebSettings:
             cause per rolling minute before its requests get 429 (default 60).
         idempotency_retention_seconds: how long an idempotency key's response is kept
             and replayed, in seconds (spec 4.5, 8: 24 hours).
+        body_timeout_seconds: longest wait for a request's whole body, in seconds
+            (default 10; Quart's ``BODY_TIMEOUT``, whose own default of 60 s let a body
+            trickled at a byte a second hold a connection for a minute, issue 15); past
+            it the answer is 408 ``body_timeout`` and the connection is closed.
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -65,6 +69,7 @@ class WebSettings:
     account_requests_per_minute: int = 5000
     auth_failures_per_minute: int = 60
     idempotency_retention_seconds: int = 24 * 3600
+    body_timeout_seconds: float = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,9 +24,11 @@ TYPES_BY_STATUS = {
     403: "permission_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     409: "idempotency_error",
     422: "invalid_request_error",
     429: "rate_limit_error",
+    431: "invalid_request_error",
     500: "api_error",
 }
 
@@ -36,6 +38,15 @@ CODES: dict[str, tuple[int, str]] = {
         400,
         "The body is not valid UTF-8 JSON (param names the field holding NaN, Infinity or "
         "a number beyond the double range or 4,300 digits).",
+    ),
+    "json_too_deep": (
+        400,
+        "The body nests objects and arrays more than 100 levels deep.",
+    ),
+    "duplicate_key": (
+        400,
+        "A JSON object in the body has the same key twice (param names the key, or the "
+        "top-level field holding that object).",
     ),
     "body_too_large": (400, "The body is larger than the limit (default 1 MiB)."),
     "unsupported_content_type": (
@@ -49,9 +60,26 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
     "unknown_version": (400, "Service-Version names no version of this API."),
     "incident_not_open": (400, "Resolve was called on an incident that is already resolved."),
+    "duplicate_header": (
+        400,
+        "A header the API reads (Authorization, Idempotency-Key, Service-Version) was sent "
+        "more than once; param names it.",
+    ),
     "idempotency_key_invalid": (
         400,
         "Idempotency-Key is empty, longer than 255 characters, or holds control characters.",
+    ),
+    "malformed_request": (
+        400,
+        "The request is not valid HTTP/1.1 (request line, a header holding NUL or another "
+        "control character, a malformed or repeated Content-Length, an unknown "
+        "Transfer-Encoding, bytes after a body that are no request): refused by the HTTP "
+        "server before the API; the connection is closed.",
+    ),
+    "invalid_method": (
+        400,
+        "The method is not in upper case: methods are case-sensitive (RFC 9110), send GET, "
+        "not get. The connection is closed.",
     ),
     # 401
     "missing_token": (401, "No Authorization: Bearer header."),
@@ -64,6 +92,12 @@ CODES: dict[str, tuple[int, str]] = {
     "resource_missing": (404, "No such object in the account (or malformed id)."),
     "route_not_found": (404, "No endpoint at this path."),
     "method_not_allowed": (405, "The path exists but not with this method."),
+    # 408
+    "body_timeout": (
+        408,
+        "The body did not arrive within --body-timeout-seconds (default 10); the "
+        "connection is closed.",
+    ),
     # 409
     "idempotency_key_reused": (
         409,
@@ -98,6 +132,11 @@ CODES: dict[str, tuple[int, str]] = {
         429,
         "A rate limit is exhausted (token, account, or failed logins from the address); "
         "wait Retry-After seconds.",
+    ),
+    # 431
+    "headers_too_large": (
+        431,
+        "The request line and headers are larger than 16 KiB; the connection is closed.",
     ),
     # 500
     "internal_error": (500, "A bug: quote the Request-Id to support."),

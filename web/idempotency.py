@@ -15,8 +15,8 @@ JSON (keys sorted, no whitespace), so key order and spacing do not matter. Rules
 - an expired key runs anew (:func:`run_idempotency_purge` deletes old keys every hour,
   but a key older than the retention is ignored whether purged yet or not);
 - a key that is empty, longer than 255 characters or holds control characters is a 400
-  ``idempotency_key_invalid``. The spec recommends a UUID v4; any other string is
-  accepted. The header is ignored on GET, PATCH and DELETE.
+  ``idempotency_key_invalid``. The spec recommends a UUID v4; any other text is
+  accepted, in UTF-8 or Latin-1 (:func:`parse_key`). The header is ignored on GET, PATCH and DELETE.
 
 Atomicity (why a crash leaves either nothing or the whole result). The middleware opens
 one database transaction (:meth:`store.Database.open_transaction`) and, for the length of
@@ -62,7 +62,8 @@ from store import Database, MonitorRecord, StoreError, idempotency
 
 from .deps import MonitorEngine
 from .errors import ApiError
-from .pipeline import ApiResponse, Handler, RequestContext, parse_json
+from .json_body import parse_json
+from .pipeline import ApiResponse, Handler, RequestContext
 
 __all__ = [
     "HEADER",
@@ -87,26 +88,38 @@ IN_USE_RETRY_AFTER_SECONDS = 1
 
 
 def parse_key(raw: str) -> str:
-    """Validate an ``Idempotency-Key`` header value and return it.
+    """Validate an ``Idempotency-Key`` header value and return the key.
+
+    Header values arrive as the server decoded them, byte for byte as Latin-1. The bytes
+    are read as UTF-8 when they are UTF-8 (``ключ``, as curl or any UTF-8 client sends
+    it), else as Latin-1 (obs-text, RFC 9110, 5.5: a browser's ``é``), so that "any
+    printable text" (README) holds whatever the client's encoding; the control-character
+    rule is then judged on the text, not on the bytes of a UTF-8 sequence (issue 15:
+    ``ключ`` held bytes 0x80-0x9F and was refused). The same bytes always give the same
+    key.
 
     Raises:
         ApiError: 400 ``idempotency_key_invalid`` when it is empty (or only spaces),
             longer than :data:`MAX_KEY_LENGTH` characters, or holds a control character
             (U+0000-U+001F, U+007F-U+009F).
     """
-    if not raw.strip():
+    try:
+        key = raw.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        key = raw
+    if not key.strip():
         raise ApiError("idempotency_key_invalid", f"{HEADER} must not be empty", param=HEADER)
-    if len(raw) > MAX_KEY_LENGTH:
+    if len(key) > MAX_KEY_LENGTH:
         raise ApiError(
             "idempotency_key_invalid",
-            f"{HEADER} may be at most {MAX_KEY_LENGTH} characters; got {len(raw)}",
+            f"{HEADER} may be at most {MAX_KEY_LENGTH} characters; got {len(key)}",
             param=HEADER,
         )
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in raw):
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in key):
         raise ApiError(
             "idempotency_key_invalid", f"{HEADER} may not hold control characters", param=HEADER
         )
-    return raw
+    return key
 
 
 def request_fingerprint(method: str, path: str, body: bytes) -> str:
@@ -168,7 +181,7 @@ async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiRespon
         ApiError: 400 ``idempotency_key_invalid``; 409 ``idempotency_key_reused`` or
             ``idempotency_key_in_use``; whatever the handler raises (nothing is stored).
     """
-    raw = ctx.headers.get(HEADER)
+    raw = ctx.header(HEADER)
     if ctx.method != "POST" or raw is None or ctx.token is None:
         return await call_next(ctx)
     key = parse_key(raw)

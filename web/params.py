@@ -1,9 +1,10 @@
 """Query parameters of list endpoints (spec 4.1, 4.2, 4.4; DESIGN: sort values, 400s).
 
 Every bad query parameter is a 400 ``invalid_request_error`` naming it in ``param``: an
-unknown name (``unknown_parameter``), a repeated or malformed value or one out of range
-(``invalid_parameter``), both cursors at once (``cursor_conflict``), a cursor that is not
-an id of the listed kind (``cursor_not_found``).
+unknown name (``unknown_parameter``), a repeated, empty (``sort=``), malformed or not
+UTF-8 (``search=%FF``) value or one out of range (``invalid_parameter``), both cursors
+at once (``cursor_conflict``), a cursor that is not an id of the listed kind
+(``cursor_not_found``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from store import PageRequest, has_prefix
 
@@ -106,6 +108,26 @@ def check_names(args: Mapping[str, list[str]], allowed: Iterable[str]) -> None:
             )
 
 
+def check_utf8(query_string: bytes) -> None:
+    """Raise 400 ``invalid_parameter`` naming the first query parameter whose name or
+    value is not UTF-8 once percent-decoded (``search=%FF``). werkzeug keeps such bytes
+    percent-encoded (``"%FF"``, three characters), which would search for the wrong text
+    (issue 15); RFC 3986 leaves the encoding to the application, and this API's is UTF-8.
+    """
+    for pair in query_string.split(b"&"):
+        name, _, value = pair.replace(b"+", b" ").partition(b"=")
+        try:
+            unquote_to_bytes(name).decode("utf-8")
+            unquote_to_bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            param = name.decode("latin-1")[:100]
+            raise ApiError(
+                "invalid_parameter",
+                f"{param[:50]} is not UTF-8 text once percent-decoded",
+                param=param,
+            ) from None
+
+
 def cursor(args: Mapping[str, list[str]], name: str, prefix: str) -> str | None:
     """A cursor parameter: an id with ``prefix``, or None when absent."""
     value = _single(args, name)
@@ -142,8 +164,10 @@ def parse_list_query(
             "starting_after and ending_before are mutually exclusive",
             param="ending_before",
         )
-    raw_sort = _single(args, "sort") or "-created"
-    field = raw_sort.removeprefix("-")
+    raw_sort = _single(args, "sort")
+    if raw_sort is None:
+        raw_sort = "-created"
+    field = raw_sort.removeprefix("-")  # an empty sort= is no field: refused below
     if field not in sorts:
         raise ApiError(
             "invalid_parameter",

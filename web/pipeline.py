@@ -13,8 +13,6 @@ the handlers.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -26,6 +24,7 @@ from store import TokenContext
 
 from .deps import Dependencies
 from .errors import CODES, ApiError
+from .json_body import parse_json
 from .versioning import CURRENT_VERSION
 
 M = TypeVar("M", bound=BaseModel)
@@ -47,6 +46,7 @@ class RequestContext:
 
     Attributes:
         query: every query parameter with all its values.
+        raw_query: the query string as sent (percent-encoded bytes).
         body: the raw request body (bytes; empty when none was sent).
         response_headers: headers every response to this request carries (Request-Id,
             Service-Version, rate-limit headers), errors included.
@@ -62,6 +62,7 @@ class RequestContext:
     body: bytes
     remote_addr: str | None
     deps: Dependencies
+    raw_query: bytes = b""
     token: TokenContext | None = None
     version: str = CURRENT_VERSION
     response_headers: dict[str, str] = field(default_factory=dict)
@@ -72,11 +73,26 @@ class RequestContext:
         assert self.token is not None, "authenticate must run first"
         return self.token.account_id
 
+    def header(self, name: str) -> str | None:
+        """The value of request header ``name`` (case-insensitive), or None when absent.
+
+        Raises:
+            ApiError: 400 ``duplicate_header`` (``param`` = ``name``) when it was sent more
+                than once: two readers could take different ones (issue 15).
+        """
+        values = self.headers.getlist(name)
+        if len(values) > 1:
+            raise ApiError(
+                "duplicate_header", f"{name} may be sent once; got {len(values)}", param=name
+            )
+        return values[0] if values else None
+
     def json_object(self) -> dict[str, Any]:
         """The body as a JSON object, not yet validated.
 
         Raises:
             ApiError: 400 ``invalid_json`` for an empty or unreadable body,
+                ``json_too_deep`` or ``duplicate_key`` (:mod:`web.json_body`),
                 ``unsupported_content_type`` without ``Content-Type: application/json``;
                 422 ``invalid_type`` when the JSON is not an object.
         """
@@ -147,79 +163,6 @@ def _bind(middleware: Middleware, call_next: Handler) -> Handler:
     return run
 
 
-_UNREADABLE = object()
-"""Stands in for a number that cannot be read (NaN, Infinity, out of range) while parsing,
-so that the error can name the field that holds it."""
-
-
-def parse_json(raw: bytes) -> Any:
-    """Decode a request body: UTF-8, strict JSON (no NaN or Infinity, no number beyond the
-    double range or with more than 4,300 digits), nesting bounded by the parser.
-
-    Raises:
-        ApiError: 400 ``invalid_json`` for bytes that are not UTF-8 JSON (nesting too deep
-            included), and for NaN, Infinity or an unreadable number, then with ``param``
-            naming the top-level field that holds it.
-    """
-    unreadable: list[str] = []
-
-    def constant(text: str) -> object:
-        unreadable.append(text)
-        return _UNREADABLE
-
-    def floating(text: str) -> object:
-        value = float(text)
-        if not math.isfinite(value):
-            unreadable.append(text)
-            return _UNREADABLE
-        return value
-
-    def integer(text: str) -> object:
-        try:
-            return int(text)
-        except ValueError:  # more digits than int() takes (a CPU-time guard)
-            unreadable.append(text)
-            return _UNREADABLE
-
-    try:
-        data = json.loads(
-            raw.decode("utf-8"), parse_constant=constant, parse_float=floating, parse_int=integer
-        )
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        message = "the body is not valid JSON"
-        if isinstance(exc, UnicodeDecodeError):
-            message = "the body is not valid UTF-8"
-        raise ApiError("invalid_json", message) from None
-    if unreadable:
-        param = _field_holding(data, _UNREADABLE)
-        shown = unreadable[0] if len(unreadable[0]) <= 24 else unreadable[0][:20] + "..."
-        raise ApiError(
-            "invalid_json",
-            f"{param or 'the body'}: {shown} is not a number this API reads (NaN, Infinity "
-            "and numbers beyond the double range or 4,300 digits are refused)",
-            param=param,
-        )
-    return data
-
-
-def _field_holding(data: Any, marker: object) -> str | None:
-    """The top-level key of ``data`` whose value holds ``marker`` anywhere (walked without
-    recursion, so any nesting the parser accepted is safe), or None."""
-    if not isinstance(data, dict):
-        return None
-    for key, value in data.items():
-        stack = [value]
-        while stack:
-            item = stack.pop()
-            if item is marker:
-                return str(key)
-            if isinstance(item, dict):
-                stack.extend(item.values())
-            elif isinstance(item, list):
-                stack.extend(item)
-    return None
-
-
 _PYDANTIC_CODES = {
     "missing": "parameter_missing",
     "extra_forbidden": "parameter_unknown",
@@ -232,6 +175,60 @@ _PYDANTIC_CODES = {
     "greater_than": "value_out_of_range",
     "less_than": "value_out_of_range",
 }
+
+
+def _message(error: Any, code: str, param: str | None) -> str:
+    """Uptrio's words for a pydantic error (issue 15: pydantic's own, such as ``Input
+    should be a valid integer``, are not part of this API). Errors raised by our own
+    validators (``PydanticCustomError`` with a code of :data:`web.errors.CODES`) keep
+    their message."""
+    kind = error["type"]
+    limits = error.get("ctx") or {}
+    name = param or "the body"
+    if kind in CODES:
+        return str(error["msg"])  # ours, naming the field already
+    if code == "parameter_unknown":
+        return f"unknown field {name!r}"
+    if code == "parameter_missing":
+        return f"{name} is required"
+    if code == "metadata_invalid":
+        return f"{name} must be an object of string values"
+    if code == "invalid_value":
+        return f"{name} must be one of {limits.get('expected', 'the documented values')}"
+    if code == "value_out_of_range":
+        bound = {
+            "greater_than_equal": "at least",
+            "less_than_equal": "at most",
+            "greater_than": "greater than",
+            "less_than": "less than",
+        }[kind]
+        return f"{name} must be {bound} {next(iter(limits.values()), '')}".rstrip()
+    if code == "value_too_long":
+        return f"{name} may be at most {limits.get('max_length')} characters"
+    if code == "value_too_short":
+        if limits.get("min_length") == 1:
+            return f"{name} may not be empty"
+        return f"{name} must be at least {limits.get('min_length')} characters"
+    expected = _TYPE_WORDS.get(kind.removesuffix("_type").removesuffix("_parsing"))
+    if kind == "int_from_float":
+        expected = "an integer"
+    if expected is not None:
+        return f"{name} must be {expected}"
+    if kind == "string_unicode":
+        return f"{name} must be valid Unicode text"
+    return f"{name} has the wrong type"
+
+
+_TYPE_WORDS = {
+    "int": "an integer",
+    "string": "a string",
+    "dict": "an object",
+    "list": "an array",
+    "bool": "true or false",
+    "float": "a number",
+    "none_required": "null",
+}
+"""The JSON type a pydantic ``*_type`` error asked for, in words."""
 
 
 def validate(model: type[M], data: dict[str, Any]) -> M:
@@ -253,12 +250,7 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
         param = str(location[0]) if location else None
         if param == "metadata" and code == "invalid_type":
             code = "metadata_invalid"
-        message = first["msg"]
-        if code == "parameter_unknown" and param is not None:
-            message = f"unknown field {param!r}"
-        elif param is not None:
-            message = f"{param}: {message}"
-        raise ApiError(code, message, param=param) from None
+        raise ApiError(code, _message(first, code, param), param=param) from None
     for name, value in data.items():
         if _has_nul(value):
             # Postgres stores no U+0000 in text or jsonb: refuse it here, not with a 500

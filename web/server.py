@@ -4,7 +4,8 @@
 them to each incarnation of the ``web`` child, so a restart of the child keeps the port
 (connections wait in the backlog meanwhile). An incarnation stops politely through
 :meth:`Incarnation.shutdown` (Hypercorn stops accepting and finishes the requests in
-flight within its ``graceful_timeout``) or at once when cancelled.
+flight within its ``graceful_timeout``) or at once when cancelled. Hypercorn's settings
+and its HTTP/1.1 protocol are :mod:`web.http_server`'s.
 """
 
 from __future__ import annotations
@@ -19,19 +20,7 @@ from hypercorn.config import Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
-__all__ = ["Incarnation", "WebServer", "hypercorn_config"]
-
-
-def hypercorn_config(bind: list[str], *, graceful_seconds: float) -> HypercornConfig:
-    """Hypercorn's configuration for ``bind`` (``["host:port", ...]``; port 0: the OS
-    picks): no access or error log of its own (the app logs every request),
-    ``graceful_seconds`` (seconds) to finish requests in flight at a polite stop."""
-    config = HypercornConfig()
-    config.bind = bind
-    config.accesslog = None
-    config.errorlog = None
-    config.graceful_timeout = graceful_seconds
-    return config
+__all__ = ["Incarnation", "WebServer"]
 
 
 @dataclass(slots=True)

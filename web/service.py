@@ -85,10 +85,11 @@ from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free
 from .app import create_app
 from .auth import PERMISSIONS, issue_token, load_secret
 from .deps import Dependencies, MonitorEngine, NoEngine, WebSettings
+from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
 from .metrics import Metrics
 from .ops import Operations
-from .server import Incarnation, WebServer, hypercorn_config
+from .server import Incarnation, WebServer
 from .versioning import CURRENT_VERSION
 
 __all__ = [

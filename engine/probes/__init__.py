@@ -17,10 +17,12 @@ one of `ERROR_CODES` (table in ``_result.py``); it raises only for bugs, and let
 - ``_prober``: `Prober`, the timeout and the translation of failures into results;
 - ``_tcp``: resolution, the address policy, TCP connects (happy eyeballs), the tcp probe;
 - ``_http``: the http probe (h11 over trio streams, redirects, TLS);
-- ``_dns``: the dns probe (dnspython on trio);
+- ``_dns``: the dns probe (dnspython on trio), and `nameserver_resolver` for the target
+  policy's create-time screen of dns monitors;
 - ``_ping``: the ping probe (ICMP sockets on trio).
 """
 
+from ._dns import nameserver_resolver
 from ._http import BODY_LIMIT_BYTES, MAX_REDIRECTS, USER_AGENT
 from ._prober import Prober
 from ._result import ERROR_CODES, ErrorCode, ProbeResult, ProbeSpec
@@ -36,4 +38,5 @@ __all__ = [
     "ProbeResult",
     "ProbeSpec",
     "Prober",
+    "nameserver_resolver",
 ]

@@ -1,23 +1,34 @@
-"""The ``dns`` probe: does the name resolve to an A or AAAA record?
+"""The ``dns`` probe: does the name resolve to an A or AAAA record the policy allows?
 
 dnspython's async stub resolver runs on trio (``dns.asyncbackend.get_backend("trio")``).
 The A and AAAA queries go out together; the first one that comes back with at least one
-record makes the check up, and the other query is cancelled. NXDOMAIN, or no record of
-either type, is ``dns_failure``; so is a nameserver that fails (SERVFAIL, REFUSED). The
-probe talks to the nameserver only, never to the target, so the address policy does not
-apply to it.
+allowed record makes the check up, and the other query is cancelled. NXDOMAIN, or no
+record of either type, is ``dns_failure``; so is a nameserver that fails (SERVFAIL,
+REFUSED). Names are asked of the nameserver only: ``/etc/hosts`` is never read (so
+``localhost`` is whatever the nameserver says it is).
+
+The probe talks to the nameserver only, never to the addresses in the answer, but those
+addresses are screened by the address policy all the same, as the http probe screens
+the addresses it would connect to (issue 15): refused addresses are dropped, and a check
+whose answers hold only refused addresses fails with ``target_denied``. Otherwise a dns
+monitor on an internal name would tell its owner which internal names exist, and to
+which private addresses they point.
 
 The resolver is built once per `Prober` by `make_resolver` (building one with the system
 configuration reads ``/etc/resolv.conf``; checks must not). No answer is cached: every
-check asks the nameserver.
+check asks the nameserver. `nameserver_resolver` wraps the same kind of resolver for the
+target policy's create-time screen (``engine.policy.TargetPolicy.dns_resolver``), so
+create and check ask the same nameserver.
 
-Response time: from just before the queries are sent to the first answer with a record,
-in milliseconds.
+Response time: from just before the queries are sent to the first answer with an
+allowed record, in milliseconds.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import time
+from collections.abc import Awaitable, Callable
 
 import dns.asyncbackend
 import dns.asyncresolver
@@ -27,8 +38,11 @@ import dns.resolver
 import trio
 
 from ._result import ProbeFailure
+from ._tcp import AddressPolicy
 
-__all__ = ["make_resolver", "probe_dns"]
+__all__ = ["make_resolver", "nameserver_resolver", "probe_dns"]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _BACKEND = dns.asyncbackend.get_backend("trio")
 _LIFETIME_MARGIN_SECONDS = 1.0
@@ -58,21 +72,27 @@ def make_resolver(nameserver: tuple[str, int] | None) -> dns.asyncresolver.Resol
 
 
 async def probe_dns(
-    resolver: dns.asyncresolver.Resolver, host: str, timeout_seconds: float
+    resolver: dns.asyncresolver.Resolver,
+    host: str,
+    timeout_seconds: float,
+    policy: AddressPolicy | None = None,
 ) -> float:
-    """Resolve ``host`` (A and AAAA) with ``resolver``.
+    """Resolve ``host`` (A and AAAA) with ``resolver`` and screen the answers.
 
     Args:
         resolver: from `make_resolver`.
         host: a host name (as in `engine.targets.Target.host`).
         timeout_seconds: the check's timeout; the caller enforces it, dnspython's own
             lifetime is set a little longer so that the caller's timeout decides.
+        policy: the address policy applied to every address in the answers (refused
+            ones are dropped), or ``None`` to allow every address.
 
     Returns:
-        The time to the first answer with a record, in milliseconds.
+        The time to the first answer with an allowed record, in milliseconds.
 
     Raises:
-        ProbeFailure: ``dns_failure`` (NXDOMAIN, no A/AAAA record, nameserver failure, no
+        ProbeFailure: ``target_denied`` (every address in the answers is refused),
+            ``dns_failure`` (NXDOMAIN, no A/AAAA record, nameserver failure, no
             nameserver configured) or ``timeout`` (dnspython gave up first).
     """
     if not resolver.nameservers:
@@ -81,20 +101,21 @@ async def probe_dns(
     started = time.perf_counter()
     answered_after: float | None = None
     errors: list[Exception] = []
+    refusals: list[str] = []
     empty = 0
 
     async def query(rdtype: str) -> None:
         nonlocal answered_after, empty
         try:
-            answer = await resolver.resolve(
-                host, rdtype, raise_on_no_answer=False, lifetime=lifetime, backend=_BACKEND
-            )
+            addresses = await _addresses(resolver, host, rdtype, lifetime)
         except (dns.exception.DNSException, OSError) as exc:
             errors.append(exc)
             return
-        if answer.rrset is None or len(answer.rrset) == 0:
+        if not addresses:
             empty += 1
-        elif answered_after is None:
+            return
+        allowed = _screen(host, addresses, policy, refusals)
+        if allowed and answered_after is None:
             answered_after = time.perf_counter() - started
             nursery.cancel_scope.cancel()
 
@@ -103,7 +124,84 @@ async def probe_dns(
         nursery.start_soon(query, "AAAA")
     if answered_after is not None:
         return answered_after * 1000.0
+    if refusals:
+        raise ProbeFailure("target_denied", refusals[0])
     raise _failure(host, errors, empty)
+
+
+def nameserver_resolver(
+    nameserver: tuple[str, int] | None,
+) -> Callable[[str], Awaitable[list[IPAddress]]]:
+    """A resolver function for `engine.policy.TargetPolicy.dns_resolver`: every A and
+    AAAA address of a name, asked of ``nameserver`` (``(ip, port)``, or ``None`` for the
+    system's nameservers as `make_resolver` reads them, once, here), as dns checks ask.
+
+    The function it returns raises `OSError` when the name does not resolve (NXDOMAIN,
+    no address, a failing or silent nameserver: dnspython gives up after 10 s, and the
+    caller usually sooner); it waits for both queries and returns the addresses in
+    answer order, IPv4 first.
+    """
+    resolver = make_resolver(nameserver)
+
+    async def resolve(host: str) -> list[IPAddress]:
+        if not resolver.nameservers:
+            raise OSError("no DNS nameserver is configured")
+        found: dict[str, list[IPAddress]] = {}
+        failures: list[Exception] = []
+
+        async def query(rdtype: str) -> None:
+            try:
+                found[rdtype] = await _addresses(resolver, host, rdtype, _RESOLVE_LIFETIME)
+            except (dns.exception.DNSException, OSError) as exc:
+                failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(query, "A")
+            nursery.start_soon(query, "AAAA")
+        addresses = found.get("A", []) + found.get("AAAA", [])
+        if not addresses:
+            raise OSError(f"{host} does not resolve: {failures[0] if failures else 'no address'}")
+        return addresses
+
+    return resolve
+
+
+_RESOLVE_LIFETIME = 10.0
+"""dnspython's lifetime of a `nameserver_resolver` query, in seconds (the create-time
+screen gives up sooner, after ``TargetPolicy.resolve_timeout_seconds``)."""
+
+
+async def _addresses(
+    resolver: dns.asyncresolver.Resolver, host: str, rdtype: str, lifetime: float
+) -> list[IPAddress]:
+    """The addresses of one A or AAAA answer (empty for a NOERROR answer without one).
+
+    Raises:
+        dns.exception.DNSException, OSError: as dnspython raises them.
+    """
+    answer = await resolver.resolve(
+        host, rdtype, raise_on_no_answer=False, lifetime=lifetime, backend=_BACKEND
+    )
+    if answer.rrset is None:
+        return []
+    return [ipaddress.ip_address(record.address) for record in answer.rrset]
+
+
+def _screen(
+    host: str, addresses: list[IPAddress], policy: AddressPolicy | None, refusals: list[str]
+) -> list[IPAddress]:
+    """The addresses ``policy`` allows; the reason for each refused one goes to
+    ``refusals`` (worded as the other probes word ``target_denied``)."""
+    if policy is None:
+        return addresses
+    allowed: list[IPAddress] = []
+    for address in addresses:
+        reason = policy(address)
+        if reason is None:
+            allowed.append(address)
+        else:
+            refusals.append(f"{host} resolves to {address}, which is not allowed: {reason}")
+    return allowed
 
 
 def _failure(host: str, errors: list[Exception], empty: int) -> ProbeFailure:

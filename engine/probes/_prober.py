@@ -37,7 +37,8 @@ class Prober:
             returns ``None`` to allow it or a reason string to refuse it (the check is
             then ``target_denied``). Probes connect to exactly the address that was
             checked. ``None`` allows everything at no cost. dns checks contact only the
-            nameserver, so it does not apply to them.
+            nameserver, but the addresses it answers are screened all the same
+            (``_dns``).
     """
 
     __slots__ = ("_ping_kinds", "_policy", "_resolver", "_ssl_context")
@@ -109,7 +110,9 @@ class Prober:
             assert target.port is not None
             elapsed_ms = await probe_tcp(target.host, target.port, self._policy)
         elif target.type == "dns":
-            elapsed_ms = await probe_dns(self._resolver, target.host, spec.timeout_seconds)
+            elapsed_ms = await probe_dns(
+                self._resolver, target.host, spec.timeout_seconds, self._policy
+            )
         else:
             if not self._ping_kinds:
                 raise ProbeFailure(

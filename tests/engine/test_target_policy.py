@@ -14,7 +14,7 @@ import trio
 from engine import Prober, ProbeSpec, TargetPolicy
 from engine.policy import METADATA_ADDRESSES, IPAddress, Resolver
 from engine.targets import parse_target
-from tests.targets import DnsTarget, HttpTarget, TcpTarget
+from tests.targets import DnsTarget, HttpTarget, TcpTarget, open_dns_target
 
 DEFAULT = TargetPolicy()
 DENY = TargetPolicy(deny_private=True)
@@ -128,8 +128,9 @@ async def test_create_time_check_resolves_names_only_when_denying_private() -> N
         "internal.example": ["192.168.0.5"],
         "imds.example": ["169.254.169.254"],
     }
-    deny = TargetPolicy(deny_private=True, resolver=_resolver(answers))
-    default = TargetPolicy(resolver=_resolver(answers))
+    resolver = _resolver(answers)
+    deny = TargetPolicy(deny_private=True, resolver=resolver, dns_resolver=resolver)
+    default = TargetPolicy(resolver=resolver, dns_resolver=resolver)
     with trio.fail_after(5):
         for kind, url in (
             ("http", "https://{}/health"),
@@ -195,9 +196,9 @@ async def test_the_prober_refuses_denied_addresses_at_check_time(
         for result in results:
             assert not result.ok and result.error_code == "target_denied", result
         assert http_target.accepted == 0 and tcp_target.accepted == 0
-        # dns checks only talk to the nameserver: the policy does not apply to them
+        # dns checks screen the nameserver's answers too (here: loopback addresses)
         dns = await denying.probe(ProbeSpec(type="dns", url="up.test", timeout_seconds=2))
-        assert dns.ok, dns
+        assert not dns.ok and dns.error_code == "target_denied", dns
         # the default policy lets loopback through
         assert (await Prober(address_policy=DEFAULT).probe(_http(http_target.url()))).ok
 
@@ -213,3 +214,40 @@ async def test_a_redirect_to_the_metadata_service_is_denied_at_its_hop(
             result = await prober.probe(_http(http_target.url(path)))
             assert not result.ok and result.error_code == "target_denied", result
             assert "metadata" in (result.error_message or "")
+
+
+def _dns(name: str) -> ProbeSpec:
+    return ProbeSpec(type="dns", url=name, timeout_seconds=3.0)
+
+
+async def test_dns_checks_screen_the_addresses_the_nameserver_answers() -> None:
+    # issue 15, item 2: a dns monitor must not learn which internal names exist
+    records = {
+        "internal.test": ["10.1.2.3"],
+        "loop.test": ["127.0.0.1", "::1"],
+        "imds.test": ["169.254.169.254"],
+        "public.test": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"],
+        "mixed.test": ["10.1.2.3", "2606:2800:220:1:248:1893:25c8:1946"],
+    }
+    with trio.fail_after(20):
+        async with open_dns_target(records=records) as server:
+            denying = Prober(address_policy=DENY, dns_nameserver=server.nameserver)
+            default = Prober(address_policy=DEFAULT, dns_nameserver=server.nameserver)
+            for name, reason in (
+                ("internal.test", "10.1.2.3, which is not allowed: a private address"),
+                ("loop.test", "which is not allowed: a loopback address"),
+                ("imds.test", "a link-local or cloud metadata address"),
+            ):
+                result = await denying.probe(_dns(name))
+                assert not result.ok and result.error_code == "target_denied", result
+                assert reason in (result.error_message or ""), result
+            # refused addresses are dropped, as for http: one allowed address is enough
+            for name in ("public.test", "mixed.test"):
+                result = await denying.probe(_dns(name))
+                assert result.ok, (name, result)
+            # without deny_private only link-local and metadata addresses are refused
+            assert (await default.probe(_dns("loop.test"))).ok
+            imds = await default.probe(_dns("imds.test"))
+            assert not imds.ok and imds.error_code == "target_denied", imds
+            # the nameserver was asked every time (no cache, no /etc/hosts)
+            assert sum(q.name == "loop.test" for q in server.queries) >= 2

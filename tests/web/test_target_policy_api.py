@@ -16,8 +16,10 @@ import trio
 
 from engine.policy import IPAddress, TargetPolicy
 from tests.api import Api, MakeToken
+from tests.targets import open_dns_target
 from tests.web.helpers import assert_error, create_monitor, expect
 from web.app import create_app
+from web.cli import build_parser, service_settings
 from web.deps import Dependencies
 
 if TYPE_CHECKING:
@@ -40,7 +42,7 @@ async def fake_resolver(host: str) -> list[IPAddress]:
 @pytest.fixture
 async def denying_client(deps: Dependencies) -> AsyncIterator[TestClientProtocol]:
     """The app as ``uptrio serve --deny-private-targets`` runs it."""
-    policy = TargetPolicy(deny_private=True, resolver=fake_resolver)
+    policy = TargetPolicy(deny_private=True, resolver=fake_resolver, dns_resolver=fake_resolver)
     app = create_app(dataclasses.replace(deps, target_policy=policy))
     async with app.test_app() as test_app:
         yield test_app.test_client()
@@ -131,3 +133,34 @@ async def test_deny_private_refuses_at_patch_and_other_fields_still_change(
         )
         missing = await api.patch("/monitors/mon_" + "a" * 24, json={"url": "http://10.0.0.1/"})
         assert_error(missing, 404, "resource_missing")
+
+
+async def test_dns_monitors_are_screened_with_the_configured_nameserver(
+    deps: Dependencies, make_token: MakeToken
+) -> None:
+    # issue 15, item 2: `--deny-private-targets --dns-nameserver IP:PORT` screens a dns
+    # monitor's name with the answers of that nameserver (the one its checks ask), not
+    # with the system resolver
+    records = {
+        "internal.test": ["10.1.2.3"],
+        "loop.test": ["127.0.0.1"],
+        "public.test": ["93.184.216.34"],
+    }
+    with trio.fail_after(20):
+        async with open_dns_target(records=records) as server:
+            args = build_parser().parse_args(
+                ["serve", "--deny-private-targets", "--dns-nameserver", f"127.0.0.1:{server.port}"]
+            )
+            app = create_app(
+                dataclasses.replace(deps, target_policy=service_settings(args).target_policy)
+            )
+            async with app.test_app() as test_app:
+                api = Api(test_app.test_client(), await make_token())
+                for name, address in (("internal.test", "10.1.2.3"), ("loop.test", "127.0.0.1")):
+                    response = await api.post("/monitors", json=_monitor("dns", name))
+                    error = assert_error(response, 422, "target_not_allowed", param="url")
+                    assert address in error["message"]
+                created = await api.post("/monitors", json=_monitor("dns", "dns://public.test"))
+                assert created[0] == 201, created[1]
+            asked = {query.name for query in server.queries}
+            assert {"internal.test", "loop.test", "public.test"} <= asked

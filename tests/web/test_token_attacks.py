@@ -194,7 +194,15 @@ async def test_revoked_and_record_expired_tokens_are_401_on_every_method(
         revoked = await make_token()
         revoked_id = str(jwt.decode(revoked, options={"verify_signature": False})["sub"])
         await db.run(accounts.revoke_token, revoked_id, int(time.time()))
-        expired = await make_token(expires_in=-1)  # JWT exp within the leeway; record past
+        # a JWT without exp whose record expired (past the leeway): the database decides
+        expired_id = str(
+            jwt.decode(await make_token(expires_in=3600), options={"verify_signature": False})[
+                "sub"
+            ]
+        )
+        await db.run(_expire, expired_id)
+        now = int(time.time())
+        expired = sign(HS256, {"sub": expired_id, "aud": AUDIENCE, "iat": now})
         for method in ("GET", "POST", "PATCH", "DELETE"):
             path = "/monitors" if method in ("GET", "POST") else "/monitors/mon_abc"
             headers = {"Idempotency-Key": "k"} if method == "POST" else None
@@ -210,6 +218,10 @@ async def test_revoked_and_record_expired_tokens_are_401_on_every_method(
                 "token_expired",
                 type="authentication_error",
             )
+
+
+async def _expire(connection: Any, token_id: str) -> None:
+    await connection.execute("UPDATE api_tokens SET expires_at = 1 WHERE id = $1", token_id)
 
 
 async def test_odd_authorization_headers_are_401(attack_client: TestClientProtocol) -> None:

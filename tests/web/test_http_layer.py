@@ -1,0 +1,276 @@
+"""Requests as they arrive on the socket, against the service's own web server
+(``web.service.open_service``: Hypercorn configured as ``uptrio serve`` configures it):
+every answer is in the error shape with a Request-Id, none is a redirect, whatever the
+path, the method's case or the framing (issue 15, items 3 and 5).
+
+- paths the API does not serve (``//``, ``..%2f``, a trailing slash) are 404
+  ``route_not_found``, never a 308 to a path the client did not ask for;
+- what h11 refuses before the app (a NUL in a header, a bad or repeated Content-Length,
+  a 100 KB header, an unknown Transfer-Encoding, bytes after a body that are no request,
+  a byte outside ASCII in the target) still gets the error shape, then the connection
+  is closed;
+- a lowercase method is refused (methods are case-sensitive, RFC 9110, 9.1);
+- a body trickled in is cut off after the body timeout (408 ``body_timeout``).
+
+Loopback only, port 0, raw sockets (no client library would send these requests).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from store import Database
+from tests.api import SECRET, MakeToken
+from web.deps import Dependencies, MonitorEngine, WebSettings
+from web.models import ErrorResponse
+from web.service import ServiceSettings, WebOptions, open_service
+
+Response = tuple[int, dict[str, str], bytes]
+
+
+@asynccontextmanager
+async def serving(db: Database, settings: WebSettings | None = None) -> AsyncIterator[int]:
+    """The service's web server (no engine) on 127.0.0.1; yields its port."""
+
+    def make_deps(engine: MonitorEngine) -> Dependencies:
+        return Dependencies(
+            db=db, engine=engine, jwt_secret=SECRET, settings=settings or WebSettings()
+        )
+
+    web = WebOptions(bind=["127.0.0.1:0"], make_deps=make_deps)
+    async with open_service(db, ServiceSettings(engine=None, shutdown_seconds=2), web=web) as svc:
+        yield int(svc.binds[0].rpartition(":")[2])
+
+
+async def read_response(stream: trio.SocketStream, buffer: bytearray) -> Response:
+    """One HTTP/1.1 response with a Content-Length body; ``buffer`` keeps what follows."""
+    while b"\r\n\r\n" not in buffer:
+        chunk = await stream.receive_some(65536)
+        assert chunk, f"closed before a response: {bytes(buffer)!r}"
+        buffer += chunk
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = await stream.receive_some(65536)
+        assert chunk, "closed inside the body"
+        rest += chunk
+    buffer[:] = rest[length:]
+    return status, headers, rest[:length]
+
+
+async def closed_by_server(stream: trio.SocketStream) -> bool:
+    """True when the server closes the connection within 5 s (a reset counts)."""
+    with trio.move_on_after(5):
+        try:
+            while await stream.receive_some(65536):
+                pass
+        except trio.BrokenResourceError:
+            pass
+        return True
+    return False
+
+
+def assert_error_shape(
+    response: Response, status: int, code: str, what: str = ""
+) -> dict[str, Any]:
+    """The error shape, its code, and the Request-Id header equal to the body's."""
+    got, headers, body = response
+    assert got == status, (what, got, body)
+    assert headers["content-type"] == "application/json", headers
+    assert "location" not in headers
+    error = ErrorResponse.model_validate(json.loads(body)).error
+    assert error.code == code, error
+    assert headers["request-id"].startswith("req_") and error.request_id == headers["request-id"]
+    assert headers["service-version"]
+    return error.model_dump()
+
+
+async def exchange(port: int, raw: bytes) -> tuple[Response, bool]:
+    """Send ``raw`` on a new connection; the first response and whether the server then
+    closed the connection."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(raw)
+        response = await read_response(stream, bytearray())
+        return response, await closed_by_server(stream)
+
+
+def request(method: str, target: str, token: str, extra: bytes = b"") -> bytes:
+    return (
+        f"{method} {target} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\n".encode()
+        + extra
+        + b"\r\n"
+    )
+
+
+async def test_paths_the_api_does_not_serve_are_json_404s_not_redirects(
+    db: Database, make_token: MakeToken
+) -> None:
+    with trio.fail_after(30):
+        token = await make_token()
+        async with serving(db) as port:
+            for method, target in (
+                ("GET", "/monitors//checks"),
+                ("POST", "/monitors/..%2f/pause"),
+                ("POST", "/monitors/mon_abc%2F/pause"),
+                ("GET", "//monitors"),
+                ("GET", "/monitors/"),
+                ("GET", "/monitors/mon_abc//checks"),
+                ("GET", "/openapi.json/"),
+                ("DELETE", "/incidents//"),
+            ):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                async with stream:
+                    await stream.send_all(request(method, target, token))
+                    response = await read_response(stream, bytearray())
+                assert_error_shape(response, 404, "route_not_found", f"{method} {target}")
+
+
+def _lying_length(token: str, after: bytes) -> bytes:
+    """A POST whose Content-Length (13) covers ``{"name": "x"}``, then ``after``."""
+    head = request("POST", "/monitors", token, b"Content-Type: application/json\r\n")
+    return head[:-2] + b'Content-Length: 13\r\n\r\n{"name": "x"}' + after
+
+
+REFUSED_BY_THE_HTTP_LAYER: list[tuple[str, str, str, bytes, int, str]] = [
+    # what, method, target, extra header lines, status, code
+    ("NUL in a header", "GET", "/monitors", b"X-A: a\x00b\r\n", 400, "malformed_request"),
+    ("Content-Length -1", "POST", "/monitors", b"Content-Length: -1\r\n", 400, "malformed_request"),
+    (
+        "Content-Length abc",
+        "POST",
+        "/monitors",
+        b"Content-Length: abc\r\n",
+        400,
+        "malformed_request",
+    ),
+    (
+        "two Content-Lengths",
+        "POST",
+        "/monitors",
+        b"Content-Length: 5\r\nContent-Length: 6\r\n",
+        400,
+        "malformed_request",
+    ),
+    (
+        "unknown Transfer-Encoding",
+        "POST",
+        "/monitors",
+        b"Transfer-Encoding: gzip\r\n",
+        400,
+        "malformed_request",
+    ),
+    (
+        "a 100 KB header",
+        "GET",
+        "/monitors",
+        b"X-A: " + b"a" * 100_000 + b"\r\n",
+        431,
+        "headers_too_large",
+    ),
+    (
+        "a byte beyond ASCII in the target",
+        "GET",
+        "/monitors?search=\xff",
+        b"",
+        400,
+        "malformed_request",
+    ),
+]
+
+
+async def test_requests_refused_before_the_app_still_get_the_error_shape(
+    db: Database, make_token: MakeToken
+) -> None:
+    with trio.fail_after(60):
+        token = await make_token()
+        async with serving(db) as port:
+            cases = [
+                (what, request(method, target, token, extra), status, code)
+                for what, method, target, extra, status, code in REFUSED_BY_THE_HTTP_LAYER
+            ]
+            tls_hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n"
+            cases.append(("no request line (TLS)", tls_hello, 400, "malformed_request"))
+            for what, raw, status, code in cases:
+                try:
+                    response, closed = await exchange(port, raw)
+                except AssertionError as exc:
+                    raise AssertionError(what) from exc
+                error = assert_error_shape(response, status, code, what)
+                assert error["type"] == "invalid_request_error", what
+                assert closed, what
+            # a body longer than its Content-Length: the app answers the request; the
+            # bytes after it are no request, and get the error shape too, once a line
+            # ends or the client stops sending
+            for after, half_close in ((b"x" * 40 + b"\r\n\r\n", False), (b"1}", True)):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                async with stream:
+                    await stream.send_all(_lying_length(token, after))
+                    if half_close:
+                        await stream.send_eof()
+                    buffer = bytearray()
+                    first = await read_response(stream, buffer)
+                    assert_error_shape(first, 422, "parameter_missing")
+                    second = await read_response(stream, buffer)
+                    assert_error_shape(second, 400, "malformed_request", repr(after))
+                    assert await closed_by_server(stream)
+            # and the service still answers
+            (status, headers, _), _ = await exchange(
+                port, request("GET", "/monitors", token, b"Connection: close\r\n")
+            )
+            assert status == 200 and headers["request-id"].startswith("req_")
+
+
+async def test_methods_are_case_sensitive(db: Database, make_token: MakeToken) -> None:
+    with trio.fail_after(30):
+        token = await make_token()
+        async with serving(db) as port:
+            for method in ("get", "Get", "gET", "post", "delete"):
+                response, closed = await exchange(port, request(method, "/monitors", token))
+                error = assert_error_shape(response, 400, "invalid_method")
+                assert method in error["message"]
+                assert closed
+            (status, _, _), _ = await exchange(port, request("GET", "/monitors", token))
+            assert status == 200
+
+
+async def test_a_trickled_body_is_cut_off_after_the_body_timeout(
+    db: Database, make_token: MakeToken
+) -> None:
+    assert WebSettings().body_timeout_seconds <= 10  # not Quart's 60 s
+    with trio.fail_after(30):
+        token = await make_token()
+        async with serving(db, WebSettings(body_timeout_seconds=1)) as port:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            async with stream:
+                head = request(
+                    "POST",
+                    "/monitors",
+                    token,
+                    b"Content-Type: application/json\r\nContent-Length: 100\r\n",
+                )
+                await stream.send_all(head)
+                started = trio.current_time()
+                buffer = bytearray()
+
+                async def trickle() -> None:
+                    for _ in range(100):
+                        await stream.send_all(b" ")
+                        await trio.sleep(0.2)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(trickle)
+                    response = await read_response(stream, buffer)
+                    nursery.cancel_scope.cancel()
+                elapsed = trio.current_time() - started
+                assert_error_shape(response, 408, "body_timeout")
+                assert 0.9 < elapsed < 8, elapsed
+                assert await closed_by_server(stream)
