@@ -18,15 +18,23 @@ The web layer reaches the engine through :class:`Engine` (the ``MonitorEngine`` 
 ``web.deps``): ``monitor_saved`` and ``monitor_deleted`` ask the engine's command
 actor and return once the change is in effect (the actor started, reconfigured or
 stopped), so no check starts after a pause response is sent.
+
+Graceful stop (issue 15, item 4): the engine's ``shutdown`` hook is :meth:`Engine.stop`.
+The tree is then stopped with OTP's shutdown ladder, level by level, while commands are
+still answered: each shard is asked to close (``Supervisor.request_close``), and each of its
+monitor actors is told :class:`~engine.monitor.Drain`: it starts no new probe, lets the
+one already sent finish (bounded by the probe's own timeout), hands its check to the
+store, and returns. Each level is cancelled past its grace (65 s: the longest probe
+timeout plus a margin; the caller's own grace, ``--shutdown-seconds``, bounds it all). A
+pause or a delete stops its actor at once instead (``stop_child(..., at_once=True)``):
+the response does not wait for a probe.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
 import zlib
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -36,7 +44,15 @@ import trio
 from store import CheckWriter, Database, DatabaseUnavailable, MonitorRecord, monitors
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
-from .monitor import EngineStatistics, MonitorDeps, MonitorMessage, Reconfigure, run_monitor
+from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
+from .monitor import (
+    Drain,
+    EngineStatistics,
+    MonitorDeps,
+    MonitorMessage,
+    Reconfigure,
+    run_monitor,
+)
 from .observer import CheckObserver
 from .probes import Prober
 from .supervisor import (
@@ -57,6 +73,10 @@ log = structlog.get_logger("uptrio.engine")
 _MONITOR_INTENSITY = Intensity(max_restarts=50, period_seconds=60.0)
 _MONITOR_BACKOFF = Backoff(min_seconds=0.5, max_seconds=30.0, random_factor=0.2)
 _SHARD_INTENSITY = Intensity(max_restarts=5, period_seconds=60.0)
+_DRAIN_SECONDS = 65.0
+"""Grace of a graceful stop for each shard and monitor actor, seconds: the longest probe
+timeout (60 s) plus a margin; the caller's grace (``--shutdown-seconds``) is the tighter
+bound in practice."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,14 +199,17 @@ class Shard:
                 child_id=record.id,
                 start=partial(self._incarnation, entry),
                 restart=RestartType.TRANSIENT,
+                shutdown=partial(_tell_drain, entry.ref),
+                shutdown_seconds=_DRAIN_SECONDS,
             )
         )
 
     async def stop(self, monitor_id: str) -> None:
-        """Stop a monitor's actor (cancelled, in-flight probe included) and forget it."""
+        """Stop a monitor's actor at once (cancelled, in-flight probe included: a pause
+        or a delete) and forget it."""
         entry = self.entries.pop(monitor_id, None)
         if self.supervisor is not None:
-            await self.supervisor.stop_child(monitor_id)
+            await self.supervisor.stop_child(monitor_id, at_once=True)
         if entry is not None:
             entry.ref.inbox.close()
 
@@ -213,6 +236,16 @@ class Shard:
         )
 
 
+def _tell_drain(ref: ActorRef[MonitorMessage], _started: object) -> bool:
+    """A monitor actor's ``shutdown`` hook: tell it to drain; False (then it is cancelled
+    at once) when its inbox is full or closed."""
+    try:
+        ref.tell_nowait(Drain())
+    except (trio.WouldBlock, ActorUnavailable):
+        return False
+    return True
+
+
 async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
     """The active monitors, waiting out a database outage (retried every 0.5 s doubling
     to 5 s), so a supervisor (re)loading during an outage waits for the database instead
@@ -230,59 +263,6 @@ async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
             )
             await trio.sleep(delay_seconds)
             delay_seconds = min(5.0, delay_seconds * 2)
-
-
-@contextlib.asynccontextmanager
-async def young_gc_threshold(threshold: int | None) -> AsyncIterator[None]:
-    """Raise the garbage collector's young-generation threshold to ``threshold`` tracked
-    objects for the block (the older generations' thresholds unchanged), then restore it.
-
-    Why: every monitor actor parks on a timer for a whole interval, so each check leaves
-    objects that live ~10 s. With CPython's default (a young collection every 700 net
-    allocations) they are collected while alive and promoted to the oldest generation,
-    which then triggers a full collection every ~10 s over the whole heap: 1.5 s pauses
-    at 10,000 monitors, and a third of the service's CPU (bench/RESULTS.md). Those objects
-    are freed by reference counting, so allocations and frees balance and a young
-    collection comes only with real growth or cyclic garbage.
-    """
-    if threshold is None:
-        yield
-        return
-    previous = gc.get_threshold()
-    gc.set_threshold(threshold, *previous[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*previous)
-
-
-def freeze_heap() -> None:
-    """Move every object the garbage collector tracks into its permanent generation
-    (``gc.freeze``, constant time), so that no later collection walks them again.
-
-    Why: the monitors' own objects (actors, records, timers) make up most of the heap and
-    live as long as their monitors. When the heap grows by a quarter, CPython collects the
-    oldest generation, walking all of it while the event loop stands still: 0.8 s at
-    10,000 monitors, and every check due in that time is late by as much
-    (bench/RESULTS.md). Frozen, they are still freed by reference counting when their
-    monitor goes; only a reference cycle among objects alive at a freeze is never
-    collected, which is why the engine freezes after the set of monitors changes (once
-    after loading, then `EngineSettings.gc_freeze_delay_seconds` after a save) rather
-    than on a clock.
-    """
-    gc.freeze()
-    log.debug("heap frozen", frozen_objects=gc.get_freeze_count())
-
-
-@contextlib.contextmanager
-def _unfrozen_on_exit(freezing: bool) -> Iterator[None]:
-    """On exit, give the frozen objects back to the collector (``gc.unfreeze``, constant
-    time): the engine's monitors are gone, and a restarted engine freezes again."""
-    try:
-        yield
-    finally:
-        if freezing:
-            gc.unfreeze()
 
 
 def shard_of(monitor_id: str, shard_count: int) -> int:
@@ -307,6 +287,7 @@ class Engine:
         self.shards = shards
         self.statistics = stats
         self.settings = settings
+        self._stop_requested = trio.Event()
 
     async def monitor_saved(self, monitor: MonitorRecord) -> None:
         """Run ``monitor`` with this configuration (or stop it when paused); returns once
@@ -334,6 +315,13 @@ class Engine:
 
         await ask(self._ref, make, timeout_seconds=self.settings.ask_timeout_seconds)
 
+    def stop(self) -> None:
+        """Stop gracefully (the engine child's ``shutdown`` hook): every monitor actor
+        drains (see the module docstring), then :func:`run_engine` returns. Commands are
+        still answered meanwhile; a start or a restart of a monitor is left to the next
+        load from the database (the web layer committed it first)."""
+        self._stop_requested.set()
+
     def running(self) -> int:
         """Monitor actors currently registered."""
         return sum(len(s.entries) for s in self.shards)
@@ -345,7 +333,9 @@ class Engine:
         return found
 
 
-async def _handle(shards: list[Shard], message: EngineMessage, ask_seconds: float) -> None:
+async def _handle(
+    shards: list[Shard], message: EngineMessage, ask_seconds: float, *, stopping: bool
+) -> None:
     monitor_id = message.monitor.id if isinstance(message, Save) else message.monitor_id
     shard = shards[shard_of(monitor_id, len(shards))]
     if shard.touched is not None:
@@ -361,7 +351,8 @@ async def _handle(shards: list[Shard], message: EngineMessage, ask_seconds: floa
                     await shard.stop(record.id)
             elif entry is None or not running or entry.record.run_epoch != record.run_epoch:
                 await shard.stop(record.id)
-                await shard.start(record, check_now=True)
+                if not stopping:  # else the next load from the database starts it
+                    await shard.start(record, check_now=True)
             else:
                 entry.record = record
 
@@ -420,36 +411,64 @@ async def run_engine(
         ) as root,
     ):
         for shard in shards:
-            await root.start_child(ChildSpec(child_id=shard.name, start=shard.run))
+            await root.start_child(
+                ChildSpec(
+                    child_id=shard.name,
+                    start=shard.run,
+                    shutdown=Supervisor.request_close,
+                    shutdown_seconds=_DRAIN_SECONDS,
+                )
+            )
         ref, inbox = open_inbox[EngineMessage](1024)
         log.info("engine started", monitors=sum(len(s.entries) for s in shards), shards=len(shards))
         delay = settings.gc_freeze_delay_seconds
-        freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
-        with _unfrozen_on_exit(delay is not None):
+        engine = Engine(ref, root, shards, stats, settings)
+        with unfrozen_on_exit(delay is not None):
             if delay is not None:
                 freeze_heap()
-            task_status.started(Engine(ref, root, shards, stats, settings))
-            async with inbox:
-                while True:
-                    message: EngineMessage | None = None
-                    with trio.move_on_at(freeze_at):  # only the wait: never a command
-                        try:
-                            message = await inbox.receive()
-                        except trio.EndOfChannel:
-                            break
-                    if message is None:
-                        freeze_heap()
-                        freeze_at = math.inf
-                        continue
-                    with message.reply:
-                        try:
-                            await _handle(shards, message, settings.ask_timeout_seconds)
-                        except SupervisorError as exc:
-                            # The shard is between incarnations (escalated, not yet
-                            # reloaded): its reload reads the committed change.
-                            log.warning(
-                                "shard restarting; change applies on reload", error=repr(exc)
-                            )
-                        answer(message.reply, None)
-                    if delay is not None and isinstance(message, Save):
-                        freeze_at = min(freeze_at, trio.current_time() + delay)
+            task_status.started(engine)
+            async with inbox, trio.open_nursery() as nursery:
+                nursery.start_soon(_serve_commands, inbox, shards, settings, engine)
+                await engine._stop_requested.wait()
+                log.info("engine stopping; monitors finish the probes in flight")
+                await root.close()  # commands are still served meanwhile
+                nursery.cancel_scope.cancel()
+
+
+async def _serve_commands(
+    inbox: trio.MemoryReceiveChannel[EngineMessage],
+    shards: list[Shard],
+    settings: EngineSettings,
+    engine: Engine,
+) -> None:
+    """The engine's command actor: handle each command in turn (once ``engine`` is
+    stopping, none starts a monitor actor); freeze the heap ``gc_freeze_delay_seconds``
+    after a save."""
+    delay = settings.gc_freeze_delay_seconds
+    freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
+    while True:
+        message: EngineMessage | None = None
+        with trio.move_on_at(freeze_at):  # only the wait: never a command
+            try:
+                message = await inbox.receive()
+            except trio.EndOfChannel:
+                return
+        if message is None:
+            freeze_heap()
+            freeze_at = math.inf
+            continue
+        with message.reply:
+            try:
+                await _handle(
+                    shards,
+                    message,
+                    settings.ask_timeout_seconds,
+                    stopping=engine._stop_requested.is_set(),
+                )
+            except SupervisorError as exc:
+                # The shard is between incarnations (escalated, not yet reloaded) or
+                # stopping: its next load reads the committed change.
+                log.warning("shard restarting; change applies on reload", error=repr(exc))
+            answer(message.reply, None)
+        if delay is not None and isinstance(message, Save):
+            freeze_at = min(freeze_at, trio.current_time() + delay)

@@ -15,10 +15,17 @@ timeout inside :meth:`engine.probes.Prober.probe`.
 
 The inbox belongs to the engine and outlives an incarnation: a restarted actor reads the
 same inbox, and ignores the results of probes started by an earlier incarnation.
+
+Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
+probe cut short is not a result). A :class:`Drain` (the graceful stop, issue 15, item 4)
+starts no new probe and lets the one already sent finish, bounded by its own timeout: its
+check goes to the store before the actor returns. A probe still waiting for a slot of
+the global limiter was not sent: it is dropped.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -55,7 +62,23 @@ class ProbeDone:
     deadline: float
 
 
-MonitorMessage = Reconfigure | ProbeDone
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drain:
+    """Stop gracefully: start no new probe, finish the one already sent, hand its check
+    to the store, then return (see the module docstring)."""
+
+
+MonitorMessage = Reconfigure | ProbeDone | Drain
+
+
+class _Ticket:
+    """One probe's progress, written by its task and read by the actor's loop: ``sent``
+    once the probe has its limiter slot and has started."""
+
+    __slots__ = ("sent",)
+
+    def __init__(self) -> None:
+        self.sent = False
 
 
 @dataclass(slots=True)
@@ -118,6 +141,7 @@ async def _probe(
     incarnation: object,
     spec: ProbeSpec,
     deadline: float,
+    ticket: _Ticket,
 ) -> None:
     # The fast paths (a free slot, room in the inbox: nearly always) skip the scheduler
     # round trip that `async with limiter` and `tell` make even when they need not wait;
@@ -128,6 +152,7 @@ async def _probe(
     except trio.WouldBlock:
         await limiter.acquire()
     try:
+        ticket.sent = True
         lateness_seconds = trio.current_time() - deadline
         deps.stats.record_lateness(lateness_seconds)
         if deps.observer is not None:
@@ -158,7 +183,7 @@ class _Monitor:
         self.clock_offset = trio.current_time() - time.time()
         self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
         self.incarnation = object()
-        self.in_flight = False
+        self.in_flight: _Ticket | None = None
 
     def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
         """Take the new config; returns the next deadline (moved onto the new grid when
@@ -246,6 +271,7 @@ async def run_monitor(
     # After an immediate first check the grid resumes at least half an interval later,
     # so a new monitor is not checked twice in quick succession.
     off_grid = check_now
+    draining = False  # told to Drain: waits only for the probe in flight
     try:
         async with trio.open_nursery() as nursery:
             task_status.started()
@@ -265,28 +291,41 @@ async def run_monitor(
                             case Reconfigure(monitor=new, reply=reply):
                                 with reply:
                                     now = trio.current_time()
-                                    deadline = state.reconfigure(new, now, deadline)
-                                    waiting.deadline = deadline
+                                    moved = state.reconfigure(new, now, deadline)
+                                    if not draining:
+                                        deadline = waiting.deadline = moved
                                     answer(reply, None)
                             case ProbeDone() if message.incarnation is state.incarnation:
-                                state.in_flight = False
+                                state.in_flight = None
                                 check, change = state.record(message)
                                 if not deps.writer.write_nowait(check, change):
                                     unwritten = (check, change)
+                                elif draining:
+                                    return
                             case ProbeDone():
                                 pass  # a probe of an earlier incarnation: its actor is gone
+                            case Drain():
+                                if state.in_flight is None or not state.in_flight.sent:
+                                    nursery.cancel_scope.cancel()  # a probe not sent yet
+                                    return
+                                draining = True
+                                deadline = waiting.deadline = math.inf
                 if unwritten is not None:
                     await deps.writer.write(*unwritten)
+                    if draining:
+                        return
                     continue
                 now = trio.current_time()  # the deadline has come
                 interval = float(state.config.interval_seconds)
                 earliest = deadline + interval / 2 if off_grid else max(now, deadline)
                 following = next_deadline(earliest, state.phase, interval)
-                if state.in_flight:
+                if state.in_flight is not None:
                     deps.stats.missed += 1
                 else:
-                    state.in_flight = True
-                    nursery.start_soon(_probe, deps, ref, state.incarnation, state.spec, deadline)
+                    ticket = state.in_flight = _Ticket()
+                    nursery.start_soon(
+                        _probe, deps, ref, state.incarnation, state.spec, deadline, ticket
+                    )
                 if not off_grid:
                     deps.stats.missed += missed_between(deadline, following, interval)
                 off_grid = False

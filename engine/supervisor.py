@@ -109,7 +109,9 @@ class ChildSpec:
     polite stop, called with the incarnation's started value (for example
     ``lambda ref: ref.tell_nowait(Stop())``); the incarnation then has
     ``shutdown_seconds`` seconds to return before it is cancelled. Without it, before
-    ``started``, or if the hook raises, stopping cancels at once."""
+    ``started``, if the hook raises or returns False (it could not ask), or when the
+    stop asks for it (``stop_child(..., at_once=True)``, OTP's ``brutal_kill``),
+    stopping cancels at once."""
 
     child_id: str
     start: Callable[..., Awaitable[object]]
@@ -231,6 +233,7 @@ class Supervisor:
         self._state: SupervisorState = "running"
         self._escalation: SupervisorEscalation | None = None
         self._all_gone = trio.lowlevel.ParkingLot()
+        self._close_requested = trio.Event()
 
     async def start_child(self, spec: ChildSpec) -> object:
         """Start a child; wait until its first incarnation calls
@@ -252,14 +255,15 @@ class Supervisor:
                 raise ChildStartError(f"child {spec.child_id!r} failed to start", **where) from exc
             raise
 
-    async def stop_child(self, child_id: str) -> bool:
-        """Stop a child (the :class:`ChildSpec` ladder) and wait until it is gone. Not a
-        crash, not restarted. Returns False if ``child_id`` is unknown."""
+    async def stop_child(self, child_id: str, *, at_once: bool = False) -> bool:
+        """Stop a child (the :class:`ChildSpec` ladder, or a cancellation ``at_once``) and
+        wait until it is gone. Not a crash, not restarted. Returns False if ``child_id``
+        is unknown."""
         child = self._children.get(child_id)
         if child is None:
             await trio.lowlevel.checkpoint()
             return False
-        self._request_stop(child)
+        self._request_stop(child, at_once=at_once)
         while not child.gone:
             await child.wait_changed()
         return True
@@ -279,6 +283,18 @@ class Supervisor:
         while not child.gone and (child.incarnation < target or child.state == "starting"):
             await child.wait_changed()
         return not child.gone
+
+    async def close(self) -> None:
+        """Stop every child with its shutdown ladder and wait until all are gone; from now
+        on the supervisor takes no new child (:class:`SupervisorClosed`)."""
+        await self._close_gracefully()
+
+    def request_close(self) -> None:
+        """Ask a supervisor run by :func:`run_supervisor` to stop every child with its
+        shutdown ladder and return (a polite stop: usable as the ``shutdown`` hook of the
+        :class:`ChildSpec` that runs it). Does nothing for one of :func:`open_supervisor`,
+        whose body decides when it ends."""
+        self._close_requested.set()
 
     def has_child(self, child_id: str) -> bool:
         """Whether ``child_id`` is a live child (in any state)."""
@@ -372,26 +388,29 @@ class Supervisor:
             scope.cancel()
         return scope
 
-    def _request_stop(self, child: _Child) -> None:
+    def _request_stop(self, child: _Child, *, at_once: bool = False) -> None:
         if not child.stop_requested:
             child.stop_requested, child.state = True, "stopping"
-            self._end_phase(child)
+            self._end_phase(child, at_once=at_once)
+        elif at_once and child.scope is not None:
+            child.scope.cancel()
 
-    def _end_phase(self, child: _Child) -> None:
+    def _end_phase(self, child: _Child, *, at_once: bool = False) -> None:
         """Ask the current phase to end: shutdown hook plus grace, or cancel now."""
         scope, hook, grace_seconds = child.scope, child.spec.shutdown, child.spec.shutdown_seconds
         if scope is None:
             return  # the task has not run yet; it sees the flags when it opens a phase
-        if child.started and hook is not None and grace_seconds > 0:
+        if not at_once and child.started and hook is not None and grace_seconds > 0:
             try:
-                hook(child.value)
+                asked = hook(child.value)
             except Exception:
                 log.exception(
                     "shutdown hook failed", supervisor=self.name, child=child.spec.child_id
                 )
             else:
-                scope.deadline = min(scope.deadline, trio.current_time() + grace_seconds)
-                return
+                if asked is not False:
+                    scope.deadline = min(scope.deadline, trio.current_time() + grace_seconds)
+                    return
         scope.cancel()
 
     def _forget(self, child: _Child) -> None:
@@ -486,7 +505,9 @@ async def run_supervisor(
     on_restart: OnRestart | None = None,
     task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run a supervisor until cancelled; usable as a :class:`ChildSpec` ``start``.
+    """Run a supervisor until cancelled, or until :meth:`Supervisor.request_close` (then
+    every child is stopped with its shutdown ladder and this returns); usable as a
+    :class:`ChildSpec` ``start``, with ``Supervisor.request_close`` as its ``shutdown``.
 
     Starts ``children`` in order, awaits ``populate(supervisor)`` (for example: start the
     monitors this node owns, read from the store), then ``task_status.started(supervisor)``;
@@ -502,4 +523,4 @@ async def run_supervisor(
         if populate is not None:
             await populate(supervisor)
         task_status.started(supervisor)
-        await trio.sleep_forever()
+        await supervisor._close_requested.wait()

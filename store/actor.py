@@ -17,7 +17,9 @@ receiving end and a :class:`~store.buffer.CheckBuffer`, and runs two tasks over 
   insert, the status changes with the checks that caused them; a batch without status
   changes is that one statement alone, atomic without BEGIN and COMMIT), then answers
   the flushes that waited for it (group commit). A write that fails because the database is
-  unavailable puts the batch back and is retried with exponential back-off
+  unavailable, or gets no answer within ``write_timeout_seconds`` (5 s: a server that
+  hangs instead of refusing; the write's connection is terminated, issue 15, item 1),
+  puts the batch back and is retried with exponential back-off
   (``retry_min_seconds`` doubling to ``retry_max_seconds``; 0.1 s to 2 s by default,
   so the buffer is written at most about 2 s after the database is back);
   check ids make a retry idempotent, so a commit whose acknowledgement was lost inserts
@@ -217,6 +219,10 @@ class StoreSettings:
         retry_max_seconds: the back-off's ceiling, seconds.
         partition_seconds: the width of a partition of the checks table, seconds (a day;
             tests use less). Shared with the maintenance actor (``store.maintenance``).
+        write_timeout_seconds: bounds each batch's write, seconds (the shorter of it and
+            the database's own deadline; None keeps the database's): past it the database
+            counts as unavailable and the pump takes everything, so producers never wait
+            on a database that hangs (issue 15).
 
     Raises:
         ValueError: ``batch_size``, ``buffer_limit`` or ``inbox_size`` below 1.
@@ -229,6 +235,7 @@ class StoreSettings:
     retry_min_seconds: float = 0.1
     retry_max_seconds: float = 2.0
     partition_seconds: int = 86_400
+    write_timeout_seconds: float | None = 5.0
 
     def __post_init__(self) -> None:
         if min(self.batch_size, self.buffer_limit, self.inbox_size) < 1:
@@ -254,6 +261,9 @@ class StoreActor:
         drain_seconds: float = 10.0,
         observer: WriterObserver | None = None,
     ) -> None:
+        timeout = settings.write_timeout_seconds
+        if timeout is not None and (db.deadline_seconds is None or timeout < db.deadline_seconds):
+            db = db.with_deadline(timeout)
         self._db = db
         self._batch_size = min(settings.batch_size, settings.buffer_limit)
         self._batch_age_seconds = settings.batch_age_seconds
@@ -268,12 +278,10 @@ class StoreActor:
         self.writer = CheckWriter(send, self.statistics)
         self._buffer = CheckBuffer(settings.buffer_limit)
         self._waiters: deque[tuple[int, trio.MemorySendChannel[None]]] = deque()
-        self._grew = (
-            trio.lowlevel.ParkingLot()
-        )  # for the writer: a first result, a full batch, closed
-        self._room = (
-            trio.lowlevel.ParkingLot()
-        )  # for the pump: a batch left, or the database went away
+        # Who waits for what: the writer for a first result, a full batch or the close
+        # (_grew); the pump for a batch left or the database gone away (_room).
+        self._grew = trio.lowlevel.ParkingLot()
+        self._room = trio.lowlevel.ParkingLot()
         self._in_flight = 0  # results of the batch being written
         self._inbox_closed = False
         self._finished = trio.Event()

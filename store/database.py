@@ -7,6 +7,12 @@ microseconds, so a unit of work crosses once: :meth:`Database.run` and
 (the query functions of this package, in the style of tozo's ``select_todo(connection,
 ...)``) and run it entirely on the asyncio side with a pooled connection.
 
+Deadlines hold whatever the server does (issue 15, item 1): a unit of work whose deadline
+passes, or whose caller's cancel scope is cancelled, is abandoned at once, its connection
+terminated rather than returned to the pool (:mod:`store.bridge`), so a server that hangs
+(stopped, a network cut, a lock held for minutes) costs a caller its deadline, not the
+hang.
+
 Error handling: asyncpg, socket and timeout errors are translated here, once, into
 :mod:`store.errors` types. Anything else raised by ``fn`` (for example a caller's validation
 error raised while a patch is applied) passes through unchanged after the transaction rolled
@@ -22,10 +28,13 @@ from contextlib import asynccontextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import asyncpg
+import structlog
 import trio
-import trio_asyncio
 
+from .bridge import Bridge, BridgeStatistics, Work
 from .errors import DatabaseUnavailable, IntegrityConflict, StoreError
+
+log = structlog.get_logger("uptrio.store")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -76,21 +85,36 @@ class Database:
         url: the Postgres URL the pool connects to (it may carry a password: never log it).
         deadline_seconds: longest any one :meth:`run` or :meth:`transaction` may take,
             waiting for a pooled connection included, in seconds (None: no limit; see
-            :meth:`with_deadline`); past it the work is cancelled, its transaction rolled
-            back, and the call raises ``DatabaseUnavailable``.
+            :meth:`with_deadline`); past it the work is abandoned (its connection
+            terminated, so the server rolls its transaction back) and the call raises
+            ``DatabaseUnavailable`` at once, whatever the server does.
     """
 
-    def __init__(self, pool: Any, url: str, *, deadline_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        pool: Any,
+        url: str,
+        *,
+        deadline_seconds: float | None = None,
+        bridge: Bridge | None = None,
+    ) -> None:
         self._pool = pool
         self.url = url
         self.deadline_seconds = deadline_seconds
+        self._bridge = Bridge() if bridge is None else bridge
 
     def with_deadline(self, seconds: float) -> Database:
         """The same pool, but every :meth:`run` and :meth:`transaction` gives up after
-        ``seconds`` seconds with ``DatabaseUnavailable`` (the work is cancelled and its
-        transaction rolled back). The web layer uses it so that a request needing a
-        database that hangs fails fast instead of hanging (operations issue, item 5)."""
-        return Database(self._pool, self.url, deadline_seconds=seconds)
+        ``seconds`` seconds with ``DatabaseUnavailable`` (the work is abandoned and its
+        connection terminated: the server rolls its transaction back). The web layer uses
+        it so that a request needing a database that hangs fails within its deadline
+        instead of hanging (operations issue, item 5; issue 15, item 1)."""
+        return Database(self._pool, self.url, deadline_seconds=seconds, bridge=self._bridge)
+
+    def statistics(self) -> BridgeStatistics:
+        """Units of work abandoned and connections terminated since the pool opened
+        (shared by every view of the pool)."""
+        return self._bridge.statistics()
 
     async def run(
         self,
@@ -102,11 +126,12 @@ class Database:
         outside any explicit transaction (each statement commits on its own).
 
         Raises:
-            DatabaseUnavailable: the server cannot be reached or the connection broke.
+            DatabaseUnavailable: the server cannot be reached, the connection broke, or no
+                answer within :attr:`deadline_seconds`.
             IntegrityConflict: a constraint refused a write.
             StoreError: any other database error.
         """
-        return await self._bridge(False, fn, *args, **kwargs)
+        return await self._bridge_call(False, fn, *args, **kwargs)
 
     async def transaction(
         self,
@@ -117,23 +142,44 @@ class Database:
         """Like :meth:`run`, inside one transaction: committed when ``fn`` returns, rolled
         back when it raises. A 2xx response sent after this returned is durable (DESIGN:
         "a 201 or 200 means committed")."""
-        return await self._bridge(True, fn, *args, **kwargs)
+        return await self._bridge_call(True, fn, *args, **kwargs)
 
-    async def _bridge(
+    async def _cross(self, fn: Callable[[Work], Awaitable[T]], deadline_seconds: float | None) -> T:
+        """Run ``fn(work)`` on the asyncio side through the pool's bridge, its errors
+        translated into store errors (see `_translate`)."""
+
+        async def on_asyncio(work: Work) -> T:
+            try:
+                return await fn(work)
+            except Exception as exc:
+                translated = _translate(exc)
+                if translated is None:
+                    raise
+                raise translated from exc
+
+        return await self._bridge.cross(on_asyncio, deadline_seconds)
+
+    async def _bridge_call(
         self,
         in_transaction: bool,
         fn: Callable[Concatenate[Connection, P], Awaitable[T]],
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        async def on_asyncio() -> T:
-            async with self._pool.acquire() as connection:
+        pool = self._pool
+
+        async def on_asyncio(work: Work) -> T:
+            connection = await pool.acquire()
+            work.connection = connection
+            try:
                 if not in_transaction:
                     return await fn(connection, *args, **kwargs)
                 async with connection.transaction():
                     return await fn(connection, *args, **kwargs)
+            finally:
+                await pool.release(connection)
 
-        return await _crossing(on_asyncio, self.deadline_seconds)
+        return await self._cross(on_asyncio, self.deadline_seconds)
 
     @asynccontextmanager
     async def open_transaction(self) -> AsyncIterator[Database]:
@@ -145,17 +191,21 @@ class Database:
         record of its response, :mod:`web.idempotency`), commit or roll back as one.
         Committed when the block exits normally; rolled back when it raises, cancellation
         included. The rollback and the return of the connection to the pool are shielded
-        from cancellation. Calls on the bound database are serialised (one connection).
+        from cancellation and bounded by :attr:`deadline_seconds` (10 s when None); a
+        crossing abandoned on its deadline terminates the connection, and the server
+        rolls back. Calls on the bound database are serialised (one connection).
 
         Raises:
             DatabaseUnavailable: the server cannot be reached or the connection broke
-                (also while committing).
+                (also while committing), or no answer within :attr:`deadline_seconds`.
             IntegrityConflict, StoreError: as :meth:`run`, also from the commit.
         """
-        pool = self._pool
+        pool, deadline = self._pool, self.deadline_seconds
+        cleanup_seconds = _CLEANUP_SECONDS if deadline is None else deadline
 
-        async def begin() -> tuple[Connection, Any]:
+        async def begin(work: Work) -> tuple[Connection, Any]:
             connection = await pool.acquire()
+            work.connection = connection
             try:
                 transaction = connection.transaction()
                 await transaction.start()
@@ -164,31 +214,50 @@ class Database:
                 raise
             return connection, transaction
 
-        connection, transaction = await _crossing(begin, self.deadline_seconds)
+        connection, transaction = await self._cross(begin, deadline)
+
+        def on(method: Callable[[], Awaitable[None]]) -> Callable[[Work], Awaitable[None]]:
+            async def call(work: Work) -> None:
+                work.connection = connection
+                await method()
+
+            return call
+
+        async def release(work: Work) -> None:
+            await pool.release(connection)
+
         done = False
         try:
-            yield _BoundDatabase(connection, self.url, self.deadline_seconds)
-            await _crossing(transaction.commit, self.deadline_seconds)
+            yield _BoundDatabase(connection, self.url, deadline, self._bridge)
+            await self._cross(on(transaction.commit), deadline)
             done = True
         finally:
             with trio.CancelScope(shield=True):
-                if not done:
-                    # a broken connection cannot roll back: the server does it on its own
-                    with contextlib.suppress(StoreError):
-                        await _crossing(transaction.rollback, self.deadline_seconds)
-                await trio_asyncio.aio_as_trio(pool.release)(connection)
+                # a broken connection cannot roll back: the server does it on its own
+                with contextlib.suppress(StoreError):
+                    if not done:
+                        await self._cross(on(transaction.rollback), cleanup_seconds)
+                with contextlib.suppress(StoreError):
+                    await self._cross(release, cleanup_seconds)
+
+
+_CLEANUP_SECONDS = 10.0
+"""Bound of an open transaction's shielded rollback and release when its database has no
+deadline, seconds."""
 
 
 class _BoundDatabase(Database):
     """A :class:`Database` whose work all runs on one connection inside an open
     transaction (see :meth:`Database.open_transaction`)."""
 
-    def __init__(self, connection: Connection, url: str, deadline_seconds: float | None) -> None:
-        super().__init__(None, url, deadline_seconds=deadline_seconds)
+    def __init__(
+        self, connection: Connection, url: str, deadline_seconds: float | None, bridge: Bridge
+    ) -> None:
+        super().__init__(None, url, deadline_seconds=deadline_seconds, bridge=bridge)
         self._connection = connection
         self._lock = trio.Lock()
 
-    async def _bridge(
+    async def _bridge_call(
         self,
         in_transaction: bool,
         fn: Callable[Concatenate[Connection, P], Awaitable[T]],
@@ -197,14 +266,15 @@ class _BoundDatabase(Database):
     ) -> T:
         connection = self._connection
 
-        async def on_asyncio() -> T:
+        async def on_asyncio(work: Work) -> T:
+            work.connection = connection
             if not in_transaction:
                 return await fn(connection, *args, **kwargs)
             async with connection.transaction():  # a savepoint
                 return await fn(connection, *args, **kwargs)
 
         async with self._lock:
-            return await _crossing(on_asyncio, self.deadline_seconds)
+            return await self._cross(on_asyncio, self.deadline_seconds)
 
     @asynccontextmanager
     async def open_transaction(self) -> AsyncIterator[Database]:
@@ -217,43 +287,6 @@ class _BoundDatabase(Database):
         yield self  # pragma: no cover (makes this an async generator)
 
 
-async def _crossing(fn: Callable[[], Awaitable[T]], deadline_seconds: float | None) -> T:
-    """Run asyncio coroutine function ``fn`` across the bridge, translating its errors.
-
-    The deadline (seconds, None for none) is kept on the trio side: cancelling the trio
-    call cancels the asyncio task and waits for it to finish (trio-asyncio's
-    ``run_aio_future``), so a timed-out transaction is rolled back before this raises.
-    asyncpg's own timeouts (``command_timeout``, ``acquire(timeout=)``) are not used,
-    nor its idle-connection timer (``max_inactive_connection_lifetime``, re-armed at every
-    release): each arms an asyncio timer per statement or per unit of work, and
-    trio-asyncio keeps a cancelled timer,
-    with the contextvars context of the trio task that armed it (for a web request, the
-    whole request), until it would have fired: at 100 requests/s and 30 s that held
-    about 14 KB of RSS per monitor in the benchmark (bench/RESULTS.md).
-
-    Raises:
-        DatabaseUnavailable: no answer within ``deadline_seconds``, or as `_translate`.
-        IntegrityConflict, StoreError: as `_translate`.
-    """
-
-    async def on_asyncio() -> T:
-        try:
-            return await fn()
-        except Exception as exc:
-            translated = _translate(exc)
-            if translated is None:
-                raise
-            raise translated from exc
-
-    if deadline_seconds is None:
-        result: T = await trio_asyncio.aio_as_trio(on_asyncio)()
-        return result
-    with trio.move_on_after(deadline_seconds):
-        bounded: T = await trio_asyncio.aio_as_trio(on_asyncio)()
-        return bounded
-    raise DatabaseUnavailable(f"no answer from the database within {deadline_seconds} s")
-
-
 @asynccontextmanager
 async def open_database(
     url: str,
@@ -262,6 +295,7 @@ async def open_database(
     max_size: int = 10,
     deadline_seconds: float = 30.0,
     connect_timeout_seconds: float = 1.0,
+    close_seconds: float = 5.0,
 ) -> AsyncIterator[Database]:
     """Open a pool of ``min_size`` to ``max_size`` connections to ``url``; close it on exit.
 
@@ -269,38 +303,54 @@ async def open_database(
     (as triopg does), so connections are returned even when the service is being cancelled.
 
     Timeouts, all in seconds, keep a database outage from hanging callers (operations
-    issue, item 5): ``connect_timeout_seconds`` bounds opening one connection (asyncpg's
-    ``timeout``, armed only when connecting) and ``deadline_seconds`` bounds one unit of
-    work, waiting for a pooled connection included (kept on the trio side, see
-    `_crossing`; the web layer narrows it with `Database.with_deadline`). A stopped server
-    fails at once (the socket is refused); a hung one within these bounds. The pool
-    reconnects by itself when the server is back.
+    issue, item 5; issue 15, item 1): ``connect_timeout_seconds`` bounds opening one
+    connection (asyncpg's ``timeout``, armed only when connecting); ``deadline_seconds``
+    bounds opening the pool and one unit of work, waiting for a pooled connection
+    included (kept on the trio side by :mod:`store.bridge`; the web layer narrows it with
+    `Database.with_deadline`); ``close_seconds`` bounds the close: the pool's graceful
+    close, then (if the server does not answer) its connections are terminated, then
+    the units of work abandoned earlier are waited for, at most ``close_seconds`` again.
+    A stopped server fails at once (the socket is refused); one that hangs within these
+    bounds. The pool reconnects by itself when the server is back.
+
+    asyncpg's own timeouts per statement or per unit of work (``command_timeout``,
+    ``acquire(timeout=)``) are not used, nor its idle-connection timer
+    (``max_inactive_connection_lifetime``, re-armed at every release): each arms an
+    asyncio timer, and trio-asyncio keeps a cancelled timer, with the contextvars context
+    of the trio task that armed it (for a web request, the whole request), until it would
+    have fired: at 100 requests/s and 30 s that held about 14 KB of RSS per monitor in the
+    benchmark (bench/RESULTS.md).
 
     Raises:
         DatabaseUnavailable: the server could not be reached.
     """
+    bridge = Bridge()
+    setup = Database(None, url, bridge=bridge)
 
-    async def create() -> Any:
-        try:
-            return await asyncpg.create_pool(
-                url,
-                min_size=min_size,
-                max_size=max_size,
-                timeout=connect_timeout_seconds,
-                # No idle-connection timer: asyncpg re-arms it at every release (see
-                # `_crossing` for why a timer per unit of work costs memory here).
-                max_inactive_connection_lifetime=0,
-                init=_init_connection,
-            )
-        except Exception as exc:
-            translated = _translate(exc)
-            if translated is None:
-                raise
-            raise translated from exc
+    async def create(work: Work) -> Any:
+        return await asyncpg.create_pool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=connect_timeout_seconds,
+            # No idle-connection timer: asyncpg re-arms it at every release (see above
+            # for why a timer per unit of work costs memory here).
+            max_inactive_connection_lifetime=0,
+            init=_init_connection,
+        )
 
-    pool = await trio_asyncio.aio_as_trio(create)()
+    pool = await setup._cross(create, deadline_seconds)
+
+    async def close(work: Work) -> None:
+        await pool.close()  # cancelled (abandoned): asyncpg terminates every connection
+
     try:
-        yield Database(pool, url, deadline_seconds=deadline_seconds)
+        yield Database(pool, url, deadline_seconds=deadline_seconds, bridge=bridge)
     finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(10):
-            await trio_asyncio.aio_as_trio(pool.close)()
+        with trio.CancelScope(shield=True):
+            try:
+                await setup._cross(close, close_seconds)
+            except StoreError as exc:
+                pool.terminate()  # at once, not at the abandoned close's next step
+                log.warning("database pool terminated", error=str(exc))
+            await bridge.aclose(close_seconds)

@@ -131,10 +131,12 @@ async def run_maintenance(
     clock: Callable[[], float] = time.time,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run :func:`maintain` now, report started, then every ``interval_seconds`` until
+    """Report started, run :func:`maintain` now and then every ``interval_seconds`` until
     cancelled. ``clock`` is wall-clock epoch seconds (tests move it). A round that fails
-    is logged and the next one tries again; nothing but a bug escapes."""
-    started = False
+    is logged and the next one tries again; nothing but a bug escapes. It reports started
+    at once, so a database that hangs at start-up does not hold the service's start (the
+    store actor makes a partition a batch needs if this has not yet)."""
+    task_status.started()
     while True:
         try:
             report = await maintain(
@@ -148,7 +150,4 @@ async def run_maintenance(
                 )
         except StoreError as exc:
             log.warning("maintenance round failed; next round tries again", error=str(exc))
-        if not started:
-            task_status.started()
-            started = True
         await trio.sleep(settings.interval_seconds)

@@ -27,8 +27,16 @@ import trio
 import trio_asyncio
 from quart.typing import TestClientProtocol
 
-from store import Database, accounts, apply_migrations, open_database, start_embedded
+from store import (
+    Database,
+    EmbeddedPostgres,
+    accounts,
+    apply_migrations,
+    open_database,
+    start_embedded,
+)
 from tests.api import SECRET, Api, MakeToken
+from tests.postgres import open_own_postgres
 from web.app import create_app
 from web.auth import PERMISSIONS, issue_token
 from web.deps import Dependencies, MonitorEngine, NoEngine, WebSettings
@@ -90,6 +98,14 @@ async def asyncio_loop() -> AsyncIterator[None]:
     """The trio-asyncio bridge, as the service opens it in its root nursery."""
     async with trio_asyncio.open_loop():
         yield
+
+
+@pytest.fixture
+async def own_postgres(asyncio_loop: None) -> AsyncIterator[EmbeddedPostgres]:
+    """An embedded Postgres of this test alone (``tests.postgres``), for tests that stop
+    or freeze their server; deleted afterwards."""
+    async with open_own_postgres() as server:
+        yield server
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ from store import (
 )
 
 from .admin import AdminUnavailable, admin_request, admin_socket_path
-from .auth import issue_token, load_secret, parse_permissions
+from .auth import expired, issue_token, load_secret, parse_permissions
 from .deps import WebSettings
 from .logs import configure_logging
 from .service import ServiceSettings, run_service
@@ -240,7 +240,7 @@ async def tokens_command(args: argparse.Namespace) -> int:
                 state = (
                     "revoked"
                     if t.revoked_at
-                    else ("expired" if t.expires_at and t.expires_at <= now else "active")
+                    else ("expired" if expired(t.expires_at, now) else "active")
                 )
                 expires = str(t.expires_at) if t.expires_at else "never"
                 print(

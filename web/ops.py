@@ -9,7 +9,8 @@ API's middlewares runs for them:
 ``GET /healthz``
     200 ``{"status": "ok"}`` whenever the process answers (liveness).
 ``GET /readyz``
-    Readiness: the database answers within ``readiness_timeout_seconds`` (1 s), its schema
+    Readiness: the database answers within ``readiness_timeout_seconds`` (0.9 s, so that
+    ``/readyz`` itself answers within 1 s whatever the database does), its schema
     is at ``store.LATEST_VERSION`` (every migration applied), and the engine runs (or
     none is configured). 200 ``{"status": "ready", "not_ready": [], "checks": {...}}``,
     else 503 with ``"status": "not_ready"`` and ``not_ready`` naming what is not
@@ -61,12 +62,14 @@ class Operations:
         metrics: the service's metrics (a fresh set for an app made without one).
         engine_state: ``"running"``, ``"starting"`` (between two incarnations of the
             engine, or not started yet) or ``"disabled"`` (no engine configured).
-        readiness_timeout_seconds: how long ``/readyz`` waits for the database, seconds.
+        readiness_timeout_seconds: how long ``/readyz`` waits for the database, seconds
+            (issue 15, item 1: a database that hangs is given up on at once, its
+            connection terminated; see ``store.bridge``).
     """
 
     metrics: Metrics = field(default_factory=Metrics)
     engine_state: Callable[[], str] = _no_engine
-    readiness_timeout_seconds: float = 1.0
+    readiness_timeout_seconds: float = 0.9
 
     def request_finished(
         self, *, request_id: str | None, method: str, route: str, status: int, seconds: float

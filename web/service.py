@@ -32,7 +32,8 @@ children one after the other (store, engine, web).
 
 Shutdown (leaving :func:`open_service` normally), within ``shutdown_seconds``: the web
 server stops accepting and finishes the requests in flight, then the listening sockets
-close; the engine stops (its actors hand over what they probed); the store's inbox
+close; the engine stops gracefully (no new probe starts, probes already sent finish, and
+the actors hand over what they probed: ``engine.engine``); the store's inbox
 closes and the store writes everything queued. If the deadline passes first, what is left
 is cancelled, and the store makes one last shielded attempt at its buffer (at most 1 s).
 """
@@ -58,6 +59,7 @@ from engine import (
     Backoff,
     ChildInfo,
     ChildSpec,
+    Engine,
     EngineSettings,
     EngineSlot,
     EngineStatistics,
@@ -318,7 +320,13 @@ async def open_service(
                         observer=metrics,
                     )
                     await root.start_child(
-                        ChildSpec(child_id="engine", start=partial(slot.run, engine_start))
+                        ChildSpec(
+                            child_id="engine",
+                            start=partial(slot.run, engine_start),
+                            # probes in flight finish and are stored (issue 15, item 4)
+                            shutdown=Engine.stop,
+                            shutdown_seconds=settings.graceful_seconds,
+                        )
                     )
                 if server is not None:
                     await root.start_child(

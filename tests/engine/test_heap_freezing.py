@@ -1,6 +1,6 @@
 """The engine freezes the heap once its monitors are loaded and again a while after a
 monitor is saved, and gives the frozen objects back to the collector when it stops
-(`engine.engine.freeze_heap`; bench/RESULTS.md says why).
+(`engine.heap.freeze_heap`; bench/RESULTS.md says why).
 
 Whether an object is frozen is read from the collector itself: ``gc.get_objects()``
 lists the objects of the three generations, not those of the permanent one.

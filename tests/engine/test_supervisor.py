@@ -351,6 +351,72 @@ async def test_stop_and_restart_ask_nicely_then_cancel(autojump_clock: MockClock
         assert endings == ["polite stopped politely"] * 2 + ["stubborn cancelled"]
 
 
+async def test_stop_at_once_skips_the_polite_stop(autojump_clock: MockClock) -> None:
+    """A pause stops its monitor actor at once (OTP's brutal_kill), and a hook that
+    returns False (it could not ask) falls back to cancelling at once too."""
+    with trio.fail_after(60):
+        log, asked = Log(), list[str]()
+
+        def polite(name: str, answer: bool, _value: object) -> bool:
+            asked.append(name)
+            return answer
+
+        async with open_supervisor("s") as sup:
+            for name, answer in (("brutal", True), ("unaskable", False)):
+                hook = partial(polite, name, answer)
+                await sup.start_child(
+                    ChildSpec(
+                        child_id=name, start=log.run_forever, shutdown=hook, shutdown_seconds=30
+                    )
+                )
+            assert await sup.stop_child("brutal", at_once=True)
+            assert await sup.stop_child("unaskable")
+            assert (log.now(), asked, len(log.cancels)) == (0, ["unaskable"], 2)
+
+
+async def test_request_close_stops_a_run_supervisor_with_its_ladder(
+    autojump_clock: MockClock,
+) -> None:
+    """A shard's polite stop: ``request_close`` makes ``run_supervisor`` stop every child
+    with its shutdown hook and return, so the parent sees a normal end."""
+    with trio.fail_after(60):
+        endings = list[str]()
+
+        async def worker(*, task_status: trio.TaskStatus[ActorRef[str]]) -> None:
+            ref, inbox = open_inbox[str](4)
+            with inbox:
+                task_status.started(ref)
+                async for message in inbox:
+                    if message == "drain":
+                        await trio.sleep(2)  # finishing what it had started
+                        endings.append("worker drained")
+                        return
+
+        def tell_drain(ref: ActorRef[str]) -> None:
+            ref.tell_nowait("drain")
+
+        inner = partial(
+            run_supervisor,
+            "inner",
+            children=[
+                ChildSpec(child_id="w", start=worker, shutdown=tell_drain, shutdown_seconds=5)
+            ],
+        )
+        async with open_supervisor("outer") as sup:
+            await sup.start_child(
+                ChildSpec(
+                    child_id="inner",
+                    start=inner,
+                    shutdown=Supervisor.request_close,
+                    shutdown_seconds=10,
+                )
+            )
+            began = trio.current_time()
+            assert await sup.stop_child("inner")
+            assert trio.current_time() - began == 2
+        assert endings == ["worker drained"]
+
+
 async def test_nested_supervisor_restarts_child_supervisor(autojump_clock: MockClock) -> None:
     with trio.fail_after(60):
         log = Log()

@@ -12,13 +12,8 @@ without a restart. Real clock; loopback only.
 
 from __future__ import annotations
 
-import tempfile
 import time
-from collections.abc import AsyncIterator
-from functools import partial
-from pathlib import Path
 
-import pytest
 import structlog
 import trio
 
@@ -32,7 +27,6 @@ from store import (
     accounts,
     apply_migrations,
     open_database,
-    start_embedded,
 )
 from tests.api import SECRET, Api
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors, scrape
@@ -48,23 +42,6 @@ MONITORS = 20
 OUTAGE_SECONDS = 5.0
 SMALL_BOUND = 50
 SYNTHETIC = 200
-
-
-@pytest.fixture
-async def own_postgres(asyncio_loop: None) -> AsyncIterator[EmbeddedPostgres]:
-    """An embedded Postgres of this test alone, deleted afterwards. In a directory of
-    its own under the system's temporary directory, not pytest's ``tmp_path``: pytest
-    keeps its base directory 0700, which the server's own system user (pgserver, when
-    run as root) could not enter."""
-    with tempfile.TemporaryDirectory(prefix="uptrio-outage-") as tmp:
-        server = await trio.to_thread.run_sync(
-            partial(start_embedded, Path(tmp), delete_on_stop=True)
-        )
-        try:
-            yield server
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(server.stop)
 
 
 async def _count(db: Database, where: str = "TRUE") -> int:

@@ -107,6 +107,21 @@ async def test_uptrio_serve_answers_manages_tokens_and_stops_on_sigterm(tmp_path
                 token_id = mine[0][0]
                 assert token_id.startswith("tok_")
 
+                # Just past its expiry, a token is still within the 30 s leeway: the API
+                # takes it, and the listing says so too.
+                status, stdout, stderr = await _uptrio(
+                    "tokens", "create", "--data-dir", str(data_dir), "--account", "y",
+                    "--permissions", "monitors.read", "--expires-in", "1",
+                )  # fmt: skip
+                assert status == 0, stderr
+                brief = {"Authorization": f"Bearer {stdout.strip()}"}
+                await trio.sleep(2.1)
+                assert (await http.get("/monitors", headers=brief)).status_code == 200
+                status, stdout, stderr = await _uptrio(
+                    "tokens", "list", "--data-dir", str(data_dir), "--account", "y"
+                )
+                assert status == 0 and stdout.splitlines()[1].split()[2] == "active", stdout
+
                 status, stdout, stderr = await _uptrio(
                     "tokens", "revoke", "--data-dir", str(data_dir), token_id
                 )
