@@ -10,32 +10,27 @@ fresh database per test.
 from __future__ import annotations
 
 import math
-import os
 import random
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import trio
-import trio_asyncio
 
 from store import (
     CheckRecord,
     Database,
     MaintenanceSettings,
     StatusChange,
-    accounts,
     apply_migrations,
     checks,
     history,
     maintain,
     monitors,
     new_check_id,
-    new_id,
     open_database,
     rollups,
 )
 from store.history import Window
+from tests.store.helpers import new_monitor
 
 HOUR = 3600
 DAY = 86_400
@@ -45,28 +40,7 @@ T0 = H0 + 600
 
 
 async def _monitor(db: Database, created: int = T0) -> str:
-    account = await db.transaction(accounts.ensure_account, "acme", created)
-    record = await db.transaction(
-        monitors.insert_monitor,
-        {
-            "id": new_id("mon"),
-            "account_id": account.id,
-            "name": "m",
-            "url": "127.0.0.1:1",
-            "type": "tcp",
-            "status": "pending",
-            "interval_seconds": 60,
-            "timeout_seconds": 5,
-            "method": None,
-            "expected_status_code": None,
-            "failure_threshold": 1,
-            "success_threshold": 1,
-            "created": created,
-            "updated": created,
-            "metadata": {},
-        },
-    )
-    return record.id
+    return (await new_monitor(db, created=created)).id
 
 
 async def _epoch(db: Database, monitor_id: str) -> int:
@@ -358,54 +332,34 @@ async def test_retention_drops_whole_partitions_and_keeps_their_number_flat(
         assert len(set(counts)) == 1, counts  # flat: one dropped for one made
 
 
-async def test_the_migration_moves_existing_checks_and_rolls_them_up(postgres_url: str) -> None:
+async def test_the_migration_moves_existing_checks_and_rolls_them_up(
+    empty_database_url: str,
+) -> None:
     with trio.fail_after(30):
-        name = f"uptrio_migration_{os.getpid()}"
+        async with open_database(empty_database_url, min_size=1, max_size=2) as db:
+            await db.run(apply_migrations, 2)
+            mid = await _monitor(db)
 
-        async def admin(sql: str) -> None:
-            conn = await asyncpg.connect(postgres_url)
-            try:
-                await conn.execute(sql)
-            finally:
-                await conn.close()
+            async def old_checks(connection: Any) -> None:
+                await connection.execute(
+                    "INSERT INTO checks (id, monitor_id, status, response_time_ms, created) "
+                    "SELECT 'chk_old' || k, $1, CASE WHEN k % 10 = 0 THEN 'down' ELSE 'up' "
+                    "END, k, $2 + k * 60 FROM generate_series(1, 3000) AS k",
+                    mid,
+                    T0,
+                )
 
-        async with trio_asyncio.open_loop():
-            await trio_asyncio.aio_as_trio(admin)(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            await trio_asyncio.aio_as_trio(admin)(f"CREATE DATABASE {name}")
-            try:
-                url = urlunsplit(urlsplit(postgres_url)._replace(path="/" + name))
-                async with open_database(url, min_size=1, max_size=2) as db:
-                    await db.run(apply_migrations, 2)
-                    mid = await _monitor(db)
+            await db.run(old_checks)
+            assert await db.run(apply_migrations) == ["0003_history.sql"]
 
-                    async def old_checks(connection: Any) -> None:
-                        await connection.execute(
-                            "INSERT INTO checks (id, monitor_id, status, response_time_ms, "
-                            "created) SELECT 'chk_old' || k, $1, "
-                            "CASE WHEN k % 10 = 0 THEN 'down' ELSE 'up' END, k, $2 + k * 60 "
-                            "FROM generate_series(1, 3000) AS k",
-                            mid,
-                            T0,
-                        )
+            async def figures(connection: Any) -> tuple[int, int, int]:
+                row = await connection.fetchrow(
+                    "SELECT (SELECT count(*) FROM checks) AS n, "
+                    "(SELECT sum(checks) FROM check_rollups) AS rolled, "
+                    "(SELECT sum(failed_checks) FROM check_rollups) AS failed"
+                )
+                return int(row["n"]), int(row["rolled"]), int(row["failed"])
 
-                    await db.run(old_checks)
-                    assert await db.run(apply_migrations) == ["0003_history.sql"]
-
-                    async def figures(connection: Any) -> tuple[int, int, int]:
-                        row = await connection.fetchrow(
-                            "SELECT (SELECT count(*) FROM checks) AS n, "
-                            "(SELECT sum(checks) FROM check_rollups) AS rolled, "
-                            "(SELECT sum(failed_checks) FROM check_rollups) AS failed"
-                        )
-                        return int(row["n"]), int(row["rolled"]), int(row["failed"])
-
-                    assert await db.run(figures) == (3000, 3000, 300)
-                    page, _ = await db.run(
-                        checks.list_checks, mid, limit=2, starting_after="chk_old3000"
-                    )
-                    assert [c.id for c in page] == ["chk_old2999", "chk_old2998"]
-            finally:
-                with trio.CancelScope(shield=True):
-                    await trio_asyncio.aio_as_trio(admin)(
-                        f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                    )
+            assert await db.run(figures) == (3000, 3000, 300)
+            page, _ = await db.run(checks.list_checks, mid, limit=2, starting_after="chk_old3000")
+            assert [c.id for c in page] == ["chk_old2999", "chk_old2998"]

@@ -14,14 +14,12 @@ from store import (
     CheckRecord,
     Database,
     StatusChange,
-    accounts,
     checks,
-    monitors,
     new_check_id,
-    new_id,
 )
 from tests.api import Api
 from tests.conftest import MakeToken
+from tests.store.helpers import new_monitor
 from web.app import create_app
 from web.deps import Dependencies
 from web.models import AvailabilityObject, CheckList
@@ -32,27 +30,7 @@ HOUR = 3600
 async def _history(db: Database, created: int) -> str:
     """A monitor of account acme: up at ``created``, down 3000 s later, up again 600 s
     after that; a check every 300 s, 1.5 ms each."""
-    account = await db.transaction(accounts.ensure_account, "acme", created)
-    record = await db.transaction(
-        monitors.insert_monitor,
-        {
-            "id": new_id("mon"),
-            "account_id": account.id,
-            "name": "web",
-            "url": "127.0.0.1:1",
-            "type": "tcp",
-            "status": "pending",
-            "interval_seconds": 300,
-            "timeout_seconds": 5,
-            "method": None,
-            "expected_status_code": None,
-            "failure_threshold": 1,
-            "success_threshold": 1,
-            "created": created,
-            "updated": created,
-            "metadata": {"secret": "x"},
-        },
-    )
+    record = await new_monitor(db, created=created, interval_seconds=300, metadata={"secret": "x"})
     times = list(range(created, created + 2 * HOUR, 300))
     await db.run(checks.ensure_partitions, times[0], times[-1], 86_400)
     down = range(created + 3000, created + 3600)
