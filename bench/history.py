@@ -43,6 +43,8 @@ from .service import (
 __all__ = ["run_history_bench"]
 
 DAY = 86_400
+_LOAD_SECONDS = 3600.0
+"""The bound of one bulk-load statement, seconds (tens of millions of rows)."""
 RANGES_DAYS = (1, 30, 90, 400)
 
 
@@ -60,7 +62,7 @@ async def _load(
         async def run(connection: Any) -> None:
             await connection.execute(sql, *args)
 
-        await bench_db.run(run)
+        await bench_db.run(run, timeout_seconds=_LOAD_SECONDS)
         took[name] = round(time.perf_counter() - began, 2)
 
     await step(
@@ -131,7 +133,7 @@ async def _sizes(bench_db: BenchDatabase) -> dict[str, float]:
             "(SELECT count(*) FROM check_rollups) AS rollup_rows"
         )
 
-    row = await bench_db.run(query)
+    row = await bench_db.run(query, timeout_seconds=_LOAD_SECONDS)
     checks_rows, rollup_rows = max(1, int(row["checks_rows"])), max(1, int(row["rollup_rows"]))
     return {
         "raw_check_rows": int(row["checks_rows"]),
@@ -158,7 +160,7 @@ async def _drop_one_partition(bench_db: BenchDatabase) -> dict[str, Any]:
         )
         await connection.execute(f'DROP TABLE "{row["name"]}"')
 
-    await bench_db.run(drop)
+    await bench_db.run(drop, timeout_seconds=_LOAD_SECONDS)
     return {
         "partition": row["name"],
         "rows": int(row["n"]),
