@@ -54,9 +54,10 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     bench.add_argument(
         "action",
         nargs="?",
-        choices=("run", "sweep"),
+        choices=("run", "sweep", "history"),
         default="run",
-        help="run (default): one run; sweep: one run per --counts value",
+        help="run (default): one run; sweep: one run per --counts value; history: "
+        "availability latency and bytes on disk over a synthetic history",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -120,6 +121,15 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         help="sample the service (and baseline) with py-spy during the window",
     )
     output.add_argument("--seed", type=int, default=1)
+    past = bench.add_argument_group("history")
+    past.add_argument("--days", type=int, default=90, help="days of hourly rollups (default 90)")
+    past.add_argument("--raw-days", type=int, default=2, help="days of raw checks (default 2)")
+    past.add_argument(
+        "--raw-interval", type=int, default=60, help="raw checks' interval, s (default 60)"
+    )
+    past.add_argument(
+        "--requests", type=int, default=200, help="availability requests per case (default 200)"
+    )
     sweep = bench.add_argument_group("sweep")
     sweep.add_argument(
         "--counts",
@@ -191,6 +201,23 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
 
     argv = list(sys.argv if argv is None else argv)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    if args.action == "history":
+        from .history import print_history, run_history_bench
+
+        base = args.output or Path("bench-results") / f"{stamp}-history"
+        report = trio.run(
+            run_history_bench,
+            args.monitors,
+            args.days,
+            args.raw_days,
+            args.raw_interval,
+            args.requests,
+            base,
+            args.seed,
+        )
+        print_history(report)
+        print(f"report: {base / 'history.json'}")
+        return 0
     if args.action == "sweep":
         from .sweep import run_sweep
 

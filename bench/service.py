@@ -107,15 +107,17 @@ class BenchDatabase:
     pool: Any
     pgdata: Path | None
 
-    async def run(self, query: Callable[[Any], Awaitable[_T]]) -> _T:
+    async def run(
+        self, query: Callable[[Any], Awaitable[_T]], *, timeout_seconds: float = 60.0
+    ) -> _T:
         """``await query(connection)`` on a pooled asyncpg connection (asyncio, bridged);
-        bounded by 60 s."""
+        bounded by ``timeout_seconds`` (60 s: a bulk load asks for more)."""
 
         async def on_asyncio() -> _T:
             async with self.pool.acquire() as connection:
                 return await query(connection)
 
-        with trio.fail_after(60):
+        with trio.fail_after(timeout_seconds):
             result: _T = await trio_asyncio.aio_as_trio(on_asyncio)()
         return result
 

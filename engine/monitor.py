@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, new_id
+from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, new_check_id
 
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
@@ -200,15 +200,16 @@ class _Monitor:
         """Turn a probe result into a check and maybe a status change."""
         result = done.result
         config = self.config
+        created = int(done.started_wall)
         check = CheckRecord(
-            id=new_id("chk"),
+            id=new_check_id(created),
             monitor_id=config.id,
             status="up" if result.ok else "down",
             response_time_ms=result.response_time_ms,
             status_code=result.status_code,
             error_code=result.error_code,
             error_message=result.error_message,
-            created=int(done.started_wall),
+            created=created,
         )
         before = self.health.status
         self.health = after_check(

@@ -7,7 +7,7 @@ asyncio coroutines taking the connection first; run them with :meth:`Database.ru
 :meth:`Database.transaction`.
 """
 
-from . import accounts, checks, idempotency, incidents, monitors
+from . import accounts, checks, history, idempotency, incidents, monitors, rollups
 from .actor import (
     CheckWriter,
     StoreActor,
@@ -20,8 +20,9 @@ from .checks import StatusChange
 from .database import Connection, Database, open_database
 from .embedded import EmbeddedPostgres, start_embedded
 from .errors import CursorNotFound, DatabaseUnavailable, IntegrityConflict, StoreError
-from .ids import has_prefix, new_id
+from .ids import check_created, has_prefix, new_check_id, new_id
 from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
+from .maintenance import MaintenanceSettings, maintain, run_maintenance
 from .migrate import LATEST_VERSION, apply_migrations, schema_version
 from .pagination import Page, PageRequest
 from .records import (
@@ -46,6 +47,7 @@ __all__ = [
     "EmbeddedPostgres",
     "IncidentRecord",
     "IntegrityConflict",
+    "MaintenanceSettings",
     "MonitorRecord",
     "Page",
     "PageRequest",
@@ -60,15 +62,21 @@ __all__ = [
     "WriterStatistics",
     "accounts",
     "apply_migrations",
+    "check_created",
     "checks",
     "has_prefix",
+    "history",
     "idempotency",
     "incidents",
+    "maintain",
     "monitors",
+    "new_check_id",
     "new_id",
     "open_database",
     "open_store",
+    "rollups",
     "run_check_writer",
+    "run_maintenance",
     "schema_version",
     "start_embedded",
 ]

@@ -53,7 +53,7 @@ import structlog
 import trio
 
 from .buffer import CheckBuffer, WriteCheck
-from .checks import StatusChange, write_check_batch
+from .checks import StatusChange, ensure_partitions, write_check_batch
 from .database import Database
 from .errors import DatabaseUnavailable, StoreError
 from .records import CheckRecord
@@ -217,6 +217,8 @@ class StoreSettings:
         retry_min_seconds: first back-off after a write failed because the database is
             unavailable, seconds (doubling each time).
         retry_max_seconds: the back-off's ceiling, seconds.
+        partition_seconds: the width of a partition of the checks table, seconds (a day;
+            tests use less). Shared with the maintenance actor (``store.maintenance``).
         write_timeout_seconds: bounds each batch's write, seconds (the shorter of it and
             the database's own deadline; None keeps the database's): past it the database
             counts as unavailable and the pump takes everything, so producers never wait
@@ -232,6 +234,7 @@ class StoreSettings:
     inbox_size: int = 10_000
     retry_min_seconds: float = 0.1
     retry_max_seconds: float = 2.0
+    partition_seconds: int = 86_400
     write_timeout_seconds: float | None = 5.0
 
     def __post_init__(self) -> None:
@@ -267,6 +270,8 @@ class StoreActor:
         self._drain_seconds = drain_seconds
         self._retry_min_seconds = settings.retry_min_seconds
         self._retry_max_seconds = settings.retry_max_seconds
+        self._partition_seconds = settings.partition_seconds
+        self._partitioned = (0, 0)  # [from, to) epoch seconds known to have partitions
         self._observer = observer
         send, self._inbox = trio.open_memory_channel[StoreMessage](settings.inbox_size)
         self.statistics = WriterStatistics(buffer_limit=settings.buffer_limit)
@@ -376,6 +381,7 @@ class StoreActor:
         # and COMMIT, two round trips fewer (the common case; changes come with them).
         write = self._db.transaction if changes else self._db.run
         try:
+            await self._ensure_partitions(batch.checks)
             inserted = await write(write_check_batch, batch.checks, changes)
         except DatabaseUnavailable as exc:
             buffer.put_back(batch)
@@ -383,6 +389,7 @@ class StoreActor:
             self._database_unavailable(exc)
             return False
         except StoreError as exc:
+            self._partitioned = (0, 0)  # a missing partition, perhaps: ask again
             self._poison_attempts += 1
             if self._poison_attempts < POISON_RETRIES:
                 buffer.put_back(batch)
@@ -420,6 +427,21 @@ class StoreActor:
         self._answer_flushes()
         self._room.unpark_all()
         return True
+
+    async def _ensure_partitions(self, checks: Sequence[CheckRecord]) -> None:
+        """Make the partitions a batch needs unless they are known to exist (the
+        maintenance actor makes them ahead of time; this is the safety net). One
+        comparison per batch in the common case."""
+        if not checks:
+            return
+        lo = min(c.created for c in checks)
+        hi = max(c.created for c in checks)
+        known_from, known_to = self._partitioned
+        if known_from <= lo and hi < known_to:
+            return
+        width = self._partition_seconds
+        await self._db.run(ensure_partitions, lo, hi, width)
+        self._partitioned = (lo - lo % width, hi - hi % width + width)
 
     def _database_unavailable(self, exc: StoreError) -> None:
         stats, now = self.statistics, trio.current_time()

@@ -25,6 +25,30 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{base64.b32encode(os.urandom(15)).decode('ascii').lower()}"
 
 
+def new_check_id(created: int) -> str:
+    """A check id that carries the check's ``created`` (epoch seconds): ``chk_``, 8
+    base32 characters of ``created`` (40 bits, big-endian), 16 of randomness (80 bits).
+    Same alphabet and length as :func:`new_id`; the checks table's key is
+    ``(monitor_id, created, id)``, and :func:`check_created` lets a cursor find its row
+    without an index on ``id`` alone (migration 0003)."""
+    raw = created.to_bytes(5, "big") + os.urandom(10)
+    return f"chk_{base64.b32encode(raw).decode('ascii').lower()}"
+
+
+def check_created(check_id: str) -> int | None:
+    """The ``created`` a check id of :func:`new_check_id` carries (epoch seconds), or None
+    when ``check_id`` cannot be one. Ids made before migration 0003 are random: what they
+    decode to is not their ``created``, so callers fall back to a search by id."""
+    body = check_id.removeprefix("chk_")
+    if len(body) != 24 or body == check_id:
+        return None
+    try:
+        raw = base64.b32decode(body.upper())
+    except ValueError:
+        return None
+    return int.from_bytes(raw[:5], "big")
+
+
 def has_prefix(value: str, prefix: str) -> bool:
     """True when ``value`` looks like an id of ``prefix``: the prefix, ``_`` and 1-64 more
     characters of ``[a-z0-9]``. Used to reject malformed ids before a query."""

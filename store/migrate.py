@@ -31,8 +31,9 @@ LATEST_VERSION = migration_files()[-1][0]
 """The schema version this code expects."""
 
 
-async def apply_migrations(connection: Connection) -> list[str]:
-    """Apply every migration not yet applied; return the file names applied (asyncio side).
+async def apply_migrations(connection: Connection, up_to: int | None = None) -> list[str]:
+    """Apply every migration not yet applied (up to version ``up_to`` when given: tests
+    of a migration's data move); return the file names applied (asyncio side).
 
     Raises:
         asyncpg errors, translated by the caller's :class:`store.Database` bridge.
@@ -49,7 +50,7 @@ async def apply_migrations(connection: Connection) -> list[str]:
         }
         applied = []
         for version, name, sql in migration_files():
-            if version in done:
+            if version in done or (up_to is not None and version > up_to):
                 continue
             async with connection.transaction():
                 await connection.execute(sql)

@@ -13,6 +13,7 @@ from .database import Connection
 from .owned import delete_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
+from .rollups import CLOSE_PERIODS
 
 _COLUMNS = (
     "id",
@@ -35,7 +36,7 @@ _COLUMNS = (
 _SELECT = (
     ", ".join(f"t.{c}" for c in _COLUMNS)
     + ", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id"
-    " ORDER BY c.seq DESC LIMIT 1) AS last_checked_at"
+    " ORDER BY c.created DESC LIMIT 1) AS last_checked_at"
 )
 UPDATABLE = frozenset(
     {
@@ -174,9 +175,20 @@ async def _move(
     only_from: str | None,
 ) -> tuple[MonitorRecord | None, bool]:
     condition = "status <> 'paused'" if only_from is None else f"status = '{only_from}'"
+    # The move closes the period it ends into the rollups and is logged, in this
+    # transaction (extensions part 4; store.rollups).
     moved = await connection.fetchval(
-        "UPDATE monitors SET status = $3, updated = $4, run_epoch = run_epoch + 1 "
-        f"WHERE id = $1 AND account_id = $2 AND {condition} RETURNING id",
+        "WITH m AS (SELECT id, status, coalesce(status_since, created) AS since "
+        f"FROM monitors WHERE id = $1 AND account_id = $2 AND {condition} FOR UPDATE), "
+        "moved AS (UPDATE monitors t SET status = $3, updated = $4, "
+        "run_epoch = run_epoch + 1, status_since = $4 FROM m WHERE t.id = m.id "
+        "RETURNING t.id), "
+        "periods AS (SELECT id AS monitor_id, status, since AS started, "
+        "$4::bigint AS ended FROM m), "
+        f"{CLOSE_PERIODS}, "
+        "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, "
+        "to_status, created) SELECT id, NULL, status, $3, $4 FROM m) "
+        "SELECT id FROM moved",
         monitor_id,
         account_id,
         to,
@@ -197,6 +209,7 @@ async def delete_monitor(
         return False
     await connection.execute("DELETE FROM checks WHERE monitor_id = $1", monitor_id)
     await connection.execute("DELETE FROM status_changes WHERE monitor_id = $1", monitor_id)
+    await connection.execute("DELETE FROM check_rollups WHERE monitor_id = $1", monitor_id)
     return True
 
 

@@ -18,6 +18,7 @@ import os
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -108,26 +109,44 @@ async def own_postgres(asyncio_loop: None) -> AsyncIterator[EmbeddedPostgres]:
         yield server
 
 
+async def _admin(postgres_url: str, sql: str) -> None:
+    """Run ``sql`` on the server's maintenance database (asyncio side)."""
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def _fresh_database(postgres_url: str, template: str | None) -> AsyncIterator[str]:
+    """A new database (a copy of ``template``, else empty), dropped on exit; its URL."""
+    name = f"uptrio_test_{os.getpid()}_{next(_counter)}"
+    copy = f" TEMPLATE {template}" if template else ""
+    await trio_asyncio.aio_as_trio(_admin)(postgres_url, f"CREATE DATABASE {name}{copy}")
+    try:
+        yield _with_database(postgres_url, name)
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio_asyncio.aio_as_trio(_admin)(
+                postgres_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )
+
+
 @pytest.fixture
 async def database_url(
     postgres_url: str, template_url: str, asyncio_loop: None
 ) -> AsyncIterator[str]:
     """URL of a fresh, migrated database, dropped after the test."""
-    name = f"uptrio_test_{os.getpid()}_{next(_counter)}"
+    async with _fresh_database(postgres_url, TEMPLATE) as url:
+        yield url
 
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(postgres_url)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
 
-    await trio_asyncio.aio_as_trio(admin)(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
-    try:
-        yield _with_database(postgres_url, name)
-    finally:
-        with trio.CancelScope(shield=True):
-            await trio_asyncio.aio_as_trio(admin)(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+@pytest.fixture
+async def empty_database_url(postgres_url: str, asyncio_loop: None) -> AsyncIterator[str]:
+    """URL of a fresh, empty database (no migration applied), dropped after the test."""
+    async with _fresh_database(postgres_url, None) as url:
+        yield url
 
 
 @pytest.fixture

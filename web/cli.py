@@ -35,7 +35,14 @@ import trio
 import trio_asyncio
 
 from engine import EngineSettings, Intensity, TargetPolicy, nameserver_resolver
-from store import DEFAULT_DATA_DIR, StoreLocation, StoreSettings, accounts, open_store
+from store import (
+    DEFAULT_DATA_DIR,
+    MaintenanceSettings,
+    StoreLocation,
+    StoreSettings,
+    accounts,
+    open_store,
+)
 
 from .admin import AdminUnavailable, admin_request, admin_socket_path
 from .auth import expired, issue_token, load_secret, parse_permissions
@@ -63,6 +70,7 @@ _SERVICE = ServiceSettings()
 _STORE = StoreSettings()
 _ENGINE = EngineSettings()
 _WEB = WebSettings()
+_HISTORY = MaintenanceSettings()
 
 
 def positive_int(text: str) -> int:
@@ -141,6 +149,10 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
             batch_size=args.batch_size,
             batch_age_seconds=args.batch_age_ms / 1000,
             buffer_limit=args.store_buffer,
+        ),
+        maintenance=MaintenanceSettings(
+            check_retention_days=args.check_retention_days,
+            rollup_retention_days=args.rollup_retention_days,
         ),
         engine=None if args.no_engine else engine,
         web=WebSettings(
@@ -293,6 +305,18 @@ _SERVE_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         float,
         _STORE.batch_age_seconds * 1000,
         "oldest result age before a batch is written, ms",
+    ),
+    (
+        "--check-retention-days",
+        positive_int,
+        _HISTORY.check_retention_days,
+        "raw checks are kept this many days, then dropped a partition at a time",
+    ),
+    (
+        "--rollup-retention-days",
+        positive_int,
+        _HISTORY.rollup_retention_days,
+        "hourly rollups and status history are kept this many days",
     ),
     (
         "--store-buffer",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from engine import TargetPolicy
-from store import Database, MonitorRecord
+from store import Database, MaintenanceSettings, MonitorRecord
 
 from .ratelimit import RateLimiter
 
@@ -79,6 +79,8 @@ class Dependencies:
     Attributes:
         rate_limiter: the process's request counters (spec 8; :mod:`web.ratelimit`).
         target_policy: which addresses monitors may point at (:mod:`engine.policy`).
+        history: retention of checks and rollups (``store.MaintenanceSettings``), for the
+            availability endpoint's "unknown" past the cutoffs.
         clock: wall-clock time in epoch seconds, for idempotency keys' age and the
             ``X-RateLimit-Reset`` header; tests inject their own.
     """
@@ -90,4 +92,5 @@ class Dependencies:
     data_dir: Path | None = None
     rate_limiter: RateLimiter = field(default_factory=RateLimiter)
     target_policy: TargetPolicy = field(default_factory=TargetPolicy)
+    history: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     clock: Callable[[], float] = time.time

@@ -270,6 +270,42 @@ class CheckList(_List):
     data: list[CheckObject]
 
 
+class ResponseTimes(BaseModel):
+    """Response times of a range, milliseconds (extensions part 4); null without checks."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+
+
+class AvailabilityPart(BaseModel):
+    """One bucket of an availability series (extensions part 4)."""
+
+    start: int
+    end: int
+    uptime_percent: float | None
+    up_seconds: int
+    down_seconds: int
+    paused_seconds: int
+    unknown_seconds: int
+    checks: int
+    failed_checks: int
+    incidents: int
+    longest_down_seconds: int
+    response_time_ms: ResponseTimes
+
+
+class AvailabilityObject(AvailabilityPart):
+    """``GET /monitors/:id/availability`` (extensions part 4); ``series`` only with a
+    ``granularity``."""
+
+    object: Literal["availability"]
+    monitor: str
+    series: list[AvailabilityPart] | None = None
+
+
 class ErrorDetail(BaseModel):
     """The fields of an error (DESIGN: error object; codes in the README)."""
 

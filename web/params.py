@@ -64,7 +64,10 @@ def integer(low: int, high: int) -> Parser:
     """A decimal integer from ``low`` to ``high``."""
 
     def parse(name: str, raw: str) -> int:
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not (low <= int(raw) <= high):
+        digits = len(str(high))
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= digits) or not (
+            low <= int(raw) <= high
+        ):
             raise ApiError(
                 "invalid_parameter",
                 f"{name} must be an integer from {low} to {high}; got {raw[:20]!r}",

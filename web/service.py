@@ -8,6 +8,7 @@ and 6)::
             └── nursery: signal watcher (SIGINT, SIGTERM), idempotency key purge (hourly)
                 ├── root ........ open_service: one_for_one; 5 restarts per 60 s,
                 │   │             back-off 0.5 s to 10 s
+                │   ├── maintenance  store.run_maintenance: partitions, retention
                 │   ├── store ... store.StoreActor (transient: it returns only once
                 │   │             closed and drained)
                 │   ├── engine .. engine.run_engine under an engine.EngineSlot
@@ -73,11 +74,13 @@ from engine import (
 )
 from store import (
     Database,
+    MaintenanceSettings,
     StoreActor,
     StoreLocation,
     StoreSettings,
     accounts,
     open_store,
+    run_maintenance,
 )
 
 from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free, serve_admin
@@ -107,6 +110,10 @@ FIRST_ACCOUNT = "default"
 """The account the very first start creates, with a token holding every permission."""
 
 
+_MAINTENANCE_DEADLINE_SECONDS = 300.0
+"""The longest one statement of the maintenance actor may take (a partition detached
+CONCURRENTLY waits for the transactions using the table), seconds."""
+
 ROOT_INTENSITY = Intensity(max_restarts=5, period_seconds=60.0)
 ROOT_BACKOFF = Backoff(min_seconds=0.5, max_seconds=10.0, random_factor=0.2)
 
@@ -118,6 +125,8 @@ class ServiceSettings:
 
     Attributes:
         store: how the store actor batches and buffers.
+        maintenance: partitions and retention (``store.maintenance``), or None to run no
+            maintenance actor (tests of other things).
         engine: the engine's settings, or None to run no engine (``--no-engine``).
         web: the web layer's settings (body size, rate limits, idempotency).
         target_policy: which addresses monitors may point at (web layer and probes).
@@ -135,6 +144,7 @@ class ServiceSettings:
     """
 
     store: StoreSettings = field(default_factory=StoreSettings)
+    maintenance: MaintenanceSettings | None = field(default_factory=MaintenanceSettings)
     engine: EngineSettings | None = field(default_factory=EngineSettings)
     web: WebSettings = field(default_factory=WebSettings)
     target_policy: TargetPolicy = field(default_factory=TargetPolicy)
@@ -288,6 +298,14 @@ async def open_service(
                 backoff=settings.root_backoff,
                 on_restart=on_restart,
             ) as root:
+                if settings.maintenance is not None:
+                    maintenance = partial(
+                        run_maintenance,
+                        db.with_deadline(_MAINTENANCE_DEADLINE_SECONDS),
+                        settings.maintenance,
+                        partition_seconds=settings.store.partition_seconds,
+                    )
+                    await root.start_child(ChildSpec(child_id="maintenance", start=maintenance))
                 await root.start_child(
                     ChildSpec(child_id="store", start=store.run, restart=RestartType.TRANSIENT)
                 )
@@ -405,6 +423,7 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
                     jwt_secret=secret,
                     settings=settings.web,
                     target_policy=settings.target_policy,
+                    history=settings.maintenance or MaintenanceSettings(),
                 )
 
             web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)

@@ -10,37 +10,17 @@ from store import (
     CheckRecord,
     Database,
     StatusChange,
-    accounts,
     checks,
     monitors,
     new_id,
     run_check_writer,
 )
+from tests.store.helpers import new_monitor
 
 
 async def _monitor(db: Database, status: str = "pending") -> str:
-    account = await db.transaction(accounts.ensure_account, "acme", 1)
-    now = int(time.time())
-    record = await db.transaction(
-        monitors.insert_monitor,
-        {
-            "id": new_id("mon"),
-            "account_id": account.id,
-            "name": "m",
-            "url": "127.0.0.1:1",
-            "type": "tcp",
-            "status": status,
-            "interval_seconds": 10,
-            "timeout_seconds": 5,
-            "method": None,
-            "expected_status_code": None,
-            "failure_threshold": 2,
-            "success_threshold": 1,
-            "created": now,
-            "updated": now,
-            "metadata": {},
-        },
-    )
+    record = await new_monitor(db, created=int(time.time()), status=status, interval_seconds=10)
+    await db.run(checks.ensure_partitions, 0, 3_000, 86_400)  # the checks' `created`
     return record.id
 
 

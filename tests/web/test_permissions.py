@@ -21,6 +21,7 @@ ENDPOINTS: list[tuple[str, str, str, str, Any, int]] = [
     ("GET", "/monitors", "monitors.read", "list monitors", None, 200),
     ("GET", "/monitors/{mon}", "monitors.read", "get monitor", None, 200),
     ("GET", "/monitors/{mon}/checks", "monitors.read", "list checks", None, 200),
+    ("GET", "/monitors/{mon}/availability", "monitors.read", "get availability", None, 200),
     (
         "POST",
         "/monitors",

@@ -1,8 +1,9 @@
 """The endpoints of spec part 4, as :class:`web.pipeline.Route` tables."""
 
+from .history import ROUTES as HISTORY_ROUTES
 from .incidents import ROUTES as INCIDENT_ROUTES
 from .monitors import ROUTES as MONITOR_ROUTES
 
-ROUTES = (*MONITOR_ROUTES, *INCIDENT_ROUTES)
+ROUTES = (*MONITOR_ROUTES, *HISTORY_ROUTES, *INCIDENT_ROUTES)
 
 __all__ = ["ROUTES"]

@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from engine import InvalidTarget, TargetPolicy, parse_target
-from store import Connection, MonitorRecord, PageRequest, checks, monitors, new_id
+from store import MonitorRecord, PageRequest, monitors, new_id
 
 from ..errors import ApiError
 from ..models import (
-    CheckList,
     EmptyBody,
     MonitorCreate,
     MonitorList,
@@ -29,8 +28,8 @@ from ..models import (
     MonitorUpdate,
     merge_metadata,
 )
-from ..objects import check_object, list_object, monitor_object
-from ..params import check_names, choice, cursor, integer, parse_list_query, text
+from ..objects import list_object, monitor_object
+from ..params import choice, parse_list_query, text
 from ..pipeline import ApiResponse, RequestContext, Route, validate
 from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
 
@@ -204,34 +203,6 @@ async def _move(ctx: RequestContext, move: Any) -> ApiResponse:
     return ApiResponse(200, monitor_object(record))
 
 
-async def _monitor_checks(
-    connection: Connection, account_id: str, monitor_id: str, limit: int, after: str | None
-) -> tuple[list[Any], bool] | None:
-    if await monitors.get_monitor(connection, account_id, monitor_id) is None:
-        return None
-    return await checks.list_checks(connection, monitor_id, limit=limit, starting_after=after)
-
-
-async def list_checks(ctx: RequestContext) -> ApiResponse:
-    """GET /monitors/:id/checks: the monitor's checks, newest first (DESIGN)."""
-    monitor_id = path_id(ctx, "mon")
-    check_names(ctx.query, ("limit", "starting_after"))
-    raw_limit = ctx.query.get("limit")
-    limit = 10
-    if raw_limit:
-        if len(raw_limit) > 1:
-            raise ApiError("invalid_parameter", "limit may be given once", param="limit")
-        limit = integer(1, 100)("limit", raw_limit[0])
-    after = cursor(ctx.query, "starting_after", "chk")
-    found = await ctx.deps.db.run(_monitor_checks, ctx.account_id, monitor_id, limit, after)
-    if found is None:
-        raise not_found("mon", monitor_id)
-    items, has_more = found
-    return ApiResponse(
-        200, list_object(f"/monitors/{monitor_id}/checks", items, has_more, check_object)
-    )
-
-
 _PAGE = (
     ("limit", "integer", "1 to 100, default 10."),
     ("starting_after", "string", "Cursor: objects after this id."),
@@ -311,19 +282,6 @@ ROUTES = (
         permission="monitors.update",
         summary="Resume a monitor",
         response_model=MonitorObject,
-    ),
-    Route(
-        name="list_checks",
-        method="GET",
-        path="/monitors/<id>/checks",
-        handler=list_checks,
-        permission="monitors.read",
-        summary="List a monitor's checks, newest first",
-        response_model=CheckList,
-        query=(
-            ("limit", "integer", "1 to 100, default 10."),
-            ("starting_after", "string", "Cursor: checks older than this check id."),
-        ),
     ),
 )
 """The monitor endpoints."""

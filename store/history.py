@@ -1,0 +1,303 @@
+"""Availability of one monitor over a range (extensions part 4, ``GET
+/monitors/:id/availability``), read from rollups, never from a rescan of raw checks.
+
+A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a series
+(``hour`` or ``day``, UTC, the first and last clipped to the range), as a
+:class:`Availability`:
+
+* **Known time** is the part after the monitor's creation, after the rollup retention
+  cutoff and before now; the rest is ``unknown_seconds`` (so the four seconds fields add
+  up to the range's length). ``pending`` periods (after create and resume, until the
+  first check decides) are unknown too.
+* **Whole hours** inside a range come from the rollups: their closed status periods, plus
+  the part of the open period (``monitors.status_since`` to now) that falls in them;
+  their checks, failed checks, response-time sum and histogram.
+* **The edges** (the part of a range that does not fill an hour) come from the log of
+  status moves (``status_changes``: exact seconds) and from the raw checks of those
+  minutes (exact counts and histogram), or, where raw checks are past their retention,
+  from the rollup of the whole edge hour.
+* ``longest_down_seconds`` is the longest down period overlapping the range, clipped to
+  it, from the log of status moves; ``incidents`` counts incidents opened by the monitor
+  in the range (none until monitors open incidents: extensions part 3).
+
+Every read runs in the caller's connection: one query for the monitor, one for the log,
+one over the rollups and at most one over raw checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .database import Connection
+from .rollups import HOUR_SECONDS, merge_into, percentile_ms
+
+__all__ = ["Availability", "Window", "availability", "series_windows"]
+
+_PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
+_COUNTED = ("up", "down", "paused")
+
+
+@dataclass(slots=True, kw_only=True)
+class Availability:
+    """The figures of one range or series bucket (seconds are whole epoch seconds,
+    response times milliseconds)."""
+
+    start: int
+    end: int
+    up_seconds: int = 0
+    down_seconds: int = 0
+    paused_seconds: int = 0
+    unknown_seconds: int = 0
+    checks: int = 0
+    failed_checks: int = 0
+    incidents: int = 0
+    longest_down_seconds: int = 0
+    response_time_sum_ms: float = 0.0
+    histogram: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def uptime_percent(self) -> float | None:
+        """up / (up + down) * 100, None when there was neither."""
+        known = self.up_seconds + self.down_seconds
+        return None if known == 0 else self.up_seconds * 100.0 / known
+
+    def response_time_ms(self) -> dict[str, float | None]:
+        """``{"mean", "p50", "p90", "p95", "p99"}`` (ms), each None without checks."""
+        mean = self.response_time_sum_ms / self.checks if self.checks else None
+        found: dict[str, float | None] = {"mean": None if mean is None else round(mean, 3)}
+        for name, percent in _PERCENTILES:
+            found[name] = percentile_ms(self.histogram, percent)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """``[start, end)``, epoch seconds."""
+
+    start: int
+    end: int
+
+
+def _floor_hour(t: int) -> int:
+    return t - t % HOUR_SECONDS
+
+
+def _ceil_hour(t: int) -> int:
+    return -(-t // HOUR_SECONDS) * HOUR_SECONDS
+
+
+def series_windows(start: int, end: int, granularity: str) -> list[Window]:
+    """The buckets of a series over ``[start, end)``: whole UTC hours or days
+    (``granularity`` ``hour`` or ``day``), the first and last clipped to the range."""
+    width = HOUR_SECONDS if granularity == "hour" else 86_400
+    windows, at = [], start
+    while at < end:
+        upper = min(end, at - at % width + width)
+        windows.append(Window(at, upper))
+        at = upper
+    return windows
+
+
+@dataclass(frozen=True, slots=True)
+class _Timeline:
+    """The status over time: ``points`` ``(since, status)`` ascending; before the first
+    point the status is unknown; the last point holds until ``now``."""
+
+    points: list[tuple[int, str]]
+    now: int
+
+    def segments(self, window: Window) -> list[tuple[int, int, str]]:
+        """``(from, to, status)`` pieces of ``window`` with a known status."""
+        pieces = []
+        for k, (since, status) in enumerate(self.points):
+            until = self.points[k + 1][0] if k + 1 < len(self.points) else self.now
+            lo, hi = max(since, window.start), min(until, window.end)
+            if lo < hi:
+                pieces.append((lo, hi, status))
+        return pieces
+
+    def longest_down(self, window: Window) -> int:
+        """The longest down period overlapping ``window``, clipped to it, seconds."""
+        best = 0
+        for since, until, status in self.segments(window):
+            if status == "down":
+                best = max(best, until - since)
+        return best
+
+
+async def _timeline(
+    connection: Connection, monitor: Any, start: int, end: int, now: int
+) -> _Timeline:
+    """The log of status moves from the last one at or before ``start`` to ``end``, and
+    the current status since ``status_since`` (a monitor migrated from before the log
+    began has no move there)."""
+    rows = await connection.fetch(
+        "(SELECT created, to_status, seq FROM status_changes WHERE monitor_id = $1 "
+        "AND created <= $2 ORDER BY created DESC, seq DESC LIMIT 1) UNION ALL "
+        "(SELECT created, to_status, seq FROM status_changes WHERE monitor_id = $1 "
+        "AND created > $2 AND created < $3) ORDER BY created, seq",
+        monitor["id"],
+        start,
+        end,
+    )
+    points = [(int(r["created"]), str(r["to_status"])) for r in rows]
+    since = int(monitor["since"])
+    if not points or points[-1][0] < since:
+        points.append((since, str(monitor["status"])))
+    return _Timeline(points, now)
+
+
+async def _aggregate(
+    connection: Connection,
+    monitor_id: str,
+    table: str,
+    windows: Sequence[tuple[int, int, int, bool, bool]],
+) -> list[Any]:
+    """Sums per series index over ``windows`` ``(index, from, to, seconds, checks)``:
+    of the rollups (``table`` ``check_rollups``: whole hours; the seconds only where
+    ``seconds``, the checks only where ``checks``) or of raw checks (``checks``)."""
+    if not windows:
+        return []
+    if table == "check_rollups":
+        source = (
+            "SELECT w.i, w.secs, w.chks, r.up_seconds, r.down_seconds, r.paused_seconds, "
+            "r.checks, r.failed_checks, r.response_time_sum_ms, r.histogram "
+            "FROM w JOIN check_rollups r ON r.monitor_id = $1 AND r.hour >= w.f "
+            "AND r.hour < w.t"
+        )
+    else:
+        source = (
+            "SELECT w.i, false AS secs, true AS chks, 0 AS up_seconds, 0 AS down_seconds, "
+            "0 AS paused_seconds, 1 AS checks, (c.status = 'down')::int AS failed_checks, "
+            "c.response_time_ms AS response_time_sum_ms, "
+            "ARRAY[histogram_bucket(c.response_time_ms) * 65536 + 1] AS histogram "
+            "FROM w JOIN checks c ON c.monitor_id = $1 AND c.created >= w.f "
+            "AND c.created < w.t"
+        )
+    return list(
+        await connection.fetch(
+            "WITH w AS (SELECT * FROM unnest($2::int[], $3::bigint[], $4::bigint[], "
+            "$5::bool[], $6::bool[]) AS w(i, f, t, secs, chks)), "
+            f"rows AS ({source}), "
+            "sums AS (SELECT i, "
+            "coalesce(sum(up_seconds) FILTER (WHERE secs), 0) AS up, "
+            "coalesce(sum(down_seconds) FILTER (WHERE secs), 0) AS down, "
+            "coalesce(sum(paused_seconds) FILTER (WHERE secs), 0) AS paused, "
+            "coalesce(sum(checks) FILTER (WHERE chks), 0) AS checks, "
+            "coalesce(sum(failed_checks) FILTER (WHERE chks), 0) AS failed, "
+            "coalesce(sum(response_time_sum_ms) FILTER (WHERE chks), 0) AS total "
+            "FROM rows GROUP BY i), "
+            "hist AS (SELECT i, array_agg(b ORDER BY b) AS buckets, "
+            "array_agg(n ORDER BY b) AS counts FROM (SELECT i, e / 65536 AS b, "
+            "sum(e % 65536)::bigint AS n FROM rows, unnest(histogram) AS e WHERE chks "
+            "GROUP BY 1, 2) AS x GROUP BY i) "
+            "SELECT sums.*, hist.buckets, hist.counts FROM sums LEFT JOIN hist USING (i)",
+            monitor_id,
+            [w[0] for w in windows],
+            [w[1] for w in windows],
+            [w[2] for w in windows],
+            [w[3] for w in windows],
+            [w[4] for w in windows],
+        )
+    )
+
+
+async def availability(
+    connection: Connection,
+    monitor_id: str,
+    windows: Sequence[Window],
+    *,
+    now: int,
+    rollup_cutoff: int,
+    check_cutoff: int,
+) -> tuple[Availability, list[Availability]] | None:
+    """The :class:`Availability` of the whole range and of each of its ``windows``
+    (contiguous, ascending; one window for no series), or None when the monitor does not
+    exist. ``rollup_cutoff`` and ``check_cutoff`` (epoch seconds) are where rollups and
+    raw checks end by retention; ``now`` is epoch seconds."""
+    monitor = await connection.fetchrow(
+        "SELECT id, status, created, coalesce(status_since, created) AS since "
+        "FROM monitors WHERE id = $1",
+        monitor_id,
+    )
+    if monitor is None:
+        return None
+    start, end = windows[0].start, windows[-1].end
+    timeline = await _timeline(connection, monitor, start, end, now)
+    known_from = max(int(monitor["created"]), rollup_cutoff)
+    results, rollup_windows, raw_windows = [], [], []
+    for i, window in enumerate(windows):
+        result = Availability(start=window.start, end=window.end)
+        results.append(result)
+        known = Window(max(window.start, known_from), min(window.end, now))
+        if known.start >= known.end:
+            continue
+        result.longest_down_seconds = timeline.longest_down(known)
+        hours = Window(_ceil_hour(known.start), _floor_hour(known.end))
+        edges = [known] if hours.start >= hours.end else []
+        if hours.start < hours.end:
+            rollup_windows.append((i, hours.start, hours.end, True, True))
+            edges = [Window(known.start, hours.start), Window(hours.end, known.end)]
+            # The open period's part in these whole hours (the rollups hold closed ones).
+            for since, until, status in timeline.segments(hours):
+                if since >= int(monitor["since"]) and status in _COUNTED:
+                    _add_seconds(result, status, until - since)
+        for edge in edges:
+            if edge.start >= edge.end:
+                continue
+            for since, until, status in timeline.segments(edge):
+                if status in _COUNTED:
+                    _add_seconds(result, status, until - since)
+            if edge.start >= check_cutoff:
+                raw_windows.append((i, edge.start, edge.end, False, True))
+            else:  # raw checks are gone: the edge hour's rollup stands for them
+                hour = _floor_hour(edge.start)
+                rollup_windows.append((i, hour, hour + HOUR_SECONDS, False, True))
+    for table, spec in (("check_rollups", rollup_windows), ("checks", raw_windows)):
+        for row in await _aggregate(connection, monitor_id, table, spec):
+            result = results[row["i"]]
+            result.up_seconds += int(row["up"])
+            result.down_seconds += int(row["down"])
+            result.paused_seconds += int(row["paused"])
+            result.checks += int(row["checks"])
+            result.failed_checks += int(row["failed"])
+            result.response_time_sum_ms += float(row["total"])
+            if row["buckets"] is not None:
+                merge_into(result.histogram, row["buckets"], row["counts"])
+    for result in results:
+        counted = result.up_seconds + result.down_seconds + result.paused_seconds
+        result.unknown_seconds = result.end - result.start - counted
+    overall = _total(results, start, end)
+    span = Window(max(start, known_from), min(end, now))
+    if span.start < span.end:
+        overall.longest_down_seconds = timeline.longest_down(span)
+    return overall, results
+
+
+def _add_seconds(result: Availability, status: str, seconds: int) -> None:
+    if status == "up":
+        result.up_seconds += seconds
+    elif status == "down":
+        result.down_seconds += seconds
+    else:
+        result.paused_seconds += seconds
+
+
+def _total(parts: Sequence[Availability], start: int, end: int) -> Availability:
+    """The figures of ``[start, end)`` from its contiguous ``parts``: sums and merged
+    histograms (the longest down period is the caller's: one may span parts)."""
+    whole = Availability(start=start, end=end)
+    for part in parts:
+        whole.up_seconds += part.up_seconds
+        whole.down_seconds += part.down_seconds
+        whole.paused_seconds += part.paused_seconds
+        whole.unknown_seconds += part.unknown_seconds
+        whole.checks += part.checks
+        whole.failed_checks += part.failed_checks
+        whole.incidents += part.incidents
+        whole.response_time_sum_ms += part.response_time_sum_ms
+        for bucket, count in part.histogram.items():
+            whole.histogram[bucket] = whole.histogram.get(bucket, 0) + count
+    return whole

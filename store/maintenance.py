@@ -1,0 +1,153 @@
+"""The maintenance actor: partitions ahead of time, retention by whole partitions
+(extensions part 4; DESIGN: "a maintenance actor in store/ creates the next partitions
+ahead of time and drops expired ones").
+
+Every ``interval_seconds`` (and once before it reports started), :func:`maintain`:
+
+* makes the partitions of ``checks`` from one partition back to ``partitions_ahead``
+  partitions ahead of now (``StoreSettings.partition_seconds`` wide: a day);
+* drops every partition whose rows are all older than ``check_retention_days``: first
+  ``DETACH PARTITION ... CONCURRENTLY`` (inserts into the other partitions go on), then
+  ``DROP TABLE``. Checks are never deleted row by row, except with their monitor;
+* deletes rollup rows older than ``rollup_retention_days`` and the log of status moves
+  of that age, keeping each monitor's last move before the cutoff (the status an
+  availability range starts with).
+
+A failure (the database away) is logged and tried again at the next round; the actor
+never crashes the service for it. Several services on one database may run it at once:
+partition creation is serialised by an advisory lock, and the rest is idempotent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+import trio
+
+from .checks import ensure_partitions
+from .database import Connection, Database
+from .errors import StoreError
+
+__all__ = ["MaintenanceReport", "MaintenanceSettings", "maintain", "run_maintenance"]
+
+log = structlog.get_logger("uptrio.store")
+
+DAY_SECONDS = 86_400
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaintenanceSettings:
+    """Retention and the maintenance round (``uptrio serve`` flags).
+
+    Attributes:
+        check_retention_days: raw checks are kept at least this many days
+            (``--check-retention-days``, default 30, at least 1; extensions part 4).
+        rollup_retention_days: rollups and the log of status moves are kept this many days
+            (``--rollup-retention-days``, default 400).
+        partitions_ahead: partitions made ahead of now (default 3).
+        interval_seconds: seconds between two rounds (default 600).
+    """
+
+    check_retention_days: int = 30
+    rollup_retention_days: int = 400
+    partitions_ahead: int = 3
+    interval_seconds: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    """What one round did: partitions dropped (names) and rows deleted."""
+
+    dropped_partitions: list[str]
+    rollups_deleted: int
+    status_moves_deleted: int
+
+
+async def _expired_partitions(connection: Connection, cutoff: int) -> list[str]:
+    rows = await connection.fetch(
+        "SELECT name FROM check_partition_bounds() WHERE range_to <= $1 ORDER BY range_from",
+        cutoff,
+    )
+    return [str(r["name"]) for r in rows]
+
+
+async def _detach(connection: Connection, name: str) -> None:
+    # Outside a transaction block (CONCURRENTLY); the name comes from the catalogue.
+    await connection.execute(f'ALTER TABLE checks DETACH PARTITION "{name}" CONCURRENTLY')
+
+
+async def _drop(connection: Connection, name: str) -> None:
+    await connection.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+
+async def _purge(connection: Connection, rollup_cutoff: int) -> tuple[int, int]:
+    rollups = await connection.execute(
+        "DELETE FROM check_rollups WHERE hour + 3600 <= $1", rollup_cutoff
+    )
+    moves = await connection.execute(
+        "DELETE FROM status_changes s WHERE s.created < $1 AND EXISTS ("
+        "SELECT 1 FROM status_changes n WHERE n.monitor_id = s.monitor_id "
+        "AND n.created < $1 AND (n.created, n.seq) > (s.created, s.seq))",
+        rollup_cutoff,
+    )
+    return int(rollups.rsplit(" ", 1)[-1]), int(moves.rsplit(" ", 1)[-1])
+
+
+async def maintain(
+    db: Database, settings: MaintenanceSettings, *, partition_seconds: int, now: int
+) -> MaintenanceReport:
+    """One round at ``now`` (epoch seconds); see the module docstring.
+
+    Raises:
+        store.StoreError: the database failed (``DatabaseUnavailable`` when away).
+    """
+    width = partition_seconds
+    await db.run(ensure_partitions, now - width, now + settings.partitions_ahead * width, width)
+    cutoff = now - int(settings.check_retention_days * DAY_SECONDS)
+    dropped = []
+    for name in await db.run(_expired_partitions, cutoff):
+        started = time.perf_counter()
+        await db.run(_detach, name)
+        await db.run(_drop, name)
+        dropped.append(name)
+        log.info(
+            "check partition dropped",
+            partition=name,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+    rollup_cutoff = now - int(settings.rollup_retention_days * DAY_SECONDS)
+    rollups, moves = await db.run(_purge, rollup_cutoff)
+    return MaintenanceReport(dropped, rollups, moves)
+
+
+async def run_maintenance(
+    db: Database,
+    settings: MaintenanceSettings,
+    *,
+    partition_seconds: int,
+    clock: Callable[[], float] = time.time,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Report started, run :func:`maintain` now and then every ``interval_seconds`` until
+    cancelled. ``clock`` is wall-clock epoch seconds (tests move it). A round that fails
+    is logged and the next one tries again; nothing but a bug escapes. It reports started
+    at once, so a database that hangs at start-up does not hold the service's start (the
+    store actor makes a partition a batch needs if this has not yet)."""
+    task_status.started()
+    while True:
+        try:
+            report = await maintain(
+                db, settings, partition_seconds=partition_seconds, now=int(clock())
+            )
+            if report.rollups_deleted or report.status_moves_deleted:
+                log.info(
+                    "history purged",
+                    rollups=report.rollups_deleted,
+                    status_moves=report.status_moves_deleted,
+                )
+        except StoreError as exc:
+            log.warning("maintenance round failed; next round tries again", error=str(exc))
+        await trio.sleep(settings.interval_seconds)

@@ -1,0 +1,201 @@
+"""GET /monitors/:id/availability and the new filters of GET /monitors/:id/checks
+(extensions part 4), through the real app on a real database, with the app's clock
+fixed so a history written through the store has exact figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import trio
+
+from store import (
+    CheckRecord,
+    Database,
+    StatusChange,
+    checks,
+    new_check_id,
+)
+from tests.api import Api
+from tests.conftest import MakeToken
+from tests.store.helpers import new_monitor
+from web.app import create_app
+from web.deps import Dependencies
+from web.models import AvailabilityObject, CheckList
+
+HOUR = 3600
+
+
+async def _history(db: Database, created: int) -> str:
+    """A monitor of account acme: up at ``created``, down 3000 s later, up again 600 s
+    after that; a check every 300 s, 1.5 ms each."""
+    record = await new_monitor(db, created=created, interval_seconds=300, metadata={"secret": "x"})
+    times = list(range(created, created + 2 * HOUR, 300))
+    await db.run(checks.ensure_partitions, times[0], times[-1], 86_400)
+    down = range(created + 3000, created + 3600)
+    records = [
+        CheckRecord(
+            id=new_check_id(t),
+            monitor_id=record.id,
+            status="down" if t in down else "up",
+            response_time_ms=1.5,
+            status_code=None,
+            error_code="timeout" if t in down else None,
+            error_message="late" if t in down else None,
+            created=t,
+        )
+        for t in times
+    ]
+    moves = [
+        (created, "pending", "up"),
+        (created + 3000, "up", "down"),
+        (created + 3600, "down", "up"),
+    ]
+    by_time = {r.created: r for r in records}
+    changes = [
+        StatusChange(
+            monitor_id=record.id,
+            check_id=by_time[t].id,
+            from_status=before,
+            to_status=after,
+            run_epoch=record.run_epoch,
+            created=t,
+        )
+        for t, before, after in moves
+    ]
+    await db.transaction(checks.write_check_batch, records, changes)
+    return record.id
+
+
+async def _api_at(deps: Dependencies, now: int, token: str) -> Any:
+    app = create_app(dataclasses.replace(deps, clock=lambda: float(now)))
+    return app, token
+
+
+async def test_availability_of_a_known_history(
+    db: Database, deps: Dependencies, make_token: MakeToken
+) -> None:
+    with trio.fail_after(20):
+        now = int(time.time())
+        created = now - 3 * HOUR
+        mid = await _history(db, created)
+        app = create_app(dataclasses.replace(deps, clock=lambda: float(now)))
+        async with app.test_app() as test_app:
+            api = Api(test_app.test_client(), await make_token())
+            end = created + 2 * HOUR
+            code, body, _ = await api.get(
+                f"/monitors/{mid}/availability", query={"start": created, "end": end}
+            )
+            assert code == 200, body
+            AvailabilityObject.model_validate(body)
+            assert (body["object"], body["monitor"], body["start"], body["end"]) == (
+                "availability",
+                mid,
+                created,
+                end,
+            )
+            figures = [body[k] for k in ("up_seconds", "down_seconds", "paused_seconds")]
+            assert figures == [2 * HOUR - 600, 600, 0] and body["unknown_seconds"] == 0
+            assert body["uptime_percent"] == (2 * HOUR - 600) * 100 / (2 * HOUR)
+            assert (body["checks"], body["failed_checks"]) == (24, 2)
+            assert body["longest_down_seconds"] == 600 and body["incidents"] == 0
+            assert body["response_time_ms"]["mean"] == 1.5
+            assert abs(body["response_time_ms"]["p99"] - 1.5) <= 0.075
+            assert "series" not in body and "secret" not in str(body)
+
+            code, body, _ = await api.get(
+                f"/monitors/{mid}/availability",
+                query={"start": created, "end": end, "granularity": "hour"},
+            )
+            assert code == 200 and len(body["series"]) in (2, 3)
+            assert sum(p["down_seconds"] for p in body["series"]) == 600
+            assert sum(p["checks"] for p in body["series"]) == 24
+            assert body["series"][0]["start"] == created and body["series"][-1]["end"] == end
+
+            code, body, _ = await api.get(f"/monitors/{mid}/availability")  # the last 30 days
+            assert code == 200 and (body["start"], body["end"]) == (now - 30 * 86_400, now)
+            assert body["unknown_seconds"] == 30 * 86_400 - 3 * HOUR
+            code, body, _ = await api.get(
+                f"/monitors/{mid}/availability", query={"granularity": "day"}
+            )
+            assert code == 200 and len(body["series"]) in (30, 31)
+
+
+async def test_availability_refuses_bad_ranges_naming_the_parameter(
+    db: Database, api: Api, api_for: Any
+) -> None:
+    with trio.fail_after(20):
+        mid = await _history(db, int(time.time()) - 3 * HOUR)
+        for query, param in (
+            ({"start": "yesterday"}, "start"),
+            ({"start": 100, "end": 100}, "end"),
+            ({"start": 200, "end": 100}, "end"),
+            ({"start": 0, "end": 401 * 86_400}, "end"),
+            ({"granularity": "week"}, "granularity"),
+            ({"granularity": ""}, "granularity"),
+            ({"end": -5}, "end"),
+            ({"from": 1}, "from"),
+        ):
+            code, body, _ = await api.get(f"/monitors/{mid}/availability", query=query)
+            assert code == 400, (query, body)
+            assert body["error"]["param"] == param, (query, body)
+        code, body, _ = await api.get(
+            f"/monitors/{mid}/availability", query={"start": 0, "end": 400 * 86_400}
+        )
+        assert code == 200 and body["unknown_seconds"] == 400 * 86_400
+        other = await api_for(account="other")
+        code, body, _ = await other.get(f"/monitors/{mid}/availability")
+        assert code == 404 and body["error"]["code"] == "resource_missing"
+        reader = await api_for(permissions=["incidents.read"])
+        code, body, _ = await reader.get(f"/monitors/{mid}/availability")
+        assert code == 403
+
+
+async def test_check_filters_and_ending_before(db: Database, api: Api) -> None:
+    with trio.fail_after(20):
+        created = int(time.time()) - 3 * HOUR
+        mid = await _history(db, created)
+        code, page, _ = await api.get(
+            f"/monitors/{mid}/checks", query={"status": "down", "limit": 100}
+        )
+        assert code == 200
+        CheckList.model_validate(page)
+        assert [c["created"] for c in page["data"]] == [created + 3300, created + 3000]
+        code, page, _ = await api.get(
+            f"/monitors/{mid}/checks",
+            query={"created[gte]": created + 600, "created[lt]": created + 1500},
+        )
+        assert [c["created"] for c in page["data"]] == [
+            created + 1200,
+            created + 900,
+            created + 600,
+        ]
+        code, page, _ = await api.get(
+            f"/monitors/{mid}/checks",
+            query={"created[gt]": created + 600, "created[lte]": created + 1500},
+        )
+        assert [c["created"] for c in page["data"]] == [
+            created + 1500,
+            created + 1200,
+            created + 900,
+        ]
+        _, everything, _ = await api.get(f"/monitors/{mid}/checks", query={"limit": 100})
+        ids = [c["id"] for c in everything["data"]]
+        assert len(ids) == 24
+        # Walk back up from the oldest with ending_before: pages in list order.
+        walked: list[str] = []
+        before = ids[-1]
+        while True:
+            _, page, _ = await api.get(
+                f"/monitors/{mid}/checks", query={"ending_before": before, "limit": 5}
+            )
+            walked = [c["id"] for c in page["data"]] + walked
+            if not page["has_more"]:
+                break
+            before = page["data"][0]["id"]
+        assert walked == ids[:-1]
+        code, body, _ = await api.get(
+            f"/monitors/{mid}/checks", query={"ending_before": ids[0], "starting_after": ids[1]}
+        )
+        assert code == 400 and body["error"]["code"] == "cursor_conflict"

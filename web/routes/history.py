@@ -1,0 +1,209 @@
+"""A monitor's history (extensions part 4): ``GET /monitors/:id/checks`` with its filters,
+and ``GET /monitors/:id/availability``.
+
+Parameters are checked before any query: unknown names, repeated ones, malformed
+integers, a ``status`` other than ``up``/``down``, ``end`` not after ``start``, a range
+over 400 days and a ``granularity`` other than ``hour``/``day`` are 400s naming the
+parameter (DESIGN: 400 or 422).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store import Connection, checks, history, monitors
+
+from ..errors import ApiError
+from ..models import AvailabilityObject, CheckList
+from ..objects import check_object, list_object
+from ..params import check_names, choice, cursor, integer
+from ..pipeline import ApiResponse, RequestContext, Route
+from .common import not_found, path_id
+
+__all__ = ["ROUTES"]
+
+DEFAULT_RANGE_SECONDS = 30 * 86_400
+"""The range when neither ``start`` nor ``end`` is given: the last 30 days."""
+MAX_RANGE_SECONDS = 400 * 86_400
+_EPOCH = integer(0, 10**11 - 1)
+_STATUS = choice("up", "down")
+_GRANULARITY = choice("hour", "day")
+
+
+def _single(ctx: RequestContext, name: str) -> str | None:
+    values = ctx.query.get(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ApiError("invalid_parameter", f"{name} may be given once", param=name)
+    return values[0]
+
+
+def _epoch(ctx: RequestContext, name: str) -> int | None:
+    raw = _single(ctx, name)
+    return None if raw is None else _EPOCH(name, raw)
+
+
+async def _checks_page(
+    connection: Connection,
+    account_id: str,
+    monitor_id: str,
+    limit: int,
+    after: str | None,
+    before: str | None,
+    filters: checks.CheckFilter,
+) -> tuple[list[Any], bool] | None:
+    if await monitors.get_monitor(connection, account_id, monitor_id) is None:
+        return None
+    return await checks.list_checks(
+        connection,
+        monitor_id,
+        limit=limit,
+        starting_after=after,
+        ending_before=before,
+        filters=filters,
+    )
+
+
+_CREATED_BOUNDS = ("created[gt]", "created[gte]", "created[lt]", "created[lte]")
+
+
+async def list_checks(ctx: RequestContext) -> ApiResponse:
+    """GET /monitors/:id/checks: the monitor's checks, newest first (DESIGN), filtered by
+    ``status`` and ``created[gt|gte|lt|lte]`` (extensions part 4)."""
+    monitor_id = path_id(ctx, "mon")
+    check_names(ctx.query, ("limit", "starting_after", "ending_before", "status", *_CREATED_BOUNDS))
+    raw_limit = _single(ctx, "limit")
+    limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
+    after = cursor(ctx.query, "starting_after", "chk")
+    before = cursor(ctx.query, "ending_before", "chk")
+    if after is not None and before is not None:
+        raise ApiError(
+            "cursor_conflict",
+            "starting_after and ending_before are mutually exclusive",
+            param="ending_before",
+        )
+    raw_status = _single(ctx, "status")
+    gt, gte, lt, lte = (_epoch(ctx, name) for name in _CREATED_BOUNDS)
+    filters = checks.CheckFilter(
+        status=None if raw_status is None else _STATUS("status", raw_status),
+        created_gt=gt,
+        created_gte=gte,
+        created_lt=lt,
+        created_lte=lte,
+    )
+    found = await ctx.deps.db.run(
+        _checks_page, ctx.account_id, monitor_id, limit, after, before, filters
+    )
+    if found is None:
+        raise not_found("mon", monitor_id)
+    items, has_more = found
+    return ApiResponse(
+        200, list_object(f"/monitors/{monitor_id}/checks", items, has_more, check_object)
+    )
+
+
+def _figures(part: history.Availability) -> dict[str, Any]:
+    return {
+        "start": part.start,
+        "end": part.end,
+        "uptime_percent": part.uptime_percent,
+        "up_seconds": part.up_seconds,
+        "down_seconds": part.down_seconds,
+        "paused_seconds": part.paused_seconds,
+        "unknown_seconds": part.unknown_seconds,
+        "checks": part.checks,
+        "failed_checks": part.failed_checks,
+        "incidents": part.incidents,
+        "longest_down_seconds": part.longest_down_seconds,
+        "response_time_ms": part.response_time_ms(),
+    }
+
+
+async def _availability(
+    connection: Connection,
+    account_id: str,
+    monitor_id: str,
+    windows: list[history.Window],
+    cutoffs: dict[str, int],
+) -> tuple[history.Availability, list[history.Availability]] | None:
+    if await monitors.get_monitor(connection, account_id, monitor_id) is None:
+        return None
+    return await history.availability(connection, monitor_id, windows, **cutoffs)
+
+
+async def get_availability(ctx: RequestContext) -> ApiResponse:
+    """GET /monitors/:id/availability (extensions part 4): uptime, status seconds,
+    checks and response times over ``[start, end)`` (default the last 30 days, at most
+    400), with an hourly or daily ``series`` when ``granularity`` is given."""
+    monitor_id = path_id(ctx, "mon")
+    check_names(ctx.query, ("start", "end", "granularity"))
+    now = int(ctx.deps.clock())
+    start, end = _epoch(ctx, "start"), _epoch(ctx, "end")
+    if end is None:
+        end = now
+    if start is None:
+        start = end - DEFAULT_RANGE_SECONDS
+    if end <= start:
+        raise ApiError("invalid_parameter", "end must be after start", param="end")
+    if end - start > MAX_RANGE_SECONDS:
+        raise ApiError("invalid_parameter", "the range is at most 400 days", param="end")
+    raw = _single(ctx, "granularity")
+    granularity = None if raw is None else _GRANULARITY("granularity", raw)
+    windows = (
+        [history.Window(start, end)]
+        if granularity is None
+        else history.series_windows(start, end, granularity)
+    )
+    retention = ctx.deps.history
+    cutoffs = {
+        "now": now,
+        "rollup_cutoff": now - int(retention.rollup_retention_days * 86_400),
+        "check_cutoff": now - int(retention.check_retention_days * 86_400),
+    }
+    found = await ctx.deps.db.run(_availability, ctx.account_id, monitor_id, windows, cutoffs)
+    if found is None:
+        raise not_found("mon", monitor_id)
+    whole, parts = found
+    body = {"object": "availability", "monitor": monitor_id, **_figures(whole)}
+    if granularity is not None:
+        body["series"] = [_figures(part) for part in parts]
+    return ApiResponse(200, body)
+
+
+ROUTES = (
+    Route(
+        name="list_checks",
+        method="GET",
+        path="/monitors/<id>/checks",
+        handler=list_checks,
+        permission="monitors.read",
+        summary="List a monitor's checks, newest first",
+        response_model=CheckList,
+        query=(
+            ("limit", "integer", "1 to 100, default 10."),
+            ("starting_after", "string", "Cursor: checks older than this check id."),
+            ("ending_before", "string", "Cursor: checks newer than this check id."),
+            ("status", "string", "Filter: up or down."),
+            ("created[gt]", "integer", "Filter: created after, epoch seconds."),
+            ("created[gte]", "integer", "Filter: created at or after, epoch seconds."),
+            ("created[lt]", "integer", "Filter: created before, epoch seconds."),
+            ("created[lte]", "integer", "Filter: created at or before, epoch seconds."),
+        ),
+    ),
+    Route(
+        name="get_availability",
+        method="GET",
+        path="/monitors/<id>/availability",
+        handler=get_availability,
+        permission="monitors.read",
+        summary="A monitor's availability and response times over a range",
+        response_model=AvailabilityObject,
+        query=(
+            ("start", "integer", "Epoch seconds; default end - 30 days."),
+            ("end", "integer", "Epoch seconds, after start, at most 400 days later; default now."),
+            ("granularity", "string", "hour or day: adds a series."),
+        ),
+    ),
+)
+"""The history endpoints."""
