@@ -44,9 +44,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -56,19 +55,15 @@ import trio
 import trio_asyncio
 
 from engine import (
-    Backoff,
     ChildInfo,
     ChildSpec,
     Engine,
-    EngineSettings,
     EngineSlot,
     EngineStatistics,
-    Intensity,
     Prober,
     RestartType,
     Supervisor,
     SupervisorStatistics,
-    TargetPolicy,
     open_supervisor,
     run_engine,
 )
@@ -77,7 +72,6 @@ from store import (
     MaintenanceSettings,
     StoreActor,
     StoreLocation,
-    StoreSettings,
     accounts,
     open_store,
     run_maintenance,
@@ -86,12 +80,13 @@ from store import (
 from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free, serve_admin
 from .app import create_app
 from .auth import PERMISSIONS, issue_token, load_secret
-from .deps import Dependencies, MonitorEngine, NoEngine, WebSettings
+from .deps import Dependencies, MonitorEngine, NoEngine
 from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
 from .metrics import Metrics
 from .ops import Operations
 from .server import Incarnation, WebServer
+from .settings import ServiceSettings, WebOptions
 from .versioning import CURRENT_VERSION
 
 __all__ = [
@@ -113,72 +108,6 @@ FIRST_ACCOUNT = "default"
 _MAINTENANCE_DEADLINE_SECONDS = 300.0
 """The longest one statement of the maintenance actor may take (a partition detached
 CONCURRENTLY waits for the transactions using the table), seconds."""
-
-ROOT_INTENSITY = Intensity(max_restarts=5, period_seconds=60.0)
-ROOT_BACKOFF = Backoff(min_seconds=0.5, max_seconds=10.0, random_factor=0.2)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServiceSettings:
-    """Everything ``uptrio serve`` is configured with; every default of the service is
-    defined here or in the settings it holds, and the command line reads it from there.
-
-    Attributes:
-        store: how the store actor batches and buffers.
-        maintenance: partitions and retention (``store.maintenance``), or None to run no
-            maintenance actor (tests of other things).
-        engine: the engine's settings, or None to run no engine (``--no-engine``).
-        web: the web layer's settings (body size, rate limits, idempotency).
-        target_policy: which addresses monitors may point at (web layer and probes).
-        dns_nameserver: ``(ip, port)`` of dns checks, or None for the system's.
-        host: the address the API listens on (default 127.0.0.1).
-        port: its port (default 8080; 0: the OS picks).
-        shutdown_seconds: the whole graceful shutdown's deadline, seconds
-            (``--shutdown-seconds``, default 10); the web server may use 60 % of it to
-            finish requests in flight.
-        database_timeout_seconds: longest an API request waits on the database before a
-            500 ``database_unavailable``, seconds (default 2).
-        root_intensity: restarts the root tolerates per period before it escalates (the
-            process then exits with an error).
-        root_backoff: back-off before the root restarts a crashed child.
-    """
-
-    store: StoreSettings = field(default_factory=StoreSettings)
-    maintenance: MaintenanceSettings | None = field(default_factory=MaintenanceSettings)
-    engine: EngineSettings | None = field(default_factory=EngineSettings)
-    web: WebSettings = field(default_factory=WebSettings)
-    target_policy: TargetPolicy = field(default_factory=TargetPolicy)
-    dns_nameserver: tuple[str, int] | None = None
-    host: str = "127.0.0.1"
-    port: int = 8080
-    shutdown_seconds: float = 10.0
-    database_timeout_seconds: float = 2.0
-    root_intensity: Intensity = ROOT_INTENSITY
-    root_backoff: Backoff = ROOT_BACKOFF
-
-    @property
-    def graceful_seconds(self) -> float:
-        """How long the web server may take to finish requests in flight, seconds."""
-        return self.shutdown_seconds * 0.6
-
-    @property
-    def margin_seconds(self) -> float:
-        """Kept for the last, forced step of a shutdown, seconds."""
-        return min(1.0, self.shutdown_seconds / 4)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WebOptions:
-    """The web server's part of the tree.
-
-    Attributes:
-        bind: Hypercorn binds, e.g. ``["127.0.0.1:8080"]`` (port 0: the OS picks).
-        make_deps: builds the app's :class:`~web.deps.Dependencies` around the engine
-            handle the tree provides (the caller owns the other fields).
-    """
-
-    bind: list[str]
-    make_deps: Callable[[MonitorEngine], Dependencies]
 
 
 class RunningService:
