@@ -34,37 +34,31 @@ from __future__ import annotations
 
 import contextlib
 import math
-import zlib
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 
 import structlog
 import trio
 
-from store import CheckWriter, Database, DatabaseUnavailable, MonitorRecord, monitors
+from store import CheckWriter, Database, MonitorRecord
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
 from .monitor import (
-    Drain,
     EngineStatistics,
     MonitorDeps,
-    MonitorMessage,
     Reconfigure,
-    run_monitor,
 )
 from .observer import CheckObserver
 from .probes import Prober
+from .shard import DRAIN_SECONDS, Shard, shard_of
 from .supervisor import (
     Backoff,
     ChildSpec,
     Intensity,
-    RestartType,
     Supervisor,
     SupervisorError,
     SupervisorStatistics,
     open_supervisor,
-    run_supervisor,
 )
 
 log = structlog.get_logger("uptrio.engine")
@@ -73,10 +67,6 @@ log = structlog.get_logger("uptrio.engine")
 _MONITOR_INTENSITY = Intensity(max_restarts=50, period_seconds=60.0)
 _MONITOR_BACKOFF = Backoff(min_seconds=0.5, max_seconds=30.0, random_factor=0.2)
 _SHARD_INTENSITY = Intensity(max_restarts=5, period_seconds=60.0)
-_DRAIN_SECONDS = 65.0
-"""Grace of a graceful stop for each shard and monitor actor, seconds: the longest probe
-timeout (60 s) plus a margin; the caller's grace (``--shutdown-seconds``) is the tighter
-bound in practice."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,149 +115,6 @@ class Remove:
 
 
 EngineMessage = Save | Remove
-
-
-@dataclass(slots=True)
-class _Entry:
-    """A running monitor's handle: its inbox (stable across restarts of its actor), the
-    latest record known, and whether the next incarnation checks at once."""
-
-    record: MonitorRecord
-    ref: ActorRef[MonitorMessage]
-    inbox: trio.MemoryReceiveChannel[MonitorMessage]
-    check_now: bool
-    fresh: bool = True
-
-
-@dataclass(slots=True)
-class Shard:
-    """One monitor supervisor and the monitors it runs."""
-
-    index: int
-    name: str
-    db: Database
-    deps: MonitorDeps
-    settings: EngineSettings
-    supervisor: Supervisor | None = None
-    entries: dict[str, _Entry] = field(default_factory=dict)
-    touched: set[str] | None = None
-    """While the shard loads from the database: the monitors a command changed meanwhile
-    (the command is newer than the load's read, so the load leaves them alone)."""
-
-    async def run(self, *, task_status: trio.TaskStatus[Supervisor]) -> None:
-        """One incarnation of the shard: a supervisor populated from the database."""
-        await run_supervisor(
-            self.name,
-            populate=self._populate,
-            intensity=self.settings.monitor_intensity,
-            backoff=self.settings.monitor_backoff,
-            on_restart=self._on_restart,
-            task_status=task_status,
-        )
-
-    def _on_restart(self, child_id: str, exc: Exception | None) -> None:
-        restarts = self.deps.stats.supervisor_restarts
-        restarts[self.name] = restarts.get(self.name, 0) + 1
-        log.warning(
-            "monitor actor restarting", supervisor=self.name, monitor=child_id, error=repr(exc)
-        )
-
-    async def _populate(self, supervisor: Supervisor) -> None:
-        for entry in self.entries.values():
-            entry.ref.inbox.close()
-        self.entries.clear()
-        self.supervisor = supervisor
-        self.touched = set()
-        try:
-            loaded = await _load_when_available(self.db, self.name)
-            for record in loaded:
-                if shard_of(record.id, self.settings.shard_count) != self.index:
-                    continue
-                if record.id not in self.touched and record.id not in self.entries:
-                    await self.start(record, check_now=False)
-        finally:
-            self.touched = None
-
-    async def start(self, record: MonitorRecord, *, check_now: bool) -> None:
-        """Start an actor for ``record`` (not paused) under this shard's supervisor."""
-        assert self.supervisor is not None
-        ref, inbox = open_inbox(self.settings.monitor_inbox_size)
-        entry = _Entry(record=record, ref=ref, inbox=inbox, check_now=check_now)
-        self.entries[record.id] = entry
-        await self.supervisor.start_child(
-            ChildSpec(
-                child_id=record.id,
-                start=partial(self._incarnation, entry),
-                restart=RestartType.TRANSIENT,
-                shutdown=partial(_tell_drain, entry.ref),
-                shutdown_seconds=_DRAIN_SECONDS,
-            )
-        )
-
-    async def stop(self, monitor_id: str) -> None:
-        """Stop a monitor's actor at once (cancelled, in-flight probe included: a pause
-        or a delete) and forget it."""
-        entry = self.entries.pop(monitor_id, None)
-        if self.supervisor is not None:
-            await self.supervisor.stop_child(monitor_id, at_once=True)
-        if entry is not None:
-            entry.ref.inbox.close()
-
-    async def _incarnation(self, entry: _Entry, *, task_status: trio.TaskStatus[None]) -> None:
-        check_now = entry.check_now and entry.fresh
-        if not entry.fresh:  # a restart: the database has the latest config and status
-            try:
-                stored = await self.db.run(monitors.get_monitor, None, entry.record.id)
-            except DatabaseUnavailable:  # an outage: the last config and status known
-                stored = entry.record
-            if stored is None or stored.status == "paused":
-                task_status.started()
-                return
-            entry.record = stored
-        record = entry.record
-        entry.fresh = False
-        await run_monitor(
-            record,
-            entry.ref,
-            entry.inbox,
-            self.deps,
-            check_now=check_now,
-            task_status=task_status,
-        )
-
-
-def _tell_drain(ref: ActorRef[MonitorMessage], _started: object) -> bool:
-    """A monitor actor's ``shutdown`` hook: tell it to drain; False (then it is cancelled
-    at once) when its inbox is full or closed."""
-    try:
-        ref.tell_nowait(Drain())
-    except (trio.WouldBlock, ActorUnavailable):
-        return False
-    return True
-
-
-async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
-    """The active monitors, waiting out a database outage (retried every 0.5 s doubling
-    to 5 s), so a supervisor (re)loading during an outage waits for the database instead
-    of crashing into its parent's restart intensity."""
-    delay_seconds = 0.5
-    while True:
-        try:
-            return await db.run(monitors.load_active_monitors)
-        except DatabaseUnavailable as exc:
-            log.warning(
-                "cannot load monitors; retrying",
-                supervisor=name,
-                error=str(exc),
-                retry_in_seconds=delay_seconds,
-            )
-            await trio.sleep(delay_seconds)
-            delay_seconds = min(5.0, delay_seconds * 2)
-
-
-def shard_of(monitor_id: str, shard_count: int) -> int:
-    """The shard of a monitor: a stable hash of its id modulo ``shard_count``."""
-    return zlib.crc32(monitor_id.encode()) % shard_count
 
 
 class Engine:
@@ -416,7 +263,7 @@ async def run_engine(
                     child_id=shard.name,
                     start=shard.run,
                     shutdown=Supervisor.request_close,
-                    shutdown_seconds=_DRAIN_SECONDS,
+                    shutdown_seconds=DRAIN_SECONDS,
                 )
             )
         ref, inbox = open_inbox[EngineMessage](1024)

@@ -1,0 +1,177 @@
+"""A shard: one supervisor over the monitor actors of the monitors whose id hashes to it
+(:func:`shard_of`), as the engine (:mod:`engine.engine`) runs them. A shard loads its
+monitors from the database when it starts (and again after a restart), starts one actor
+per monitor, and gives each a graceful stop (:class:`~engine.monitor.Drain`) when it is
+closed politely.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
+
+import structlog
+import trio
+
+from store import Database, DatabaseUnavailable, MonitorRecord, monitors
+
+from .actor import ActorRef, ActorUnavailable, open_inbox
+from .monitor import Drain, MonitorDeps, MonitorMessage, run_monitor
+from .supervisor import ChildSpec, RestartType, Supervisor, run_supervisor
+
+if TYPE_CHECKING:
+    from .engine import EngineSettings
+
+__all__ = ["DRAIN_SECONDS", "Shard", "shard_of"]
+
+log = structlog.get_logger("uptrio.engine")
+
+DRAIN_SECONDS = 65.0
+"""Grace of a graceful stop for each shard and monitor actor, seconds: the longest probe
+timeout (60 s) plus a margin; the caller's grace (``--shutdown-seconds``) is the tighter
+bound in practice."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    """A running monitor's handle: its inbox (stable across restarts of its actor), the
+    latest record known, and whether the next incarnation checks at once."""
+
+    record: MonitorRecord
+    ref: ActorRef[MonitorMessage]
+    inbox: trio.MemoryReceiveChannel[MonitorMessage]
+    check_now: bool
+    fresh: bool = True
+
+
+@dataclass(slots=True)
+class Shard:
+    """One monitor supervisor and the monitors it runs."""
+
+    index: int
+    name: str
+    db: Database
+    deps: MonitorDeps
+    settings: EngineSettings
+    supervisor: Supervisor | None = None
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    touched: set[str] | None = None
+    """While the shard loads from the database: the monitors a command changed meanwhile
+    (the command is newer than the load's read, so the load leaves them alone)."""
+
+    async def run(self, *, task_status: trio.TaskStatus[Supervisor]) -> None:
+        """One incarnation of the shard: a supervisor populated from the database."""
+        await run_supervisor(
+            self.name,
+            populate=self._populate,
+            intensity=self.settings.monitor_intensity,
+            backoff=self.settings.monitor_backoff,
+            on_restart=self._on_restart,
+            task_status=task_status,
+        )
+
+    def _on_restart(self, child_id: str, exc: Exception | None) -> None:
+        restarts = self.deps.stats.supervisor_restarts
+        restarts[self.name] = restarts.get(self.name, 0) + 1
+        log.warning(
+            "monitor actor restarting", supervisor=self.name, monitor=child_id, error=repr(exc)
+        )
+
+    async def _populate(self, supervisor: Supervisor) -> None:
+        for entry in self.entries.values():
+            entry.ref.inbox.close()
+        self.entries.clear()
+        self.supervisor = supervisor
+        self.touched = set()
+        try:
+            loaded = await _load_when_available(self.db, self.name)
+            for record in loaded:
+                if shard_of(record.id, self.settings.shard_count) != self.index:
+                    continue
+                if record.id not in self.touched and record.id not in self.entries:
+                    await self.start(record, check_now=False)
+        finally:
+            self.touched = None
+
+    async def start(self, record: MonitorRecord, *, check_now: bool) -> None:
+        """Start an actor for ``record`` (not paused) under this shard's supervisor."""
+        assert self.supervisor is not None
+        ref, inbox = open_inbox(self.settings.monitor_inbox_size)
+        entry = _Entry(record=record, ref=ref, inbox=inbox, check_now=check_now)
+        self.entries[record.id] = entry
+        await self.supervisor.start_child(
+            ChildSpec(
+                child_id=record.id,
+                start=partial(self._incarnation, entry),
+                restart=RestartType.TRANSIENT,
+                shutdown=partial(_tell_drain, entry.ref),
+                shutdown_seconds=DRAIN_SECONDS,
+            )
+        )
+
+    async def stop(self, monitor_id: str) -> None:
+        """Stop a monitor's actor at once (cancelled, in-flight probe included: a pause
+        or a delete) and forget it."""
+        entry = self.entries.pop(monitor_id, None)
+        if self.supervisor is not None:
+            await self.supervisor.stop_child(monitor_id, at_once=True)
+        if entry is not None:
+            entry.ref.inbox.close()
+
+    async def _incarnation(self, entry: _Entry, *, task_status: trio.TaskStatus[None]) -> None:
+        check_now = entry.check_now and entry.fresh
+        if not entry.fresh:  # a restart: the database has the latest config and status
+            try:
+                stored = await self.db.run(monitors.get_monitor, None, entry.record.id)
+            except DatabaseUnavailable:  # an outage: the last config and status known
+                stored = entry.record
+            if stored is None or stored.status == "paused":
+                task_status.started()
+                return
+            entry.record = stored
+        record = entry.record
+        entry.fresh = False
+        await run_monitor(
+            record,
+            entry.ref,
+            entry.inbox,
+            self.deps,
+            check_now=check_now,
+            task_status=task_status,
+        )
+
+
+def _tell_drain(ref: ActorRef[MonitorMessage], _started: object) -> bool:
+    """A monitor actor's ``shutdown`` hook: tell it to drain; False (then it is cancelled
+    at once) when its inbox is full or closed."""
+    try:
+        ref.tell_nowait(Drain())
+    except (trio.WouldBlock, ActorUnavailable):
+        return False
+    return True
+
+
+async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
+    """The active monitors, waiting out a database outage (retried every 0.5 s doubling
+    to 5 s), so a supervisor (re)loading during an outage waits for the database instead
+    of crashing into its parent's restart intensity."""
+    delay_seconds = 0.5
+    while True:
+        try:
+            return await db.run(monitors.load_active_monitors)
+        except DatabaseUnavailable as exc:
+            log.warning(
+                "cannot load monitors; retrying",
+                supervisor=name,
+                error=str(exc),
+                retry_in_seconds=delay_seconds,
+            )
+            await trio.sleep(delay_seconds)
+            delay_seconds = min(5.0, delay_seconds * 2)
+
+
+def shard_of(monitor_id: str, shard_count: int) -> int:
+    """The shard of a monitor: a stable hash of its id modulo ``shard_count``."""
+    return zlib.crc32(monitor_id.encode()) % shard_count
