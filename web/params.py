@@ -86,7 +86,12 @@ class ListQuery:
     filters: dict[str, Any]
 
 
-def _single(args: Mapping[str, list[str]], name: str) -> str | None:
+def single(args: Mapping[str, list[str]], name: str) -> str | None:
+    """The one value of query parameter ``name``, or None when absent.
+
+    Raises:
+        ApiError: 400 ``invalid_parameter`` when it is given more than once.
+    """
     values = args.get(name)
     if not values:
         return None
@@ -130,7 +135,7 @@ def check_utf8(query_string: bytes) -> None:
 
 def cursor(args: Mapping[str, list[str]], name: str, prefix: str) -> str | None:
     """A cursor parameter: an id with ``prefix``, or None when absent."""
-    value = _single(args, name)
+    value = single(args, name)
     if value is not None and not has_prefix(value, prefix):
         raise ApiError(
             "cursor_not_found", f"{name} must be the id of a {prefix}_ object", param=name
@@ -154,7 +159,7 @@ def parse_list_query(
     """
     sorts = tuple(sorts)
     check_names(args, {"limit", "starting_after", "ending_before", "sort", *filters})
-    raw_limit = _single(args, "limit")
+    raw_limit = single(args, "limit")
     limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
     after = cursor(args, "starting_after", prefix)
     before = cursor(args, "ending_before", prefix)
@@ -164,7 +169,7 @@ def parse_list_query(
             "starting_after and ending_before are mutually exclusive",
             param="ending_before",
         )
-    raw_sort = _single(args, "sort")
+    raw_sort = single(args, "sort")
     if raw_sort is None:
         raw_sort = "-created"
     field = raw_sort.removeprefix("-")  # an empty sort= is no field: refused below
@@ -176,7 +181,7 @@ def parse_list_query(
         )
     parsed: dict[str, Any] = {}
     for name, parse in filters.items():
-        raw = _single(args, name)
+        raw = single(args, name)
         if raw is not None:
             parsed[name] = parse(name, raw)
     page = PageRequest(

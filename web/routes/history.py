@@ -16,7 +16,7 @@ from store import Connection, checks, history, monitors
 from ..errors import ApiError
 from ..models import AvailabilityObject, CheckList
 from ..objects import check_object, list_object
-from ..params import check_names, choice, cursor, integer
+from ..params import check_names, choice, cursor, integer, single
 from ..pipeline import ApiResponse, RequestContext, Route
 from .common import not_found, path_id
 
@@ -30,17 +30,8 @@ _STATUS = choice("up", "down")
 _GRANULARITY = choice("hour", "day")
 
 
-def _single(ctx: RequestContext, name: str) -> str | None:
-    values = ctx.query.get(name)
-    if not values:
-        return None
-    if len(values) > 1:
-        raise ApiError("invalid_parameter", f"{name} may be given once", param=name)
-    return values[0]
-
-
 def _epoch(ctx: RequestContext, name: str) -> int | None:
-    raw = _single(ctx, name)
+    raw = single(ctx.query, name)
     return None if raw is None else _EPOCH(name, raw)
 
 
@@ -73,7 +64,7 @@ async def list_checks(ctx: RequestContext) -> ApiResponse:
     ``status`` and ``created[gt|gte|lt|lte]`` (extensions part 4)."""
     monitor_id = path_id(ctx, "mon")
     check_names(ctx.query, ("limit", "starting_after", "ending_before", "status", *_CREATED_BOUNDS))
-    raw_limit = _single(ctx, "limit")
+    raw_limit = single(ctx.query, "limit")
     limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
     after = cursor(ctx.query, "starting_after", "chk")
     before = cursor(ctx.query, "ending_before", "chk")
@@ -83,7 +74,7 @@ async def list_checks(ctx: RequestContext) -> ApiResponse:
             "starting_after and ending_before are mutually exclusive",
             param="ending_before",
         )
-    raw_status = _single(ctx, "status")
+    raw_status = single(ctx.query, "status")
     gt, gte, lt, lte = (_epoch(ctx, name) for name in _CREATED_BOUNDS)
     filters = checks.CheckFilter(
         status=None if raw_status is None else _STATUS("status", raw_status),
@@ -148,7 +139,7 @@ async def get_availability(ctx: RequestContext) -> ApiResponse:
         raise ApiError("invalid_parameter", "end must be after start", param="end")
     if end - start > MAX_RANGE_SECONDS:
         raise ApiError("invalid_parameter", "the range is at most 400 days", param="end")
-    raw = _single(ctx, "granularity")
+    raw = single(ctx.query, "granularity")
     granularity = None if raw is None else _GRANULARITY("granularity", raw)
     windows = (
         [history.Window(start, end)]
