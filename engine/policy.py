@@ -49,7 +49,6 @@ internal names exist.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
@@ -124,19 +123,11 @@ async def system_resolver(host: str) -> list[IPAddress]:
     return found
 
 
-async def system_dns_resolver(host: str) -> list[IPAddress]:
-    """Every A and AAAA address of ``host`` from the system's nameservers, asked the way
-    dns checks ask them without ``--dns-nameserver`` (dnspython, ``/etc/resolv.conf`` read
-    once on first use; ``/etc/hosts`` never read).
-
-    Raises:
-        OSError: the name does not resolve.
-    """
-    return await _system_dns()(host)
-
-
-@functools.cache
-def _system_dns() -> Resolver:
+def system_dns_resolver() -> Resolver:
+    """A resolver of every A and AAAA address of a name from the system's nameservers,
+    asked the way dns checks ask them without ``--dns-nameserver`` (dnspython,
+    ``/etc/resolv.conf`` read now, once; ``/etc/hosts`` never read). The resolver raises
+    ``OSError`` when the name does not resolve."""
     return nameserver_resolver(None)
 
 
@@ -187,7 +178,7 @@ class TargetPolicy:
     allow_metadata: bool = False
     resolve_timeout_seconds: float = 2.0
     resolver: Resolver = field(default=system_resolver, compare=False, repr=False)
-    dns_resolver: Resolver = field(default=system_dns_resolver, compare=False, repr=False)
+    dns_resolver: Resolver = field(default_factory=system_dns_resolver, compare=False, repr=False)
 
     def __call__(self, ip: IPAddress) -> str | None:
         """Same as `check_address`: lets the policy serve as the Prober's address policy."""
