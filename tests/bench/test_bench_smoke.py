@@ -120,3 +120,25 @@ def test_bench_reports_every_figure_and_counts_agree(tmp_path: Path) -> None:
         "200": service["api"]["get_monitor_ms"]["count"]
         + service["api"]["list_monitors_ms"]["count"]
     }
+
+
+def test_bench_history_reports_latency_sizes_and_a_partition_drop(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
+    output = tmp_path / "history"
+    done = subprocess.run(
+        [sys.executable, "-m", "web.cli", "bench", "history", "--monitors", "20",
+         "--days", "3", "--raw-days", "1", "--raw-interval", "300", "--requests", "3",
+         "--output", str(output)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads((output / "history.json").read_text())
+    assert report["load"]["monitors"] == 20
+    assert report["sizes"]["rollup_rows"] == 20 * 3 * 24
+    assert report["sizes"]["raw_check_rows"] == 20 * 86_400 // 300
+    assert report["sizes"]["bytes_per_raw_check"] > 0
+    cases = {(row["days"], row["granularity"]) for row in report["availability"]}
+    assert cases == {(d, g) for d in (1, 30, 90, 400) for g in ("-", "day")}
+    assert all(0 < row["p50_ms"] <= row["max_ms"] for row in report["availability"])
+    assert report["drop_partition"]["rows"] > 0 and report["drop_partition"]["seconds"] >= 0
+    assert "availability, one monitor" in done.stdout
