@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
 import sys
 import time
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 import trio
@@ -73,19 +74,26 @@ _WEB = WebSettings()
 _HISTORY = MaintenanceSettings()
 
 
+_N = TypeVar("_N", int, float)
+
+
+def _positive(text: str, kind: type[_N]) -> _N:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a {kind.__name__}: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0: {text}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An integer of at least 1, for ``argparse``.
 
     Raises:
         argparse.ArgumentTypeError: anything else.
     """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
+    return _positive(text, int)
 
 
 def positive_float(text: str) -> float:
@@ -94,13 +102,7 @@ def positive_float(text: str) -> float:
     Raises:
         argparse.ArgumentTypeError: anything else.
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be above 0: {text}")
-    return value
+    return _positive(text, float)
 
 
 def parse_nameserver(text: str) -> tuple[str, int]:
