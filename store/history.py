@@ -26,6 +26,7 @@ one over the rollups and at most one over raw checks.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,22 +101,31 @@ def series_windows(start: int, end: int, granularity: str) -> list[Window]:
     return windows
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Timeline:
     """The status over time: ``points`` ``(since, status)`` ascending; before the first
     point the status is unknown; the last point holds until ``now``."""
 
     points: list[tuple[int, str]]
     now: int
+    sinces: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sinces = [since for since, _ in self.points]
 
     def segments(self, window: Window) -> list[tuple[int, int, str]]:
-        """``(from, to, status)`` pieces of ``window`` with a known status."""
+        """``(from, to, status)`` pieces of ``window`` with a known status; the points
+        before the window are skipped by bisection (a series asks once per bucket)."""
         pieces = []
-        for k, (since, status) in enumerate(self.points):
-            until = self.points[k + 1][0] if k + 1 < len(self.points) else self.now
+        points, count = self.points, len(self.points)
+        k = max(0, bisect.bisect_right(self.sinces, window.start) - 1)
+        while k < count and points[k][0] < window.end:
+            since, status = points[k]
+            until = points[k + 1][0] if k + 1 < count else self.now
             lo, hi = max(since, window.start), min(until, window.end)
             if lo < hi:
                 pieces.append((lo, hi, status))
+            k += 1
         return pieces
 
     def longest_down(self, window: Window) -> int:
