@@ -5,12 +5,13 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 """
 
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
-from .engine import Engine, EngineSettings, run_engine
+from .engine import Engine, run_engine
 from .health import Health, after_check
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
 from .policy import TargetPolicy
 from .probes import Prober, ProbeResult, ProbeSpec, nameserver_resolver
+from .settings import EngineSettings
 from .shard import shard_of
 from .slot import EngineSlot
 from .supervisor import (

@@ -50,11 +50,10 @@ from .monitor import (
 )
 from .observer import CheckObserver
 from .probes import Prober
+from .settings import EngineSettings
 from .shard import DRAIN_SECONDS, Shard, shard_of
 from .supervisor import (
-    Backoff,
     ChildSpec,
-    Intensity,
     Supervisor,
     SupervisorError,
     SupervisorStatistics,
@@ -62,40 +61,6 @@ from .supervisor import (
 )
 
 log = structlog.get_logger("uptrio.engine")
-
-
-_MONITOR_INTENSITY = Intensity(max_restarts=50, period_seconds=60.0)
-_MONITOR_BACKOFF = Backoff(min_seconds=0.5, max_seconds=30.0, random_factor=0.2)
-_SHARD_INTENSITY = Intensity(max_restarts=5, period_seconds=60.0)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineSettings:
-    """Engine settings (command-line flags of ``uptrio serve``).
-
-    Attributes:
-        max_probes_in_flight: global cap on concurrent probes (default 1,000).
-        shard_count: monitor supervisors (default 8).
-        monitor_intensity: restarts of monitor actors one shard tolerates per period.
-        monitor_backoff: back-off before restarting a crashed monitor actor.
-        shard_intensity: shard restarts the engine supervisor tolerates per period.
-        ask_timeout_seconds: how long a web request waits for the engine's acknowledgement.
-        gc_young_threshold: the garbage collector's young-generation threshold while the
-            engine runs (`young_gc_threshold`); None leaves the interpreter's (700).
-        gc_freeze_delay_seconds: seconds after a monitor is saved before the heap is frozen
-            (`freeze_heap`); the heap is also frozen once the shards have loaded their
-            monitors. None never freezes.
-    """
-
-    max_probes_in_flight: int = 1000
-    shard_count: int = 8
-    monitor_intensity: Intensity = _MONITOR_INTENSITY
-    monitor_backoff: Backoff = _MONITOR_BACKOFF
-    shard_intensity: Intensity = _SHARD_INTENSITY
-    ask_timeout_seconds: float = 10.0
-    monitor_inbox_size: int = 16
-    gc_young_threshold: int | None = 50_000
-    gc_freeze_delay_seconds: float | None = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

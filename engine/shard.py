@@ -10,7 +10,6 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
 
 import structlog
 import trio
@@ -19,10 +18,8 @@ from store import Database, DatabaseUnavailable, MonitorRecord, monitors
 
 from .actor import ActorRef, ActorUnavailable, open_inbox
 from .monitor import Drain, MonitorDeps, MonitorMessage, run_monitor
+from .settings import EngineSettings
 from .supervisor import ChildSpec, RestartType, Supervisor, run_supervisor
-
-if TYPE_CHECKING:
-    from .engine import EngineSettings
 
 __all__ = ["DRAIN_SECONDS", "Shard", "shard_of"]
 
