@@ -3,15 +3,42 @@
 from __future__ import annotations
 
 import json as json_module
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from quart.typing import TestClientProtocol
 
+from store import AccountRecord, Database, accounts
+from web.auth import PERMISSIONS, issue_token
+from web.versioning import CURRENT_VERSION
+
 SECRET = b"test-secret-not-for-production-0123456789"
 """The JWT secret of the app in tests."""
 
 MakeToken = Callable[..., Awaitable[str]]
+
+
+async def mint_token(
+    db: Database,
+    account: str = "acme",
+    permissions: list[str] | None = None,
+    expires_in: int | None = None,
+) -> tuple[AccountRecord, str]:
+    """A new token record of ``account`` (created, and pinned on its first token) with
+    ``permissions`` (default all), expiring ``expires_in`` seconds from now (None: never);
+    returns the account and the token's JWT signed with :data:`SECRET`."""
+    now = int(time.time())
+    expires_at = now + expires_in if expires_in is not None else None
+    record, token = await db.transaction(
+        accounts.create_token,
+        account,
+        list(PERMISSIONS) if permissions is None else permissions,
+        now=now,
+        expires_at=expires_at,
+        current_version=CURRENT_VERSION,
+    )
+    return record, issue_token(SECRET, token.id, now=now, expires_at=expires_at)
 
 
 class Api:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,17 +30,14 @@ from quart.typing import TestClientProtocol
 from store import (
     Database,
     EmbeddedPostgres,
-    accounts,
     apply_migrations,
     open_database,
     start_embedded,
 )
-from tests.api import SECRET, Api, MakeToken
+from tests.api import SECRET, Api, MakeToken, mint_token
 from tests.postgres import open_own_postgres
 from web.app import create_app
-from web.auth import PERMISSIONS, issue_token
 from web.deps import Dependencies, MonitorEngine, NoEngine, WebSettings
-from web.versioning import CURRENT_VERSION
 
 TEMPLATE = "uptrio_template"
 _counter = itertools.count()
@@ -189,17 +185,7 @@ def make_token(db: Database) -> MakeToken:
         permissions: list[str] | None = None,
         expires_in: int | None = None,
     ) -> str:
-        now = int(time.time())
-        expires_at = now + expires_in if expires_in is not None else None
-        _, token = await db.transaction(
-            accounts.create_token,
-            account,
-            list(PERMISSIONS) if permissions is None else permissions,
-            now=now,
-            expires_at=expires_at,
-            current_version=CURRENT_VERSION,
-        )
-        return issue_token(SECRET, token.id, now=now, expires_at=expires_at)
+        return (await mint_token(db, account, permissions, expires_in))[1]
 
     return make
 

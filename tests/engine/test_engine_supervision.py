@@ -24,7 +24,8 @@ from engine import (
     SupervisorEscalation,
     run_engine,
 )
-from store import Database, StoreSettings, accounts, monitors, new_id, run_check_writer
+from store import Database, StoreSettings, run_check_writer
+from tests.store.helpers import new_monitor
 from tests.targets import HttpTarget
 
 CRASH_URL = "http://127.0.0.1:9/crash"
@@ -41,27 +42,14 @@ class BuggyProber(Prober):
 
 
 async def add_monitor(db: Database, url: str) -> str:
-    account = await db.transaction(accounts.ensure_account, "acme", 1)
-    now = int(time.time())
-    record = await db.transaction(
-        monitors.insert_monitor,
-        {
-            "id": new_id("mon"),
-            "account_id": account.id,
-            "name": url,
-            "url": url,
-            "type": "http",
-            "status": "pending",
-            "interval_seconds": 1,
-            "timeout_seconds": 1,
-            "method": "GET",
-            "expected_status_code": 200,
-            "failure_threshold": 2,
-            "success_threshold": 1,
-            "created": now,
-            "updated": now,
-            "metadata": {},
-        },
+    record = await new_monitor(
+        db,
+        created=int(time.time()),
+        url=url,
+        type="http",
+        interval_seconds=1,
+        timeout_seconds=1,
+        failure_threshold=2,
     )
     return record.id
 

@@ -21,11 +21,9 @@ from store import (
     Database,
     MonitorRecord,
     StoreSettings,
-    accounts,
-    monitors,
-    new_id,
     run_check_writer,
 )
+from tests.store.helpers import new_monitor
 from tests.targets import HttpTarget
 
 SLOW_SECONDS = 0.5
@@ -33,27 +31,14 @@ SLOW_SECONDS = 0.5
 
 async def _monitor(db: Database, url: str) -> MonitorRecord:
     """A monitor stored paused (so the engine does not load it), as a pending record."""
-    account = await db.transaction(accounts.ensure_account, "acme", 1)
-    now = int(time.time())
-    record = await db.transaction(
-        monitors.insert_monitor,
-        {
-            "id": new_id("mon"),
-            "account_id": account.id,
-            "name": url,
-            "url": url,
-            "type": "http",
-            "status": "paused",
-            "interval_seconds": 60,
-            "timeout_seconds": 10,
-            "method": "GET",
-            "expected_status_code": 200,
-            "failure_threshold": 2,
-            "success_threshold": 1,
-            "created": now,
-            "updated": now,
-            "metadata": {},
-        },
+    record = await new_monitor(
+        db,
+        created=int(time.time()),
+        url=url,
+        type="http",
+        status="paused",
+        timeout_seconds=10,
+        failure_threshold=2,
     )
     return replace(record, status="pending")
 

@@ -26,7 +26,6 @@ buffered and stored. Real clock; loopback only.
 from __future__ import annotations
 
 import os
-import time
 
 import httpx
 import trio
@@ -35,17 +34,14 @@ from engine import EngineSettings
 from store import (
     Connection,
     EmbeddedPostgres,
-    accounts,
     apply_migrations,
     open_database,
 )
-from tests.api import SECRET
+from tests.api import SECRET, mint_token
 from tests.ops.helpers import NewMonitor, RecordingProber, count_checks, insert_monitors
 from tests.postgres import freeze_postgres
-from web.auth import PERMISSIONS, issue_token
 from web.deps import Dependencies, MonitorEngine, WebSettings
 from web.service import ServiceSettings, WebOptions, open_service
-from web.versioning import CURRENT_VERSION
 
 FREEZE_SECONDS = float(os.environ.get("UPTRIO_HUNG_SECONDS", "8"))
 MONITORS = int(os.environ.get("UPTRIO_HUNG_MONITORS", "50"))
@@ -79,16 +75,7 @@ async def test_a_frozen_database_fails_requests_fast_and_loses_no_check(
     with trio.fail_after(FREEZE_SECONDS + 90):
         async with open_database(own_postgres.url) as db:
             await db.run(apply_migrations)
-            now = int(time.time())
-            account, token = await db.transaction(
-                accounts.create_token,
-                "acme",
-                list(PERMISSIONS),
-                now=now,
-                expires_at=None,
-                current_version=CURRENT_VERSION,
-            )
-            jwt = issue_token(SECRET, token.id, now=now, expires_at=None)
+            account, jwt = await mint_token(db)
             await db.transaction(
                 insert_monitors,
                 account.id,

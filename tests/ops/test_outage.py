@@ -24,19 +24,16 @@ from store import (
     EmbeddedPostgres,
     StoreActor,
     StoreSettings,
-    accounts,
     apply_migrations,
     open_database,
 )
-from tests.api import SECRET, Api
+from tests.api import SECRET, Api, mint_token
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors, scrape
 from web.app import create_app
-from web.auth import PERMISSIONS, issue_token
 from web.deps import Dependencies, WebSettings
 from web.metrics import Metrics
 from web.ops import Operations
 from web.service import ServiceSettings, open_service
-from web.versioning import CURRENT_VERSION
 
 MONITORS = 20
 OUTAGE_SECONDS = 5.0
@@ -70,16 +67,7 @@ async def test_database_outage_buffers_drops_oldest_past_the_bound_and_recovers(
     with trio.fail_after(60):
         async with open_database(own_postgres.url, min_size=1, max_size=5) as db:
             await db.run(apply_migrations)
-            now = int(time.time())
-            account, token = await db.transaction(
-                accounts.create_token,
-                "acme",
-                list(PERMISSIONS),
-                now=now,
-                expires_at=None,
-                current_version=CURRENT_VERSION,
-            )
-            jwt = issue_token(SECRET, token.id, now=now, expires_at=None)
+            account, jwt = await mint_token(db)
             ids = await db.transaction(
                 insert_monitors,
                 account.id,

@@ -14,9 +14,13 @@ async def new_monitor(
     interval_seconds: int = 60,
     failure_threshold: int = 1,
     metadata: dict[str, str] | None = None,
+    url: str = "127.0.0.1:1",
+    type: str = "tcp",
+    timeout_seconds: int = 5,
 ) -> MonitorRecord:
-    """A tcp monitor of ``account`` (created if missing) stored with ``created`` (epoch
-    seconds) as its creation time, through ``store.monitors.insert_monitor``."""
+    """A monitor of ``account`` (created if missing; a tcp one unless ``type`` says
+    otherwise) stored with ``created`` (epoch seconds) as its creation time, through
+    ``store.monitors.insert_monitor``; an http monitor gets ``GET`` and ``200``."""
     owner = await db.transaction(accounts.ensure_account, account, created)
     return await db.transaction(
         monitors.insert_monitor,
@@ -24,13 +28,13 @@ async def new_monitor(
             "id": new_id("mon"),
             "account_id": owner.id,
             "name": "m",
-            "url": "127.0.0.1:1",
-            "type": "tcp",
+            "url": url,
+            "type": type,
             "status": status,
             "interval_seconds": interval_seconds,
-            "timeout_seconds": 5,
-            "method": None,
-            "expected_status_code": None,
+            "timeout_seconds": timeout_seconds,
+            "method": "GET" if type == "http" else None,
+            "expected_status_code": 200 if type == "http" else None,
             "failure_threshold": failure_threshold,
             "success_threshold": 1,
             "created": created,
