@@ -32,12 +32,11 @@ import trio
 import trio_asyncio
 
 from .service import (
-    RATE_LIMIT_FLAGS,
-    UPTRIO,
     BenchDatabase,
     mint_tokens,
     open_bench_database,
     run_service_process,
+    serve_command,
 )
 
 __all__ = ["run_history_bench"]
@@ -222,20 +221,7 @@ async def run_history_bench(
             (token,) = await mint_tokens(data_dir, None, "bench", 1)  # migrates, too
             took = await _load(bench_db, monitors, days, raw_days, raw_interval, now)
             sizes = await _sizes(bench_db)
-            command = [
-                *UPTRIO,
-                "--log-level",
-                "warning",
-                "serve",
-                "--no-engine",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--data-dir",
-                str(data_dir),
-                *RATE_LIMIT_FLAGS,
-            ]
+            command = serve_command(data_dir, "--no-engine", log_level="warning")
             async with run_service_process(command, output / "service.log") as service:
                 queries = await _time_queries(
                     service.base_url, token, monitors, requests, int(time.time()), seed

@@ -48,6 +48,7 @@ __all__ = [
     "mint_tokens",
     "open_bench_database",
     "run_service_process",
+    "serve_command",
     "service_command",
 ]
 
@@ -193,14 +194,15 @@ async def _external_pgdata(bench_db: BenchDatabase) -> Path | None:
     return None
 
 
-def service_command(params: BenchParams, data_dir: Path, dns_port: int) -> list[str]:
-    """The ``uptrio serve`` command line of a run."""
-    command = [
+def serve_command(data_dir: Path, *flags: str, log_level: str = "info") -> list[str]:
+    """``uptrio serve`` on a loopback port the OS picks, with ``data_dir``, the rate limits
+    lifted, JSON logs at ``log_level``, and ``flags``."""
+    return [
         *UPTRIO,
         "--log-format",
         "json",
         "--log-level",
-        params.service_log_level,
+        log_level,
         "serve",
         "--host",
         "127.0.0.1",
@@ -208,20 +210,28 @@ def service_command(params: BenchParams, data_dir: Path, dns_port: int) -> list[
         "0",
         "--data-dir",
         str(data_dir),
+        *RATE_LIMIT_FLAGS,
+        *flags,
+    ]
+
+
+def service_command(params: BenchParams, data_dir: Path, dns_port: int) -> list[str]:
+    """The ``uptrio serve`` command line of a run."""
+    flags = [
         "--dns-nameserver",
         f"127.0.0.1:{dns_port}",
         "--shutdown-seconds",
         "5",
     ]
     if params.database_url:
-        command += ["--database-url", params.database_url]
+        flags += ["--database-url", params.database_url]
     if params.max_probes_in_flight is not None:
-        command += ["--max-probes-in-flight", str(params.max_probes_in_flight)]
+        flags += ["--max-probes-in-flight", str(params.max_probes_in_flight)]
     if params.batch_size is not None:
-        command += ["--batch-size", str(params.batch_size)]
+        flags += ["--batch-size", str(params.batch_size)]
     if params.batch_age_ms is not None:
-        command += ["--batch-age-ms", str(params.batch_age_ms)]
-    return command + RATE_LIMIT_FLAGS + list(params.serve_args)
+        flags += ["--batch-age-ms", str(params.batch_age_ms)]
+    return serve_command(data_dir, *flags, *params.serve_args, log_level=params.service_log_level)
 
 
 @asynccontextmanager

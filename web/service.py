@@ -68,6 +68,7 @@ from engine import (
     run_engine,
 )
 from store import (
+    CheckWriter,
     Database,
     MaintenanceSettings,
     StoreActor,
@@ -138,8 +139,8 @@ class RunningService:
         self.binds = binds
 
     @property
-    def writer(self) -> Any:
-        """The store actor's writer (``store.CheckWriter``)."""
+    def writer(self) -> CheckWriter:
+        """The store actor's writer."""
         return self.store.writer
 
     def supervisors(self) -> list[SupervisorStatistics]:

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from store import Database
 from tests.api import Api
 from web.errors import CODES
@@ -145,3 +147,38 @@ def expect(response: tuple[int, Any, Any], status: int = 200) -> Any:
     got_status, body, _ = response
     assert got_status == status, body
     return body
+
+
+Response = tuple[int, dict[str, str], bytes]
+"""``(status, headers (lowercase names), body)`` of a raw HTTP/1.1 response."""
+
+
+async def read_response(stream: trio.SocketStream, buffer: bytearray) -> Response:
+    """One HTTP/1.1 response with a Content-Length body; ``buffer`` keeps what follows."""
+    while b"\r\n\r\n" not in buffer:
+        chunk = await stream.receive_some(65536)
+        assert chunk, f"closed before a response: {bytes(buffer)!r}"
+        buffer += chunk
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = await stream.receive_some(65536)
+        assert chunk, "closed inside the body"
+        rest += chunk
+    buffer[:] = rest[length:]
+    return status, headers, rest[:length]
+
+
+async def closed_by_server(stream: trio.SocketStream) -> bool:
+    """True when the server closes the connection within 5 s (a reset counts)."""
+    with trio.move_on_after(5):
+        try:
+            while await stream.receive_some(65536):
+                pass
+        except trio.BrokenResourceError:
+            pass
+        return True
+    return False

@@ -68,11 +68,6 @@ async def _history(db: Database, created: int) -> str:
     return record.id
 
 
-async def _api_at(deps: Dependencies, now: int, token: str) -> Any:
-    app = create_app(dataclasses.replace(deps, clock=lambda: float(now)))
-    return app, token
-
-
 async def test_availability_of_a_known_history(
     db: Database, deps: Dependencies, make_token: MakeToken
 ) -> None:

@@ -31,7 +31,14 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from tests.api import Api, MakeToken
-from tests.web.helpers import HTTP_MONITOR, assert_error, create_incident, create_monitor
+from tests.web.helpers import (
+    HTTP_MONITOR,
+    assert_error,
+    closed_by_server,
+    create_incident,
+    create_monitor,
+    read_response,
+)
 from web.app import create_app
 from web.deps import Dependencies, WebSettings
 from web.errors import CODES
@@ -258,37 +265,6 @@ async def live_base(deps: Dependencies) -> AsyncIterator[tuple[str, int]]:
         nursery.cancel_scope.cancel()
 
 
-async def _read_response(stream: trio.SocketStream) -> tuple[int, dict[str, str], bytes]:
-    """Read one HTTP/1.1 response (Content-Length bodies only) from ``stream``."""
-    buffer = b""
-    while b"\r\n\r\n" not in buffer:
-        chunk = await stream.receive_some(65536)
-        assert chunk, f"connection closed before a response: {buffer!r}"
-        buffer += chunk
-    head, _, rest = buffer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ")[1])
-    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = await stream.receive_some(65536)
-        assert chunk, "connection closed inside the body"
-        rest += chunk
-    return status, headers, rest[:length]
-
-
-async def _closed_by_server(stream: trio.SocketStream) -> bool:
-    """True when the server closes the connection within 5 s (reset counts)."""
-    with trio.move_on_after(5):
-        try:
-            while await stream.receive_some(65536):
-                pass
-        except trio.BrokenResourceError:
-            pass
-        return True
-    return False
-
-
 def _request_head(token: str, extra: str) -> bytes:
     return (
         "POST /monitors HTTP/1.1\r\nHost: test\r\n"
@@ -307,10 +283,10 @@ async def test_live_chunked_upload_is_cut_at_the_limit(
             chunk = b"x" * 8192
             for _ in range(9):  # 72 KiB: past the 64 KiB limit, and the body never ends
                 await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            status, _, body = await _read_response(stream)
+            status, _, body = await read_response(stream, bytearray())
             assert status == 400
             assert json.loads(body)["error"]["code"] == "body_too_large"
-            assert await _closed_by_server(stream), "the rest of the body is not awaited"
+            assert await closed_by_server(stream), "the rest of the body is not awaited"
 
         # a client that keeps pushing is cut off long before it is done
         stream = await trio.open_tcp_stream(*live_base)
@@ -339,9 +315,9 @@ async def test_live_lying_content_length(
         async with stream:
             await stream.send_all(_request_head(token, f"Content-Length: {10 * 1024 * 1024}\r\n"))
             await stream.send_all(b'{"name":')
-            status, _, body = await _read_response(stream)
+            status, _, body = await read_response(stream, bytearray())
             assert status == 400 and json.loads(body)["error"]["code"] == "body_too_large"
-            assert await _closed_by_server(stream)
+            assert await closed_by_server(stream)
 
         # claims 20 bytes and sends 1 MiB: 20 bytes are the body, the rest is refused
         stream = await trio.open_tcp_stream(*live_base)
@@ -349,9 +325,9 @@ async def test_live_lying_content_length(
             await stream.send_all(_request_head(token, "Content-Length: 20\r\n"))
             with contextlib.suppress(trio.BrokenResourceError):
                 await stream.send_all(json.dumps({**HTTP_MONITOR, "name": "n" * 2**20}).encode())
-            status, _, body = await _read_response(stream)
+            status, _, body = await read_response(stream, bytearray())
             assert status == 400 and json.loads(body)["error"]["code"] == "invalid_json"
-            assert await _closed_by_server(stream)
+            assert await closed_by_server(stream)
 
         # smuggling attempts and malformed lengths are refused by the HTTP layer
         for extra in (
@@ -365,7 +341,7 @@ async def test_live_lying_content_length(
                 await stream.send_all(_request_head(token, extra) + b"0\r\n\r\n")
                 with trio.move_on_after(5):
                     try:
-                        status, _, _ = await _read_response(stream)
+                        status, _, _ = await read_response(stream, bytearray())
                         assert 400 <= status < 500, extra
                     except (AssertionError, trio.BrokenResourceError):
                         pass  # closed without a response is fine too; a 5xx is not
@@ -376,7 +352,7 @@ async def test_live_lying_content_length(
         async with nothing:
             request = f"GET /monitors HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\n\r\n"
             await nothing.send_all(request.encode())
-            status, headers, _ = await _read_response(nothing)
+            status, headers, _ = await read_response(nothing, bytearray())
             assert status == 200 and headers["request-id"].startswith("req_")
 
 

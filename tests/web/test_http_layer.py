@@ -26,11 +26,10 @@ import trio
 
 from store import Database
 from tests.api import SECRET, MakeToken
+from tests.web.helpers import Response, closed_by_server, read_response
 from web.deps import Dependencies, MonitorEngine, WebSettings
 from web.models import ErrorResponse
 from web.service import ServiceSettings, WebOptions, open_service
-
-Response = tuple[int, dict[str, str], bytes]
 
 
 @asynccontextmanager
@@ -45,37 +44,6 @@ async def serving(db: Database, settings: WebSettings | None = None) -> AsyncIte
     web = WebOptions(bind=["127.0.0.1:0"], make_deps=make_deps)
     async with open_service(db, ServiceSettings(engine=None, shutdown_seconds=2), web=web) as svc:
         yield int(svc.binds[0].rpartition(":")[2])
-
-
-async def read_response(stream: trio.SocketStream, buffer: bytearray) -> Response:
-    """One HTTP/1.1 response with a Content-Length body; ``buffer`` keeps what follows."""
-    while b"\r\n\r\n" not in buffer:
-        chunk = await stream.receive_some(65536)
-        assert chunk, f"closed before a response: {bytes(buffer)!r}"
-        buffer += chunk
-    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ")[1])
-    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = await stream.receive_some(65536)
-        assert chunk, "closed inside the body"
-        rest += chunk
-    buffer[:] = rest[length:]
-    return status, headers, rest[:length]
-
-
-async def closed_by_server(stream: trio.SocketStream) -> bool:
-    """True when the server closes the connection within 5 s (a reset counts)."""
-    with trio.move_on_after(5):
-        try:
-            while await stream.receive_some(65536):
-                pass
-        except trio.BrokenResourceError:
-            pass
-        return True
-    return False
 
 
 def assert_error_shape(
