@@ -13,7 +13,9 @@ that caused it"; part 4: "rollups are written as checks are written"):
 * when the batch holds status changes, a second statement applies them, logs them in
   ``status_changes``, and closes the status periods they end into the rollups' up, down
   and paused seconds (:data:`store.rollups.CLOSE_PERIODS`). A change already logged is
-  skipped, so a retried batch closes nothing twice.
+  skipped, so a retried batch closes nothing twice;
+* the moves it applied then open and resolve incidents and write their events
+  (:mod:`store.alerting`), in the same transaction.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .alerting import apply_moves
 from .database import Connection
 from .errors import CursorNotFound
 from .ids import check_created
@@ -97,7 +100,7 @@ async def write_check_batch(
         )
         inserted = int(result)
     if changes:
-        await connection.execute(
+        moves = await connection.fetch(
             "WITH ch AS (SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], "
             "$4::text[], $5::int[], $6::bigint[]) WITH ORDINALITY "
             "AS u(monitor_id, check_id, from_status, to_status, epoch, created, ord)), "
@@ -117,13 +120,21 @@ async def write_check_batch(
             f"{CLOSE_PERIODS} "
             "INSERT INTO status_changes (monitor_id, check_id, from_status, to_status, created) "
             "SELECT monitor_id, check_id, from_status, to_status, created FROM ok "
-            "ORDER BY ord ON CONFLICT (check_id) DO NOTHING",
+            "ORDER BY ord ON CONFLICT (check_id) DO NOTHING "
+            "RETURNING seq, monitor_id, check_id, from_status, to_status, created",
             [c.monitor_id for c in changes],
             [c.check_id for c in changes],
             [c.from_status for c in changes],
             [c.to_status for c in changes],
             [c.run_epoch for c in changes],
             [c.created for c in changes],
+        )
+        await apply_moves(
+            connection,
+            [
+                (m["monitor_id"], m["check_id"], m["from_status"], m["to_status"], m["created"])
+                for m in sorted(moves, key=lambda m: m["seq"])
+            ],
         )
     return inserted
 

@@ -9,13 +9,24 @@ request.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from .database import Connection
 from .pagination import bury
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Updated(Generic[R]):
+    """What :func:`update_owned` did: the row afterwards (None: no such row) and the old
+    values of the columns that changed (``{}`` when nothing did; an event's
+    ``previous``)."""
+
+    record: R | None
+    previous: dict[str, Any]
 
 
 class Getter(Protocol[R_co]):
@@ -37,22 +48,23 @@ async def update_owned(
     apply: Callable[[R], dict[str, Any]],
     updatable: frozenset[str],
     now: int,
-) -> R | None:
+) -> Updated[R]:
     """Lock the row (``get(..., for_update=True)``), compute its changes with
-    ``apply(current)`` and write them; the row as it is afterwards.
+    ``apply(current)`` and write them; the row as it is afterwards, and the old values of
+    the columns that changed (``{}`` when nothing did; an event's ``previous``).
 
     ``apply`` returns the columns to change (a subset of ``updatable``, only values that
     differ) or raises to refuse the update; whatever it raises propagates and the caller's
     transaction rolls back. ``updated`` is set to ``now`` (epoch seconds) only when
-    something changed. Must run inside a transaction. None when the account has no such
-    row.
+    something changed. Must run inside a transaction. The row is None when the account
+    has no such row.
     """
     current = await get(connection, account_id, row_id, for_update=True)
     if current is None:
-        return None
+        return Updated(None, {})
     changes = apply(current)
     if not changes:
-        return current
+        return Updated(current, {})
     await write_changes(
         connection,
         table=table,
@@ -62,7 +74,8 @@ async def update_owned(
         updatable=updatable,
         now=now,
     )
-    return await get(connection, account_id, row_id)
+    after = await get(connection, account_id, row_id)
+    return Updated(after, {n: getattr(current, n) for n in changes})
 
 
 async def write_changes(

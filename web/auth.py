@@ -171,10 +171,15 @@ def expired(expires_at: int | None, now: float) -> bool:
     return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 
-def require_permission(permissions: list[str], needed: str) -> None:
-    """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted."""
-    if needed not in permissions:
-        raise ApiError("missing_permission", f"this token lacks the permission {needed}")
+def require_permission(permissions: list[str], needed: str | tuple[str, ...]) -> None:
+    """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted (a
+    tuple: unless one of them is)."""
+    if isinstance(needed, str):
+        needed = (needed,)
+    if not any(p in permissions for p in needed):
+        raise ApiError(
+            "missing_permission", f"this token lacks the permission {' or '.join(needed)}"
+        )
 
 
 def parse_permissions(text: str) -> list[str]:

@@ -118,6 +118,7 @@ CODES: dict[str, tuple[int, str]] = {
     "value_too_short": (422, "A string is empty where it may not be."),
     "timeout_exceeds_interval": (422, "timeout_seconds is greater than interval_seconds."),
     "invalid_url": (422, "url does not fit the monitor's type."),
+    "unknown_monitor": (422, "monitors names a monitor the account does not have."),
     "metadata_too_many_keys": (422, "metadata would have more than 50 keys."),
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
     "metadata_value_too_long": (422, "A metadata value is longer than 500 characters."),

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from store import CheckRecord, IncidentRecord, MonitorRecord
+from store import (
+    CheckRecord,
+    EventRecord,
+    IncidentRecord,
+    IncidentUpdateRecord,
+    MonitorRecord,
+)
 
 R = TypeVar("R")
 
@@ -29,6 +35,8 @@ def monitor_object(r: MonitorRecord) -> dict[str, Any]:
         "expected_status_code": r.expected_status_code,
         "failure_threshold": r.failure_threshold,
         "success_threshold": r.success_threshold,
+        "auto_incidents": r.auto_incidents,
+        "incident_severity": r.incident_severity,
         "last_checked_at": r.last_checked_at,
         "created": r.created,
         "updated": r.updated,
@@ -49,7 +57,56 @@ def incident_object(r: IncidentRecord) -> dict[str, Any]:
         "updated": r.updated,
         "resolved_at": r.resolved_at,
         "resolution_message": r.resolution_message,
+        "monitor": r.monitor_id,
+        "monitors": r.monitors,
+        "postmortem": r.postmortem,
         "metadata": r.metadata,
+    }
+
+
+def incident_update_object(r: IncidentUpdateRecord) -> dict[str, Any]:
+    """An entry of an incident's timeline (extensions part 3)."""
+    return {
+        "id": r.id,
+        "object": "incident_update",
+        "incident": r.incident_id,
+        "status": r.status,
+        "message": r.message,
+        "created": r.created,
+    }
+
+
+_SHAPES: dict[str, tuple[type[Any], Callable[[Any], dict[str, Any]]]] = {
+    "monitor": (MonitorRecord, monitor_object),
+    "incident": (IncidentRecord, incident_object),
+    "incident_update": (IncidentUpdateRecord, incident_update_object),
+}
+_NOT_PREVIOUS = frozenset({"updated"})
+
+
+def event_object(r: EventRecord) -> dict[str, Any]:
+    """An event as ``GET /events/:id`` shows it and a webhook delivers it (extensions
+    part 1): the stored record snapshot shaped as its resource's API object, and
+    ``previous_attributes``: the object's fields whose value the change moved (shaped the
+    same way, ``updated`` left out), or null."""
+    kind = "incident_update" if r.type == "incident.update_posted" else r.type.split(".")[0]
+    record_type, shape = _SHAPES[kind]
+    record = record_type.from_snapshot(r.object)
+    after = shape(record)
+    previous_attributes = None
+    if r.previous is not None:
+        known = {k: v for k, v in r.previous.items() if k in record_type.__dataclass_fields__}
+        before = shape(record_type.from_snapshot({**r.object, **known}))
+        previous_attributes = {
+            k: before[k] for k in after if k not in _NOT_PREVIOUS and before[k] != after[k]
+        }
+    return {
+        "id": r.id,
+        "object": "event",
+        "type": r.type,
+        "created": r.created,
+        "data": {"object": after, "previous_attributes": previous_attributes},
+        "request": {"id": r.request_id, "idempotency_key": r.idempotency_key},
     }
 
 

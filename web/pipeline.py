@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from werkzeug.datastructures import Headers
 
-from store import TokenContext
+from store import EventCause, TokenContext
 
 from .deps import Dependencies
 from .errors import CODES, ApiError
@@ -72,6 +72,14 @@ class RequestContext:
         """The authenticated account's id (only after :func:`web.app.authenticate`)."""
         assert self.token is not None, "authenticate must run first"
         return self.token.account_id
+
+    @property
+    def cause(self) -> EventCause:
+        """What an event this request causes names as its ``request`` (extensions part 1):
+        the Request-Id and the Idempotency-Key sent, if any."""
+        return EventCause(
+            request_id=self.request_id, idempotency_key=self.headers.get("Idempotency-Key")
+        )
 
     def header(self, name: str) -> str | None:
         """The value of request header ``name`` (case-insensitive), or None when absent.
@@ -133,13 +141,14 @@ Middleware = Callable[[RequestContext, Handler], Awaitable[ApiResponse]]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Route:
     """One endpoint: its method and path (Quart syntax, ``<id>``), the permission it needs
-    (None: no authentication), its handler, and what the OpenAPI document says of it."""
+    (None: no authentication; a tuple: any one of them, as ``GET /events`` needs the read
+    permission of some resource), its handler, and what the OpenAPI document says of it."""
 
     name: str
     method: str
     path: str
     handler: Handler
-    permission: str | None
+    permission: str | tuple[str, ...] | None
     summary: str
     success_status: int = 200
     request_model: type[BaseModel] | None = None

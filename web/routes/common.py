@@ -51,20 +51,20 @@ async def delete_owned(
     ctx: RequestContext, prefix: str, delete: Callable[..., Awaitable[bool]]
 ) -> str:
     """DELETE /<resources>/:id: delete the account's row with ``delete(connection,
-    account_id, id, now)`` in one transaction; the id deleted.
+    account_id, id, now, cause)`` in one transaction; the id deleted.
 
     Raises:
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
     row_id = path_id(ctx, prefix)
-    if not await ctx.deps.db.transaction(delete, ctx.account_id, row_id, now()):
+    if not await ctx.deps.db.transaction(delete, ctx.account_id, row_id, now(), ctx.cause):
         raise not_found(prefix, row_id)
     return row_id
 
 
 def not_found(prefix: str, value: str) -> ApiError:
     """The 404 for an id of ``prefix`` that the account does not have."""
-    kind = {"mon": "monitor", "inc": "incident"}[prefix]
+    kind = {"mon": "monitor", "inc": "incident", "evt": "event", "we": "webhook endpoint"}[prefix]
     return ApiError("resource_missing", f"no such {kind}: {value[:80]!r}", param="id")
 
 
