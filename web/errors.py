@@ -114,7 +114,7 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_type": (422, "A field has the wrong JSON type, or the body is not an object."),
     "invalid_value": (422, "A field's value is not one of the allowed values."),
     "value_out_of_range": (422, "A number is outside its bounds."),
-    "value_too_long": (422, "A string is longer than its limit."),
+    "value_too_long": (422, "A string (or an array) is longer than its limit."),
     "value_too_short": (422, "A string is empty where it may not be."),
     "timeout_exceeds_interval": (422, "timeout_seconds is greater than interval_seconds."),
     "invalid_url": (422, "url does not fit the monitor's type."),

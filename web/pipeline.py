@@ -179,6 +179,8 @@ _PYDANTIC_CODES = {
     "enum": "invalid_value",
     "string_too_long": "value_too_long",
     "string_too_short": "value_too_short",
+    "too_long": "value_too_long",
+    "string_pattern_mismatch": "invalid_value",
     "greater_than_equal": "value_out_of_range",
     "less_than_equal": "value_out_of_range",
     "greater_than": "value_out_of_range",
@@ -202,6 +204,8 @@ def _message(error: Any, code: str, param: str | None) -> str:
         return f"{name} is required"
     if code == "metadata_invalid":
         return f"{name} must be an object of string values"
+    if kind == "string_pattern_mismatch":
+        return f"{name} is malformed: it must match {limits.get('pattern')}"
     if code == "invalid_value":
         return f"{name} must be one of {limits.get('expected', 'the documented values')}"
     if code == "value_out_of_range":
@@ -212,6 +216,8 @@ def _message(error: Any, code: str, param: str | None) -> str:
             "less_than": "less than",
         }[kind]
         return f"{name} must be {bound} {next(iter(limits.values()), '')}".rstrip()
+    if kind == "too_long":
+        return f"{name} may hold at most {limits.get('max_length')} items"
     if code == "value_too_long":
         return f"{name} may be at most {limits.get('max_length')} characters"
     if code == "value_too_short":
