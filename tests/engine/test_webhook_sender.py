@@ -15,6 +15,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -292,3 +294,39 @@ async def test_two_senders_share_the_work_without_sending_twice(
             await trio.sleep(0.3)
         seen = {(r.headers["uptrio-event-id"], r.path) for r in receiver.received}
         assert len(receiver.received) == len(seen) == 30
+
+
+def readme_verifier() -> dict[str, Any]:
+    """The namespace of the README's receiver snippet (the Python block of "Webhooks"),
+    executed as a receiver would paste it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("\n## Webhooks\n", 1)[1].split("\n## ", 1)[0]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "README.md", "exec"), namespace)
+    return namespace
+
+
+async def test_the_readme_snippet_verifies_a_real_delivery_and_refuses_a_replay(
+    api: Api, db: Database, nursery: trio.Nursery
+) -> None:
+    with trio.fail_after(15):
+        receiver = await receiving(nursery)
+        hook = await endpoint(api, receiver.url)
+        rotated = expect(await api.post(f"/webhook-endpoints/{hook['id']}/rotate-secret"))
+        async with sender(db):
+            await create_incident(api)
+            (got,) = await receiver.wait_for(1)
+        snippet = readme_verifier()
+        verify = snippet["verify_uptrio_signature"]
+        header = got.headers["uptrio-signature"]
+        assert verify(got.body, header, rotated["secret"])  # either v1 value may match
+        assert verify(got.body, header, hook["secret"])
+        assert not verify(got.body + b" ", header, rotated["secret"])
+        assert not verify(got.body, header, "whsec_someone-else")
+        # the same request replayed 5 minutes and a second later is refused
+        sent = signatures(header)[0]
+        snippet["time"] = SimpleNamespace(time=lambda: sent + 301)
+        assert not verify(got.body, header, rotated["secret"])
+        snippet["time"] = SimpleNamespace(time=lambda: sent + 299)
+        assert verify(got.body, header, rotated["secret"])
