@@ -1,8 +1,8 @@
 """Operator restarts of the supervision tree under load (operations issue, items 1, 6, 7).
 
 The real tree (web.service: root over maintenance, store, engine, webhooks, web) runs on
-the test's fresh database with 300 monitors checking every second; a prober without I/O records each
-probe. ``engine``, ``shard-1`` and ``root`` are restarted while it runs. Real clock
+the test's fresh database with 300 monitors checking every second; a prober without I/O
+records each probe. ``engine``, ``shard-1`` and ``root`` are restarted while it runs. Real clock
 (the database and the web server's socket are real I/O); loopback only; port 0.
 """
 
