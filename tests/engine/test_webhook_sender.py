@@ -104,6 +104,13 @@ async def settled(api: Api, endpoint_id: str, count: int) -> list[dict[str, Any]
         await trio.sleep(0.05)
 
 
+async def attempted(api: Api, endpoint_id: str) -> dict[str, Any]:
+    """Wait until the endpoint's newest delivery has an attempt recorded; that delivery."""
+    while not (newest := (await deliveries(api, endpoint_id))[0])["attempts"]:
+        await trio.sleep(0.05)
+    return newest
+
+
 async def test_a_delivery_is_the_signed_event(
     api: Api, db: Database, nursery: trio.Nursery
 ) -> None:
@@ -192,9 +199,7 @@ async def test_a_receiver_that_hangs_times_out_and_is_retried(
         async with sender(db, settings):
             await create_incident(api)
             await receiver.wait_for(1)
-            while (await deliveries(api, hook["id"]))[0]["attempts"] == 0:
-                await trio.sleep(0.05)
-            (timed_out,) = await deliveries(api, hook["id"])
+            timed_out = await attempted(api, hook["id"])
             assert timed_out["last_attempt"]["error"] == "timeout"
             assert timed_out["last_attempt"]["response_status"] is None
             assert 450 <= timed_out["last_attempt"]["duration_ms"] < 1500
@@ -281,9 +286,7 @@ async def test_a_refused_target_fails_with_target_denied_without_a_connection(
             policy = TargetPolicy(deny_private=True)
         await create_incident(api)
         async with sender(db, policy=policy):
-            while not (await deliveries(api, hook["id"]))[0]["attempts"]:
-                await trio.sleep(0.05)
-        (denied,) = await deliveries(api, hook["id"])
+            denied = await attempted(api, hook["id"])
         assert denied["last_attempt"]["error"] == "target_denied"
         assert denied["last_attempt"]["response_status"] is None
         assert receiver.connections == 0
@@ -354,8 +357,7 @@ async def test_a_bug_in_one_delivery_is_a_failed_attempt_not_a_crash(
 
         await create_incident(api)
         async with sender(db, render=render):
-            while not (await deliveries(api, hook["id"]))[0]["attempts"]:
-                await trio.sleep(0.05)
+            await attempted(api, hook["id"])
             expect(await api.post(f"/incidents/{(await create_incident(api))['id']}/resolve"))
             await receiver.wait_for(1)  # the sender lives on: the next event goes out
         broken = (await deliveries(api, hook["id"]))[-1]
