@@ -33,7 +33,7 @@ from ..webhook_models import (
     WebhookEndpointUpdate,
 )
 from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
-from .monitors import check_target_policy
+from .monitors import _PAGE, check_target_policy  # the cursor parameters, documented once
 
 __all__ = ["ROUTES"]
 
@@ -145,12 +145,6 @@ async def list_deliveries(ctx: RequestContext) -> ApiResponse:
         ),
     )
 
-
-_PAGE = (
-    ("limit", "integer", "1 to 100, default 10."),
-    ("starting_after", "string", "Cursor: objects after this id."),
-    ("ending_before", "string", "Cursor: objects before this id."),
-)
 
 ROUTES = (
     Route(
