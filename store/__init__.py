@@ -7,7 +7,17 @@ asyncio coroutines taking the connection first; run them with :meth:`Database.ru
 :meth:`Database.transaction`.
 """
 
-from . import accounts, checks, history, idempotency, incidents, monitors, rollups
+from . import (
+    accounts,
+    checks,
+    events,
+    history,
+    idempotency,
+    incidents,
+    monitors,
+    rollups,
+    webhooks,
+)
 from .actor import (
     CheckWriter,
     StoreActor,
@@ -20,6 +30,7 @@ from .checks import StatusChange
 from .database import Connection, Database, open_database
 from .embedded import EmbeddedPostgres, start_embedded
 from .errors import CursorNotFound, DatabaseUnavailable, IntegrityConflict, StoreError
+from .events import EventCause, EventFilter
 from .ids import check_created, has_prefix, new_check_id, new_id
 from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
 from .maintenance import MaintenanceSettings, maintain, run_maintenance
@@ -28,10 +39,14 @@ from .pagination import Page, PageRequest
 from .records import (
     AccountRecord,
     CheckRecord,
+    EventRecord,
     IncidentRecord,
+    IncidentUpdateRecord,
     MonitorRecord,
     TokenContext,
     TokenRecord,
+    WebhookDeliveryRecord,
+    WebhookEndpointRecord,
 )
 
 __all__ = [
@@ -45,7 +60,11 @@ __all__ = [
     "Database",
     "DatabaseUnavailable",
     "EmbeddedPostgres",
+    "EventCause",
+    "EventFilter",
+    "EventRecord",
     "IncidentRecord",
+    "IncidentUpdateRecord",
     "IntegrityConflict",
     "MaintenanceSettings",
     "MonitorRecord",
@@ -58,12 +77,15 @@ __all__ = [
     "StoreSettings",
     "TokenContext",
     "TokenRecord",
+    "WebhookDeliveryRecord",
+    "WebhookEndpointRecord",
     "WriterObserver",
     "WriterStatistics",
     "accounts",
     "apply_migrations",
     "check_created",
     "checks",
+    "events",
     "has_prefix",
     "history",
     "idempotency",
@@ -79,4 +101,5 @@ __all__ = [
     "run_maintenance",
     "schema_version",
     "start_embedded",
+    "webhooks",
 ]

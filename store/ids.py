@@ -11,7 +11,9 @@ from __future__ import annotations
 import base64
 import os
 
-PREFIXES = frozenset({"acct", "mon", "inc", "chk", "tok", "req", "alt", "stp"})
+PREFIXES = frozenset(
+    {"acct", "mon", "inc", "inu", "chk", "tok", "req", "alt", "stp", "evt", "we", "whd"}
+)
 
 
 def new_id(prefix: str) -> str:

@@ -1,14 +1,25 @@
-"""Incident queries (asyncio side; run them through :class:`store.Database`)."""
+"""Incident queries and the incident timeline (spec 4.2; extensions parts 1 and 3;
+asyncio side: run them through :class:`store.Database`).
+
+Every mutation writes its event (``incident.created``, ``incident.updated``,
+``incident.resolved``, ``incident.deleted``, ``incident.update_posted``) and its
+timeline entry in the caller's transaction. A timeline entry (``incident_updates``) is
+appended on create (its message: the description), on every status change (resolving:
+the resolution message) and by :func:`post_update`. Incidents opened and resolved by
+monitors are written by :mod:`store.alerting` the same way, in the store actor's batch.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .database import Connection
-from .owned import delete_owned, update_owned
+from .events import EventCause, record_event
+from .ids import new_id
+from .owned import delete_owned, insert_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
-from .records import IncidentRecord
+from .records import IncidentRecord, IncidentUpdateRecord
 
 _COLUMNS = [
     "id",
@@ -22,24 +33,48 @@ _COLUMNS = [
     "created",
     "updated",
     "metadata",
+    "monitor_id",
+    "monitors",
+    "postmortem",
 ]
 _SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
+_UPDATE_COLUMNS = "t.id, t.account_id, t.incident_id, t.status, t.message, t.created"
 UPDATABLE = frozenset(
-    {"title", "description", "status", "severity", "metadata", "resolved_at", "resolution_message"}
+    {
+        "title",
+        "description",
+        "status",
+        "severity",
+        "metadata",
+        "resolved_at",
+        "resolution_message",
+        "monitors",
+        "postmortem",
+    }
 )
 """Columns :func:`update_incident` may change."""
 
 
-async def insert_incident(connection: Connection, values: Mapping[str, Any]) -> IncidentRecord:
-    """Insert an incident; ``values`` holds every column but ``seq``."""
-    names = [n for n in _COLUMNS if n in values]
-    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
-    row = await connection.fetchrow(
-        f"INSERT INTO incidents AS t ({', '.join(names)}) VALUES ({placeholders}) "
-        f"RETURNING {_SELECT}",
-        *(values[n] for n in names),
+async def insert_incident(
+    connection: Connection, values: Mapping[str, Any], cause: EventCause | None = None
+) -> IncidentRecord:
+    """Insert an incident (``values``: every column but ``seq``; ``monitor_id``,
+    ``monitors`` and ``postmortem`` may be left out), its first timeline entry and its
+    ``incident.created`` event. Run inside a transaction."""
+    row = await insert_owned(
+        connection, table="incidents", columns=_COLUMNS, select=_SELECT, values=values
     )
-    return IncidentRecord.from_row(row)
+    record = IncidentRecord.from_row(row)
+    await _append(connection, record, record.description, record.created)
+    await record_event(
+        connection,
+        type="incident.created",
+        record=record,
+        account_id=record.account_id,
+        created=record.created,
+        cause=cause,
+    )
+    return record
 
 
 async def get_incident(
@@ -94,12 +129,18 @@ async def update_incident(
     incident_id: str,
     apply: Callable[[IncidentRecord], dict[str, Any]],
     now: int,
+    cause: EventCause | None = None,
+    *,
+    timeline: bool = True,
 ) -> IncidentRecord | None:
     """Lock the incident, compute changes with ``apply(current)`` (a subset of
     :data:`UPDATABLE` holding only values that differ; it may raise to refuse) and write
-    them; ``updated`` becomes ``now`` when something changed. Must run in a transaction.
-    None when the incident does not exist for the account."""
-    return await update_owned(
+    them; ``updated`` becomes ``now`` when something changed. A change writes
+    ``incident.resolved`` when it moves the status into ``resolved``, else
+    ``incident.updated``; a status change appends a timeline entry unless ``timeline``
+    is False (:func:`post_update` appends its own). Must run in a transaction. None when
+    the incident does not exist for the account."""
+    updated = await update_owned(
         connection,
         table="incidents",
         get=get_incident,
@@ -109,13 +150,130 @@ async def update_incident(
         updatable=UPDATABLE,
         now=now,
     )
+    record, previous = updated.record, updated.previous
+    if record is None or not previous:
+        return record
+    moved = "status" in previous
+    if moved and timeline:
+        message = record.resolution_message if record.status == "resolved" else None
+        await _append(connection, record, message, now)
+    await record_event(
+        connection,
+        type="incident.resolved" if moved and record.status == "resolved" else "incident.updated",
+        record=record,
+        account_id=account_id,
+        created=now,
+        cause=cause,
+        previous=previous,
+    )
+    return record
 
 
 async def delete_incident(
-    connection: Connection, account_id: str, incident_id: str, now: int
+    connection: Connection,
+    account_id: str,
+    incident_id: str,
+    now: int,
+    cause: EventCause | None = None,
 ) -> bool:
-    """Delete an incident for good (spec 4.2). Must run in a transaction. False when it
-    does not exist for the account."""
-    return await delete_owned(
+    """Delete an incident for good with its timeline (spec 4.2) and write
+    ``incident.deleted`` (its last state). Must run in a transaction. False when it does
+    not exist for the account."""
+    record = await get_incident(connection, account_id, incident_id, for_update=True)
+    if record is None:
+        return False
+    await delete_owned(
         connection, table="incidents", account_id=account_id, row_id=incident_id, now=now
     )
+    await record_event(
+        connection,
+        type="incident.deleted",
+        record=record,
+        account_id=account_id,
+        created=now,
+        cause=cause,
+    )
+    return True
+
+
+async def _append(
+    connection: Connection, incident: IncidentRecord, message: str | None, created: int
+) -> IncidentUpdateRecord:
+    row = await connection.fetchrow(
+        "INSERT INTO incident_updates AS t (id, account_id, incident_id, status, message, "
+        f"created) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_UPDATE_COLUMNS}",
+        new_id("inu"),
+        incident.account_id,
+        incident.id,
+        incident.status,
+        message,
+        created,
+    )
+    return IncidentUpdateRecord.from_row(row)
+
+
+async def post_update(
+    connection: Connection,
+    account_id: str,
+    incident_id: str,
+    message: str,
+    apply: Callable[[IncidentRecord], dict[str, Any]],
+    now: int,
+    cause: EventCause | None = None,
+) -> IncidentUpdateRecord | None:
+    """``POST /incidents/:id/updates`` (extensions part 3): apply ``apply(current)`` to
+    the incident as :func:`update_incident` does (a status move, with its
+    ``incident.updated`` or ``incident.resolved`` event), then append one timeline entry
+    with ``message`` and write ``incident.update_posted``. Must run in a transaction.
+    None when the incident does not exist for the account."""
+    incident = await update_incident(
+        connection, account_id, incident_id, apply, now, cause, timeline=False
+    )
+    if incident is None:
+        return None
+    update = await _append(connection, incident, message, now)
+    await record_event(
+        connection,
+        type="incident.update_posted",
+        record=update,
+        account_id=account_id,
+        created=now,
+        cause=cause,
+    )
+    return update
+
+
+async def list_updates(
+    connection: Connection, account_id: str, incident_id: str, page: PageRequest
+) -> Page[IncidentUpdateRecord] | None:
+    """One page of the incident's timeline, oldest first (``page.sort`` ``created``,
+    ascending). None when the account has no such incident.
+
+    Raises:
+        CursorNotFound: the cursor names no update of the account.
+    """
+    if await get_incident(connection, account_id, incident_id) is None:
+        return None
+    rows, has_more = await fetch_page(
+        connection,
+        table="incident_updates",
+        select=_UPDATE_COLUMNS,
+        account_id=account_id,
+        filters=[("t.incident_id = {}", incident_id)],
+        page=page,
+    )
+    return Page([IncidentUpdateRecord.from_row(r) for r in rows], has_more)
+
+
+async def foreign_monitors(
+    connection: Connection, account_id: str, monitor_ids: Sequence[str]
+) -> list[str]:
+    """The ids of ``monitor_ids`` that are not monitors of the account, in their order
+    (an incident's ``monitors`` must be the account's own, extensions part 3)."""
+    rows = await connection.fetch(
+        "SELECT id FROM monitors WHERE account_id = $1 AND id = ANY($2::text[])",
+        account_id,
+        list(monitor_ids),
+    )
+    own = {r["id"] for r in rows}
+    return [m for m in monitor_ids if m not in own]

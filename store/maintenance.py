@@ -11,7 +11,9 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
   ``DROP TABLE``. Checks are never deleted row by row, except with their monitor;
 * deletes rollup rows older than ``rollup_retention_days`` and the log of status moves
   of that age, keeping each monitor's last move before the cutoff (the status an
-  availability range starts with).
+  availability range starts with);
+* deletes events older than ``event_retention_days`` (extensions part 1: 30 days) with
+  their webhook deliveries, in bulk (:func:`store.events.purge_events`).
 
 A failure (the database away) is logged and tried again at the next round; the actor
 never crashes the service for it. Several services on one database may run it at once:
@@ -30,6 +32,7 @@ import trio
 from .checks import ensure_partitions
 from .database import Connection, Database
 from .errors import StoreError
+from .events import RETENTION_DAYS, purge_events
 
 __all__ = ["MaintenanceReport", "MaintenanceSettings", "maintain", "run_maintenance"]
 
@@ -47,12 +50,15 @@ class MaintenanceSettings:
             (``--check-retention-days``, default 30, at least 1; extensions part 4).
         rollup_retention_days: rollups and the log of status moves are kept this many days
             (``--rollup-retention-days``, default 400).
+        event_retention_days: events (and their deliveries) are kept this many days
+            (default 30, extensions part 1).
         partitions_ahead: partitions made ahead of now (default 3).
         interval_seconds: seconds between two rounds (default 600).
     """
 
     check_retention_days: int = 30
     rollup_retention_days: int = 400
+    event_retention_days: int = RETENTION_DAYS
     partitions_ahead: int = 3
     interval_seconds: float = 600.0
 
@@ -64,6 +70,7 @@ class MaintenanceReport:
     dropped_partitions: list[str]
     rollups_deleted: int
     status_moves_deleted: int
+    events_deleted: int = 0
 
 
 async def _expired_partitions(connection: Connection, cutoff: int) -> list[str]:
@@ -120,7 +127,8 @@ async def maintain(
         )
     rollup_cutoff = now - int(settings.rollup_retention_days * DAY_SECONDS)
     rollups, moves = await db.run(_purge, rollup_cutoff)
-    return MaintenanceReport(dropped, rollups, moves)
+    events = await db.run(purge_events, now - int(settings.event_retention_days * DAY_SECONDS))
+    return MaintenanceReport(dropped, rollups, moves, events)
 
 
 async def run_maintenance(
@@ -142,11 +150,12 @@ async def run_maintenance(
             report = await maintain(
                 db, settings, partition_seconds=partition_seconds, now=int(clock())
             )
-            if report.rollups_deleted or report.status_moves_deleted:
+            if report.rollups_deleted or report.status_moves_deleted or report.events_deleted:
                 log.info(
                     "history purged",
                     rollups=report.rollups_deleted,
                     status_moves=report.status_moves_deleted,
+                    events=report.events_deleted,
                 )
         except StoreError as exc:
             log.warning("maintenance round failed; next round tries again", error=str(exc))

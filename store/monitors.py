@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .database import Connection
-from .owned import delete_owned, update_owned
+from .events import EventCause, record_event
+from .owned import delete_owned, insert_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
 from .rollups import CLOSE_PERIODS
@@ -32,6 +33,8 @@ _COLUMNS = (
     "created",
     "updated",
     "metadata",
+    "auto_incidents",
+    "incident_severity",
 )
 _SELECT = (
     ", ".join(f"t.{c}" for c in _COLUMNS)
@@ -49,22 +52,31 @@ UPDATABLE = frozenset(
         "failure_threshold",
         "success_threshold",
         "metadata",
+        "auto_incidents",
+        "incident_severity",
     }
 )
 """Columns :func:`update_monitor` may change."""
 
 
-async def insert_monitor(connection: Connection, values: Mapping[str, Any]) -> MonitorRecord:
-    """Insert a monitor; ``values`` holds every column of the table but ``seq`` and
+async def insert_monitor(
+    connection: Connection, values: Mapping[str, Any], cause: EventCause | None = None
+) -> MonitorRecord:
+    """Insert a monitor and its ``monitor.created`` event (extensions part 1; run inside
+    a transaction); ``values`` holds every column of the table but ``seq`` and
     ``run_epoch``. Returns the stored record."""
-    names = [k for k in values if k in _COLUMNS]
-    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
-    await connection.execute(
-        f"INSERT INTO monitors ({', '.join(names)}) VALUES ({placeholders})",
-        *(values[n] for n in names),
+    row = await insert_owned(
+        connection, table="monitors", columns=_COLUMNS, select=_SELECT, values=values
     )
-    record = await get_monitor(connection, values["account_id"], values["id"])
-    assert record is not None
+    record = MonitorRecord.from_row(row)
+    await record_event(
+        connection,
+        type="monitor.created",
+        record=record,
+        account_id=record.account_id,
+        created=record.created,
+        cause=cause,
+    )
     return record
 
 
@@ -127,11 +139,13 @@ async def update_monitor(
     monitor_id: str,
     apply: Callable[[MonitorRecord], dict[str, Any]],
     now: int,
+    cause: EventCause | None = None,
 ) -> MonitorRecord | None:
     """Lock the monitor, compute its changes with ``apply(current)`` (columns of
-    :data:`UPDATABLE`) and write them, as `store.owned.update_owned` says. Must run inside
-    a transaction. None when the monitor does not exist for the account."""
-    return await update_owned(
+    :data:`UPDATABLE`) and write them, as `store.owned.update_owned` says, with a
+    ``monitor.updated`` event when something changed. Must run inside a transaction.
+    None when the monitor does not exist for the account."""
+    updated = await update_owned(
         connection,
         table="monitors",
         get=get_monitor,
@@ -141,28 +155,52 @@ async def update_monitor(
         updatable=UPDATABLE,
         now=now,
     )
+    record, previous = updated.record, updated.previous
+    if record is not None and previous:
+        await record_event(
+            connection,
+            type="monitor.updated",
+            record=record,
+            account_id=account_id,
+            created=now,
+            cause=cause,
+            previous=previous,
+        )
+    return record
 
 
 async def pause_monitor(
-    connection: Connection, account_id: str, monitor_id: str, now: int
+    connection: Connection,
+    account_id: str,
+    monitor_id: str,
+    now: int,
+    cause: EventCause | None = None,
 ) -> tuple[MonitorRecord | None, bool]:
-    """Pause a monitor: status ``paused``, a new run epoch (spec 3.1).
+    """Pause a monitor: status ``paused``, a new run epoch (spec 3.1), and a
+    ``monitor.paused`` event. Its open incident is left as it is (extensions part 3).
 
     Returns ``(record, changed)``: ``changed`` is False when it was already paused, and
     then nothing was written (DESIGN: pause on paused is a no-op, ``updated`` unchanged).
     The record is None when the monitor does not exist for the account.
     """
-    return await _move(connection, account_id, monitor_id, now, to="paused", only_from=None)
+    return await _move(connection, account_id, monitor_id, now, cause, to="paused", only_from=None)
 
 
 async def resume_monitor(
-    connection: Connection, account_id: str, monitor_id: str, now: int
+    connection: Connection,
+    account_id: str,
+    monitor_id: str,
+    now: int,
+    cause: EventCause | None = None,
 ) -> tuple[MonitorRecord | None, bool]:
-    """Resume a paused monitor: status ``pending`` (DESIGN), a new run epoch.
+    """Resume a paused monitor: status ``pending`` (DESIGN), a new run epoch, and a
+    ``monitor.resumed`` event.
 
     Returns ``(record, changed)``; resuming a monitor that is not paused changes nothing.
     """
-    return await _move(connection, account_id, monitor_id, now, to="pending", only_from="paused")
+    return await _move(
+        connection, account_id, monitor_id, now, cause, to="pending", only_from="paused"
+    )
 
 
 async def _move(
@@ -170,6 +208,7 @@ async def _move(
     account_id: str,
     monitor_id: str,
     now: int,
+    cause: EventCause | None,
     *,
     to: str,
     only_from: str | None,
@@ -177,7 +216,7 @@ async def _move(
     condition = "status <> 'paused'" if only_from is None else f"status = '{only_from}'"
     # The move closes the period it ends into the rollups and is logged, in this
     # transaction (extensions part 4; store.rollups).
-    moved = await connection.fetchval(
+    old_status = await connection.fetchval(
         "WITH m AS (SELECT id, status, coalesce(status_since, created) AS since "
         f"FROM monitors WHERE id = $1 AND account_id = $2 AND {condition} FOR UPDATE), "
         "moved AS (UPDATE monitors t SET status = $3, updated = $4, "
@@ -188,25 +227,51 @@ async def _move(
         f"{CLOSE_PERIODS}, "
         "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, "
         "to_status, created) SELECT id, NULL, status, $3, $4 FROM m) "
-        "SELECT id FROM moved",
+        "SELECT m.status FROM m JOIN moved ON moved.id = m.id",
         monitor_id,
         account_id,
         to,
         now,
     )
-    return await get_monitor(connection, account_id, monitor_id), moved is not None
+    record = await get_monitor(connection, account_id, monitor_id)
+    if record is not None and old_status is not None:
+        await record_event(
+            connection,
+            type="monitor.paused" if to == "paused" else "monitor.resumed",
+            record=record,
+            account_id=account_id,
+            created=now,
+            cause=cause,
+            previous={"status": old_status},
+        )
+    return record, old_status is not None
 
 
 async def delete_monitor(
-    connection: Connection, account_id: str, monitor_id: str, now: int
+    connection: Connection,
+    account_id: str,
+    monitor_id: str,
+    now: int,
+    cause: EventCause | None = None,
 ) -> bool:
     """Delete a monitor for good, with its checks and status history (spec 4.1: permanent
-    deletion). Must run inside a transaction. False when it does not exist."""
-    deleted = await delete_owned(
+    deletion), and write ``monitor.deleted`` (its last state). Incidents it opened or
+    affects are left as they are (extensions part 3). Must run inside a transaction.
+    False when it does not exist."""
+    record = await get_monitor(connection, account_id, monitor_id, for_update=True)
+    if record is None:
+        return False
+    await delete_owned(
         connection, table="monitors", account_id=account_id, row_id=monitor_id, now=now
     )
-    if not deleted:
-        return False
+    await record_event(
+        connection,
+        type="monitor.deleted",
+        record=record,
+        account_id=account_id,
+        created=now,
+        cause=cause,
+    )
     await connection.execute("DELETE FROM checks WHERE monitor_id = $1", monitor_id)
     await connection.execute("DELETE FROM status_changes WHERE monitor_id = $1", monitor_id)
     await connection.execute("DELETE FROM check_rollups WHERE monitor_id = $1", monitor_id)

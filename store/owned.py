@@ -1,4 +1,5 @@
-"""Writes shared by the account-owned tables (``monitors``, ``incidents``).
+"""Writes shared by the account-owned tables (``monitors``, ``incidents``,
+``webhook_endpoints``).
 
 Both are updated the same way (lock, diff, write only what changed, bump ``updated``) and
 deleted the same way (lock, keep a cursor tombstone, delete), so the logic lives here
@@ -8,14 +9,25 @@ request.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from .database import Connection
 from .pagination import bury
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Updated(Generic[R]):
+    """What :func:`update_owned` did: the row afterwards (None: no such row) and the old
+    values of the columns that changed (``{}`` when nothing did; an event's
+    ``previous``)."""
+
+    record: R | None
+    previous: dict[str, Any]
 
 
 class Getter(Protocol[R_co]):
@@ -25,6 +37,24 @@ class Getter(Protocol[R_co]):
     def __call__(
         self, connection: Connection, account_id: str, row_id: str, /, *, for_update: bool = ...
     ) -> Awaitable[R_co | None]: ...
+
+
+async def insert_owned(
+    connection: Connection,
+    *,
+    table: str,
+    columns: Sequence[str],
+    select: str,
+    values: Mapping[str, Any],
+) -> Any:
+    """Insert a row of ``table`` from the ``values`` whose keys are in ``columns`` (the
+    rest are the table's defaults) and return it as ``select`` (over ``t``) reads it."""
+    names = [n for n in columns if n in values]
+    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
+    return await connection.fetchrow(
+        f"INSERT INTO {table} AS t ({', '.join(names)}) VALUES ({placeholders}) RETURNING {select}",
+        *(values[n] for n in names),
+    )
 
 
 async def update_owned(
@@ -37,22 +67,23 @@ async def update_owned(
     apply: Callable[[R], dict[str, Any]],
     updatable: frozenset[str],
     now: int,
-) -> R | None:
+) -> Updated[R]:
     """Lock the row (``get(..., for_update=True)``), compute its changes with
-    ``apply(current)`` and write them; the row as it is afterwards.
+    ``apply(current)`` and write them; the row as it is afterwards, and the old values of
+    the columns that changed (``{}`` when nothing did; an event's ``previous``).
 
     ``apply`` returns the columns to change (a subset of ``updatable``, only values that
     differ) or raises to refuse the update; whatever it raises propagates and the caller's
     transaction rolls back. ``updated`` is set to ``now`` (epoch seconds) only when
-    something changed. Must run inside a transaction. None when the account has no such
-    row.
+    something changed. Must run inside a transaction. The row is None when the account
+    has no such row.
     """
     current = await get(connection, account_id, row_id, for_update=True)
     if current is None:
-        return None
+        return Updated(None, {})
     changes = apply(current)
     if not changes:
-        return current
+        return Updated(current, {})
     await write_changes(
         connection,
         table=table,
@@ -62,7 +93,8 @@ async def update_owned(
         updatable=updatable,
         now=now,
     )
-    return await get(connection, account_id, row_id)
+    after = await get(connection, account_id, row_id)
+    return Updated(after, {n: getattr(current, n) for n in changes})
 
 
 async def write_changes(

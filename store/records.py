@@ -6,7 +6,7 @@ are storage records, not API objects: the web layer shapes them into responses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
 
@@ -17,6 +17,18 @@ class _FromRow:
     def from_row(cls, row: Any) -> Self:
         names = cls.__dataclass_fields__  # type: ignore[attr-defined]
         return cls(**{k: row[k] for k in names})
+
+    @classmethod
+    def from_snapshot(cls, snapshot: dict[str, Any]) -> Self:
+        """Build a record from an event's stored snapshot (:mod:`store.events`): extra keys
+        are ignored, and a field the snapshot predates takes its default (a snapshot
+        written before a migration added the column)."""
+        names = cls.__dataclass_fields__  # type: ignore[attr-defined]
+        return cls(**{k: snapshot[k] for k in names if k in snapshot})
+
+    def snapshot(self) -> dict[str, Any]:
+        """The record as an event stores it: field name to value (JSON-able)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,11 +95,17 @@ class MonitorRecord(_FromRow):
     updated: int
     metadata: dict[str, str]
     last_checked_at: int | None
+    auto_incidents: bool = True
+    incident_severity: str = "major"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IncidentRecord(_FromRow):
-    """An incident row; ``resolved_at`` is epoch seconds or None while open."""
+    """An incident row; ``resolved_at`` is epoch seconds or None while open.
+
+    ``monitor_id`` is the monitor that opened it (None when opened through the API);
+    ``monitors`` the affected monitors' ids (extensions part 3).
+    """
 
     id: str
     account_id: str
@@ -100,6 +118,86 @@ class IncidentRecord(_FromRow):
     created: int
     updated: int
     metadata: dict[str, str]
+    monitor_id: str | None = None
+    monitors: list[str] = field(default_factory=list)
+    postmortem: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentUpdateRecord(_FromRow):
+    """One entry of an incident's timeline (extensions part 3): the incident's
+    ``status`` after it and an optional ``message``; ``created`` epoch seconds."""
+
+    id: str
+    account_id: str
+    incident_id: str
+    status: str
+    message: str | None
+    created: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventRecord(_FromRow):
+    """An event of the outbox (extensions part 1).
+
+    ``object`` is the snapshot of the resource's record right after the change (the
+    fields of :class:`MonitorRecord`, :class:`IncidentRecord`, ...; build it back with
+    ``from_snapshot``); ``previous`` maps the changed fields to their old values, or is
+    None. ``request_id`` is None when the engine caused the event.
+    """
+
+    id: str
+    account_id: str
+    type: str
+    resource_id: str
+    created: int
+    object: dict[str, Any]
+    previous: dict[str, Any] | None
+    request_id: str | None
+    idempotency_key: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookEndpointRecord(_FromRow):
+    """A webhook endpoint (extensions part 2). ``previous_secret`` stays valid until
+    ``previous_secret_expires_at`` (epoch seconds) after a rotation."""
+
+    id: str
+    account_id: str
+    url: str
+    enabled_events: list[str]
+    description: str | None
+    status: str
+    secret: str
+    previous_secret: str | None
+    previous_secret_expires_at: int | None
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookDeliveryRecord(_FromRow):
+    """A delivery of one event to one endpoint (extensions part 2).
+
+    ``next_attempt_at`` is epoch seconds (fractional) or None once settled;
+    ``last_duration_ms`` milliseconds; ``give_up_at`` epoch seconds, 3 days after the
+    event.
+    """
+
+    id: str
+    account_id: str
+    endpoint_id: str
+    event_id: str
+    status: str
+    attempts: int
+    last_attempt_at: int | None
+    last_response_status: int | None
+    last_error: str | None
+    last_duration_ms: float | None
+    next_attempt_at: float | None
+    created: int
+    give_up_at: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

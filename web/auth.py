@@ -40,8 +40,12 @@ PERMISSIONS = (
     "incidents.create",
     "incidents.update",
     "incidents.delete",
+    "webhooks.read",
+    "webhooks.create",
+    "webhooks.update",
+    "webhooks.delete",
 )
-"""The permission strings in use (spec 5.4)."""
+"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2)."""
 
 SECRET_ENV = "UPTRIO_JWT_SECRET"
 
@@ -171,10 +175,15 @@ def expired(expires_at: int | None, now: float) -> bool:
     return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 
-def require_permission(permissions: list[str], needed: str) -> None:
-    """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted."""
-    if needed not in permissions:
-        raise ApiError("missing_permission", f"this token lacks the permission {needed}")
+def require_permission(permissions: list[str], needed: str | tuple[str, ...]) -> None:
+    """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted (a
+    tuple: unless one of them is)."""
+    if isinstance(needed, str):
+        needed = (needed,)
+    if not any(p in permissions for p in needed):
+        raise ApiError(
+            "missing_permission", f"this token lacks the permission {' or '.join(needed)}"
+        )
 
 
 def parse_permissions(text: str) -> list[str]:

@@ -93,6 +93,12 @@ Timeout = Annotated[int, Field(ge=1, le=60, description="Seconds a check may tak
 StatusCode = Annotated[int, Field(ge=100, le=599)]
 Threshold = Annotated[int, Field(ge=1, le=10)]
 Description = Annotated[str, Field(max_length=10_000)]
+MonitorId = Annotated[str, Field(pattern=r"^mon_[a-z0-9]{1,64}$")]
+AffectedMonitors = Annotated[
+    list[MonitorId],
+    Field(max_length=100, description="The affected monitors: the account's own, at most 100."),
+]
+Postmortem = Annotated[str, Field(max_length=50_000)]
 
 _REQUEST = ConfigDict(strict=True, extra="forbid")
 
@@ -128,6 +134,12 @@ class MonitorCreate(BaseModel):
     success_threshold: Threshold = Field(
         default=1, description="Consecutive good checks that make the monitor up."
     )
+    auto_incidents: bool = Field(
+        default=True, description="Open an incident when the monitor goes down."
+    )
+    incident_severity: Severity = Field(
+        default="major", description="Severity of the incidents the monitor opens."
+    )
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -145,6 +157,8 @@ class MonitorUpdate(BaseModel):
     expected_status_code: StatusCode | Absent = None
     failure_threshold: Threshold | Absent = None
     success_threshold: Threshold | Absent = None
+    auto_incidents: bool | Absent = None
+    incident_severity: Severity | Absent = None
     metadata: Metadata | Absent = None
 
 
@@ -157,6 +171,7 @@ class IncidentCreate(BaseModel):
     description: Description | None = None
     severity: Severity = "major"
     status: IncidentStatus = "investigating"
+    monitors: AffectedMonitors = Field(default_factory=list)
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -169,7 +184,19 @@ class IncidentUpdate(BaseModel):
     description: Description | None = None
     status: IncidentStatus | Absent = None
     severity: Severity | Absent = None
+    monitors: AffectedMonitors | Absent = None
+    postmortem: Postmortem | None = None
     metadata: Metadata | Absent = None
+
+
+class IncidentUpdateCreate(BaseModel):
+    """POST /incidents/:id/updates body (extensions part 3): a message, and optionally
+    the status the incident moves to."""
+
+    model_config = _REQUEST
+
+    message: Annotated[str, Field(min_length=1, max_length=10_000)]
+    status: IncidentStatus | None = None
 
 
 class IncidentResolve(BaseModel):
@@ -204,6 +231,8 @@ class MonitorObject(BaseModel):
     expected_status_code: int | None
     failure_threshold: int
     success_threshold: int
+    auto_incidents: bool
+    incident_severity: Severity
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
     updated: int
@@ -223,7 +252,47 @@ class IncidentObject(BaseModel):
     updated: int
     resolved_at: int | None
     resolution_message: str | None
+    monitor: str | None = Field(description="The monitor that opened it, or null.")
+    monitors: list[str]
+    postmortem: str | None
     metadata: dict[str, str]
+
+
+class IncidentUpdateObject(BaseModel):
+    """An entry of an incident's timeline (extensions part 3)."""
+
+    id: str = Field(pattern=r"^inu_[a-z0-9]+$")
+    object: Literal["incident_update"]
+    incident: str
+    status: IncidentStatus
+    message: str | None
+    created: int
+
+
+class EventData(BaseModel):
+    """The resource as the API showed it right after the change, and the changed
+    fields' old values (null when nothing was changed, as on create)."""
+
+    object: dict[str, Any]
+    previous_attributes: dict[str, Any] | None
+
+
+class EventRequest(BaseModel):
+    """The API request that caused an event; ``id`` null when the engine did."""
+
+    id: str | None
+    idempotency_key: str | None
+
+
+class EventObject(BaseModel):
+    """An event (extensions part 1)."""
+
+    id: str = Field(pattern=r"^evt_[a-z0-9]+$")
+    object: Literal["event"]
+    type: str
+    created: int
+    data: EventData
+    request: EventRequest
 
 
 class CheckError(BaseModel):
@@ -262,6 +331,18 @@ class IncidentList(_List):
     """A page of incidents (DESIGN: list wrapper)."""
 
     data: list[IncidentObject]
+
+
+class IncidentUpdateList(_List):
+    """A page of an incident's timeline, oldest first."""
+
+    data: list[IncidentUpdateObject]
+
+
+class EventList(_List):
+    """A page of events, newest first."""
+
+    data: list[EventObject]
 
 
 class CheckList(_List):

@@ -6,10 +6,19 @@ response models of :mod:`web.models`, which the tests validate them against.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from store import CheckRecord, IncidentRecord, MonitorRecord
+from store import (
+    CheckRecord,
+    EventRecord,
+    IncidentRecord,
+    IncidentUpdateRecord,
+    MonitorRecord,
+    WebhookDeliveryRecord,
+    WebhookEndpointRecord,
+)
 
 R = TypeVar("R")
 
@@ -29,6 +38,8 @@ def monitor_object(r: MonitorRecord) -> dict[str, Any]:
         "expected_status_code": r.expected_status_code,
         "failure_threshold": r.failure_threshold,
         "success_threshold": r.success_threshold,
+        "auto_incidents": r.auto_incidents,
+        "incident_severity": r.incident_severity,
         "last_checked_at": r.last_checked_at,
         "created": r.created,
         "updated": r.updated,
@@ -49,7 +60,56 @@ def incident_object(r: IncidentRecord) -> dict[str, Any]:
         "updated": r.updated,
         "resolved_at": r.resolved_at,
         "resolution_message": r.resolution_message,
+        "monitor": r.monitor_id,
+        "monitors": r.monitors,
+        "postmortem": r.postmortem,
         "metadata": r.metadata,
+    }
+
+
+def incident_update_object(r: IncidentUpdateRecord) -> dict[str, Any]:
+    """An entry of an incident's timeline (extensions part 3)."""
+    return {
+        "id": r.id,
+        "object": "incident_update",
+        "incident": r.incident_id,
+        "status": r.status,
+        "message": r.message,
+        "created": r.created,
+    }
+
+
+_SHAPES: dict[str, tuple[type[Any], Callable[[Any], dict[str, Any]]]] = {
+    "monitor": (MonitorRecord, monitor_object),
+    "incident": (IncidentRecord, incident_object),
+    "incident_update": (IncidentUpdateRecord, incident_update_object),
+}
+_NOT_PREVIOUS = frozenset({"updated"})
+
+
+def event_object(r: EventRecord) -> dict[str, Any]:
+    """An event as ``GET /events/:id`` shows it and a webhook delivers it (extensions
+    part 1): the stored record snapshot shaped as its resource's API object, and
+    ``previous_attributes``: the object's fields whose value the change moved (shaped the
+    same way, ``updated`` left out), or null."""
+    kind = "incident_update" if r.type == "incident.update_posted" else r.type.split(".")[0]
+    record_type, shape = _SHAPES[kind]
+    record = record_type.from_snapshot(r.object)
+    after = shape(record)
+    previous_attributes = None
+    if r.previous is not None:
+        known = {k: v for k, v in r.previous.items() if k in record_type.__dataclass_fields__}
+        before = shape(record_type.from_snapshot({**r.object, **known}))
+        previous_attributes = {
+            k: before[k] for k in after if k not in _NOT_PREVIOUS and before[k] != after[k]
+        }
+    return {
+        "id": r.id,
+        "object": "event",
+        "type": r.type,
+        "created": r.created,
+        "data": {"object": after, "previous_attributes": previous_attributes},
+        "request": {"id": r.request_id, "idempotency_key": r.idempotency_key},
     }
 
 
@@ -66,6 +126,53 @@ def check_object(r: CheckRecord) -> dict[str, Any]:
         "response_time_ms": r.response_time_ms,
         "status_code": r.status_code,
         "error": error,
+        "created": r.created,
+    }
+
+
+def webhook_endpoint_object(
+    r: WebhookEndpointRecord, *, with_secret: bool = False
+) -> dict[str, Any]:
+    """A webhook endpoint (extensions part 2); ``secret`` only ``with_secret`` (the
+    create and rotate-secret responses)."""
+    shaped = {
+        "id": r.id,
+        "object": "webhook_endpoint",
+        "url": r.url,
+        "enabled_events": r.enabled_events,
+        "description": r.description,
+        "status": r.status,
+        "created": r.created,
+        "updated": r.updated,
+        "metadata": r.metadata,
+    }
+    if with_secret:
+        shaped["secret"] = r.secret
+    return shaped
+
+
+def webhook_delivery_object(r: WebhookDeliveryRecord) -> dict[str, Any]:
+    """A delivery (extensions part 2): ``last_attempt`` ``{"at", "response_status",
+    "error", "duration_ms"}`` or null; ``next_attempt_at`` integer epoch seconds (rounded
+    up: not before it) or null."""
+    last_attempt = None
+    if r.last_attempt_at is not None:
+        last_attempt = {
+            "at": r.last_attempt_at,
+            "response_status": r.last_response_status,
+            "error": r.last_error,
+            "duration_ms": r.last_duration_ms or 0.0,
+        }
+    next_at = r.next_attempt_at
+    return {
+        "id": r.id,
+        "object": "webhook_delivery",
+        "event": r.event_id,
+        "endpoint": r.endpoint_id,
+        "status": r.status,
+        "attempts": r.attempts,
+        "last_attempt": last_attempt,
+        "next_attempt_at": None if next_at is None else math.ceil(next_at),
         "created": r.created,
     }
 

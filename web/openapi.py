@@ -173,7 +173,10 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
     }
     if route.permission is not None:
         operation["security"] = [{"bearer": []}]
-        operation["description"] = f"Requires the permission `{route.permission}`."
+        needed = (route.permission,) if isinstance(route.permission, str) else route.permission
+        operation["description"] = (
+            "Requires the permission " + " or ".join(f"`{p}`" for p in needed) + "."
+        )
     if route.request_model is not None:
         operation["requestBody"] = {
             "required": route.name not in ("resolve_incident",),

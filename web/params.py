@@ -143,22 +143,14 @@ def cursor(args: Mapping[str, list[str]], name: str, prefix: str) -> str | None:
     return value
 
 
-def parse_list_query(
-    args: Mapping[str, list[str]],
-    *,
-    prefix: str,
-    sorts: Iterable[str],
-    filters: Mapping[str, Parser],
-) -> ListQuery:
-    """Parse a list endpoint's query string: ``limit`` (1-100, default 10), the cursors,
-    ``sort`` (a field of ``sorts``, optionally with a leading ``-``; default ``-created``)
-    and ``filters``.
+def page_args(args: Mapping[str, list[str]], prefix: str) -> tuple[int, str | None, str | None]:
+    """``limit`` (1-100, default 10), ``starting_after`` and ``ending_before`` (ids of
+    ``prefix``) of a list request (spec 4.4).
 
     Raises:
-        ApiError: 400 as described in the module docstring.
+        ApiError: 400 ``invalid_parameter``; ``cursor_conflict`` when both cursors are
+            sent (spec 4.4 rule 3).
     """
-    sorts = tuple(sorts)
-    check_names(args, {"limit", "starting_after", "ending_before", "sort", *filters})
     raw_limit = single(args, "limit")
     limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
     after = cursor(args, "starting_after", prefix)
@@ -169,11 +161,33 @@ def parse_list_query(
             "starting_after and ending_before are mutually exclusive",
             param="ending_before",
         )
-    raw_sort = single(args, "sort")
+    return limit, after, before
+
+
+def parse_list_query(
+    args: Mapping[str, list[str]],
+    *,
+    prefix: str,
+    sorts: Iterable[str],
+    filters: Mapping[str, Parser],
+) -> ListQuery:
+    """Parse a list endpoint's query string: ``limit`` (1-100, default 10), the cursors,
+    ``sort`` (a field of ``sorts``, optionally with a leading ``-``; default ``-created``)
+    and ``filters``. With no ``sorts`` the list has one fixed order, oldest first
+    (``created`` ascending: a timeline), and ``sort`` is an unknown parameter.
+
+    Raises:
+        ApiError: 400 as described in the module docstring.
+    """
+    sorts = tuple(sorts)
+    names = {"limit", "starting_after", "ending_before", *filters}
+    check_names(args, names | {"sort"} if sorts else names)
+    limit, after, before = page_args(args, prefix)
+    raw_sort = single(args, "sort") if sorts else "created"
     if raw_sort is None:
         raw_sort = "-created"
     field = raw_sort.removeprefix("-")  # an empty sort= is no field: refused below
-    if field not in sorts:
+    if sorts and field not in sorts:
         raise ApiError(
             "invalid_parameter",
             "sort must be one of " + ", ".join(f"{s}, -{s}" for s in sorts),
@@ -192,3 +206,57 @@ def parse_list_query(
         ending_before=before,
     )
     return ListQuery(page=page, filters=parsed)
+
+
+CREATED_BOUNDS = ("created[gt]", "created[gte]", "created[lt]", "created[lte]")
+"""Bounds on ``created`` a time-ordered list takes (extensions parts 1 and 4)."""
+EPOCH = integer(0, 10**11 - 1)
+"""A query parameter holding epoch seconds."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeListQuery:
+    """The parameters of a list ordered by time (checks, events): ``limit`` (1-100),
+    at most one cursor, the ``created`` bounds (epoch seconds, each None when absent) and
+    the endpoint's own ``filters`` (raw strings by name)."""
+
+    limit: int
+    starting_after: str | None
+    ending_before: str | None
+    created_gt: int | None
+    created_gte: int | None
+    created_lt: int | None
+    created_lte: int | None
+    filters: dict[str, str]
+
+
+def parse_time_list(
+    args: Mapping[str, list[str]], *, prefix: str, filters: Iterable[str]
+) -> TimeListQuery:
+    """Parse ``limit``, ``starting_after``/``ending_before`` (ids of ``prefix``),
+    ``created[gt|gte|lt|lte]`` and the names of ``filters`` (left as strings for the
+    caller to check).
+
+    Raises:
+        ApiError: 400 ``unknown_parameter``, ``invalid_parameter`` or ``cursor_conflict``.
+    """
+    filters = tuple(filters)
+    check_names(args, ("limit", "starting_after", "ending_before", *CREATED_BOUNDS, *filters))
+    limit, after, before = page_args(args, prefix)
+
+    def bound(name: str) -> int | None:
+        raw = single(args, name)
+        return None if raw is None else EPOCH(name, raw)
+
+    gt, gte, lt, lte = (bound(name) for name in CREATED_BOUNDS)
+    raw_filters = {name: single(args, name) for name in filters}
+    return TimeListQuery(
+        limit=limit,
+        starting_after=after,
+        ending_before=before,
+        created_gt=gt,
+        created_gte=gte,
+        created_lt=lt,
+        created_lte=lte,
+        filters={k: v for k, v in raw_filters.items() if v is not None},
+    )

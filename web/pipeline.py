@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from werkzeug.datastructures import Headers
 
-from store import TokenContext
+from store import EventCause, TokenContext
 
 from .deps import Dependencies
 from .errors import CODES, ApiError
@@ -72,6 +72,14 @@ class RequestContext:
         """The authenticated account's id (only after :func:`web.app.authenticate`)."""
         assert self.token is not None, "authenticate must run first"
         return self.token.account_id
+
+    @property
+    def cause(self) -> EventCause:
+        """What an event this request causes names as its ``request`` (extensions part 1):
+        the Request-Id and the Idempotency-Key sent, if any."""
+        return EventCause(
+            request_id=self.request_id, idempotency_key=self.headers.get("Idempotency-Key")
+        )
 
     def header(self, name: str) -> str | None:
         """The value of request header ``name`` (case-insensitive), or None when absent.
@@ -133,13 +141,14 @@ Middleware = Callable[[RequestContext, Handler], Awaitable[ApiResponse]]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Route:
     """One endpoint: its method and path (Quart syntax, ``<id>``), the permission it needs
-    (None: no authentication), its handler, and what the OpenAPI document says of it."""
+    (None: no authentication; a tuple: any one of them, as ``GET /events`` needs the read
+    permission of some resource), its handler, and what the OpenAPI document says of it."""
 
     name: str
     method: str
     path: str
     handler: Handler
-    permission: str | None
+    permission: str | tuple[str, ...] | None
     summary: str
     success_status: int = 200
     request_model: type[BaseModel] | None = None
@@ -170,6 +179,8 @@ _PYDANTIC_CODES = {
     "enum": "invalid_value",
     "string_too_long": "value_too_long",
     "string_too_short": "value_too_short",
+    "too_long": "value_too_long",
+    "string_pattern_mismatch": "invalid_value",
     "greater_than_equal": "value_out_of_range",
     "less_than_equal": "value_out_of_range",
     "greater_than": "value_out_of_range",
@@ -193,6 +204,8 @@ def _message(error: Any, code: str, param: str | None) -> str:
         return f"{name} is required"
     if code == "metadata_invalid":
         return f"{name} must be an object of string values"
+    if kind == "string_pattern_mismatch":
+        return f"{name} is malformed: it must match {limits.get('pattern')}"
     if code == "invalid_value":
         return f"{name} must be one of {limits.get('expected', 'the documented values')}"
     if code == "value_out_of_range":
@@ -203,6 +216,8 @@ def _message(error: Any, code: str, param: str | None) -> str:
             "less_than": "less than",
         }[kind]
         return f"{name} must be {bound} {next(iter(limits.values()), '')}".rstrip()
+    if kind == "too_long":
+        return f"{name} may hold at most {limits.get('max_length')} items"
     if code == "value_too_long":
         return f"{name} may be at most {limits.get('max_length')} characters"
     if code == "value_too_short":

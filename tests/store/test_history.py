@@ -338,9 +338,20 @@ async def test_the_migration_moves_existing_checks_and_rolls_them_up(
     with trio.fail_after(30):
         async with open_database(empty_database_url, min_size=1, max_size=2) as db:
             await db.run(apply_migrations, 2)
-            mid = await _monitor(db)
+            mid = "mon_old"
 
             async def old_checks(connection: Any) -> None:
+                # Rows as schema 2 held them (the code of today writes schema 4's).
+                await connection.execute(
+                    "INSERT INTO accounts (id, name, created) VALUES ('acct_old', 'old', $1)", T0
+                )
+                await connection.execute(
+                    "INSERT INTO monitors (id, account_id, name, url, type, status, "
+                    "interval_seconds, timeout_seconds, created, updated) VALUES ($1, "
+                    "'acct_old', 'm', '127.0.0.1:1', 'tcp', 'pending', 60, 5, $2, $2)",
+                    mid,
+                    T0,
+                )
                 await connection.execute(
                     "INSERT INTO checks (id, monitor_id, status, response_time_ms, created) "
                     "SELECT 'chk_old' || k, $1, CASE WHEN k % 10 = 0 THEN 'down' ELSE 'up' "
@@ -350,7 +361,7 @@ async def test_the_migration_moves_existing_checks_and_rolls_them_up(
                 )
 
             await db.run(old_checks)
-            assert await db.run(apply_migrations) == ["0003_history.sql"]
+            assert await db.run(apply_migrations, 3) == ["0003_history.sql"]
 
             async def figures(connection: Any) -> tuple[int, int, int]:
                 row = await connection.fetchrow(

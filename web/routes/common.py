@@ -14,6 +14,20 @@ from ..errors import ApiError
 from ..models import MAX_METADATA_KEYS, merge_metadata
 from ..pipeline import ApiResponse, RequestContext
 
+PAGE_QUERY = (
+    ("limit", "integer", "1 to 100, default 10."),
+    ("starting_after", "string", "Cursor: objects after this id."),
+    ("ending_before", "string", "Cursor: objects before this id."),
+)
+"""The cursor parameters of every list (spec 4.4), for the OpenAPI document."""
+CREATED_QUERY = (
+    ("created[gt]", "integer", "Created after (epoch seconds)."),
+    ("created[gte]", "integer", "Created at or after (epoch seconds)."),
+    ("created[lt]", "integer", "Created before (epoch seconds)."),
+    ("created[lte]", "integer", "Created at or before (epoch seconds)."),
+)
+"""The ``created`` bounds of a time-ordered list, for the OpenAPI document."""
+
 
 def now() -> int:
     """Wall-clock time as integer epoch seconds (spec 2.4), for stored timestamps."""
@@ -51,20 +65,20 @@ async def delete_owned(
     ctx: RequestContext, prefix: str, delete: Callable[..., Awaitable[bool]]
 ) -> str:
     """DELETE /<resources>/:id: delete the account's row with ``delete(connection,
-    account_id, id, now)`` in one transaction; the id deleted.
+    account_id, id, now, cause)`` in one transaction; the id deleted.
 
     Raises:
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
     row_id = path_id(ctx, prefix)
-    if not await ctx.deps.db.transaction(delete, ctx.account_id, row_id, now()):
+    if not await ctx.deps.db.transaction(delete, ctx.account_id, row_id, now(), ctx.cause):
         raise not_found(prefix, row_id)
     return row_id
 
 
 def not_found(prefix: str, value: str) -> ApiError:
     """The 404 for an id of ``prefix`` that the account does not have."""
-    kind = {"mon": "monitor", "inc": "incident"}[prefix]
+    kind = {"mon": "monitor", "inc": "incident", "evt": "event", "we": "webhook endpoint"}[prefix]
     return ApiError("resource_missing", f"no such {kind}: {value[:80]!r}", param="id")
 
 

@@ -16,23 +16,22 @@ from store import Connection, checks, history, monitors
 from ..errors import ApiError
 from ..models import AvailabilityObject, CheckList
 from ..objects import check_object, list_object
-from ..params import check_names, choice, cursor, integer, single
+from ..params import EPOCH, check_names, choice, parse_time_list, single
 from ..pipeline import ApiResponse, RequestContext, Route
-from .common import not_found, path_id
+from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 
 __all__ = ["ROUTES"]
 
 DEFAULT_RANGE_SECONDS = 30 * 86_400
 """The range when neither ``start`` nor ``end`` is given: the last 30 days."""
 MAX_RANGE_SECONDS = 400 * 86_400
-_EPOCH = integer(0, 10**11 - 1)
 _STATUS = choice("up", "down")
 _GRANULARITY = choice("hour", "day")
 
 
 def _epoch(ctx: RequestContext, name: str) -> int | None:
     raw = single(ctx.query, name)
-    return None if raw is None else _EPOCH(name, raw)
+    return None if raw is None else EPOCH(name, raw)
 
 
 async def _checks_page(
@@ -56,33 +55,20 @@ async def _checks_page(
     )
 
 
-_CREATED_BOUNDS = ("created[gt]", "created[gte]", "created[lt]", "created[lte]")
-
-
 async def list_checks(ctx: RequestContext) -> ApiResponse:
     """GET /monitors/:id/checks: the monitor's checks, newest first (DESIGN), filtered by
     ``status`` and ``created[gt|gte|lt|lte]`` (extensions part 4)."""
     monitor_id = path_id(ctx, "mon")
-    check_names(ctx.query, ("limit", "starting_after", "ending_before", "status", *_CREATED_BOUNDS))
-    raw_limit = single(ctx.query, "limit")
-    limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
-    after = cursor(ctx.query, "starting_after", "chk")
-    before = cursor(ctx.query, "ending_before", "chk")
-    if after is not None and before is not None:
-        raise ApiError(
-            "cursor_conflict",
-            "starting_after and ending_before are mutually exclusive",
-            param="ending_before",
-        )
-    raw_status = single(ctx.query, "status")
-    gt, gte, lt, lte = (_epoch(ctx, name) for name in _CREATED_BOUNDS)
+    query = parse_time_list(ctx.query, prefix="chk", filters=("status",))
+    raw_status = query.filters.get("status")
     filters = checks.CheckFilter(
         status=None if raw_status is None else _STATUS("status", raw_status),
-        created_gt=gt,
-        created_gte=gte,
-        created_lt=lt,
-        created_lte=lte,
+        created_gt=query.created_gt,
+        created_gte=query.created_gte,
+        created_lt=query.created_lt,
+        created_lte=query.created_lte,
     )
+    limit, after, before = query.limit, query.starting_after, query.ending_before
     found = await ctx.deps.db.run(
         _checks_page, ctx.account_id, monitor_id, limit, after, before, filters
     )
@@ -172,14 +158,9 @@ ROUTES = (
         summary="List a monitor's checks, newest first",
         response_model=CheckList,
         query=(
-            ("limit", "integer", "1 to 100, default 10."),
-            ("starting_after", "string", "Cursor: checks older than this check id."),
-            ("ending_before", "string", "Cursor: checks newer than this check id."),
+            *PAGE_QUERY,
             ("status", "string", "Filter: up or down."),
-            ("created[gt]", "integer", "Filter: created after, epoch seconds."),
-            ("created[gte]", "integer", "Filter: created at or after, epoch seconds."),
-            ("created[lt]", "integer", "Filter: created before, epoch seconds."),
-            ("created[lte]", "integer", "Filter: created at or before, epoch seconds."),
+            *CREATED_QUERY,
         ),
     ),
     Route(

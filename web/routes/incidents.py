@@ -1,9 +1,13 @@
-"""Incident endpoints (spec 4.2): create, read, list, update, resolve, delete.
+"""Incident endpoints (spec 4.2; extensions part 3): create, read, list, update, resolve,
+delete, and the timeline (post and list updates).
 
 Decisions (DESIGN): any status move is allowed by PATCH; moving into ``resolved`` sets
 ``resolved_at``, moving out of it clears ``resolved_at`` and ``resolution_message``;
 creating an incident as ``resolved`` sets ``resolved_at`` to its creation time; resolve on
-a resolved incident is a 400 ``incident_not_open``.
+a resolved incident is a 400 ``incident_not_open``. ``monitors`` must name the account's
+own monitors (422 ``unknown_monitor``, ``param`` ``monitors``); duplicates are dropped,
+keeping the first. A status sent to ``POST /incidents/:id/updates`` moves the incident as
+PATCH would, and the post appends one timeline entry.
 """
 
 from __future__ import annotations
@@ -19,20 +23,41 @@ from ..models import (
     IncidentObject,
     IncidentResolve,
     IncidentUpdate,
+    IncidentUpdateCreate,
+    IncidentUpdateList,
+    IncidentUpdateObject,
     merge_metadata,
 )
-from ..objects import incident_object, list_object
+from ..objects import incident_object, incident_update_object, list_object
 from ..params import boolean, choice, parse_list_query
 from ..pipeline import ApiResponse, RequestContext, Route
-from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 
 _STATUSES = ("investigating", "identified", "monitoring", "resolved")
 _SEVERITIES = ("critical", "major", "minor", "maintenance")
 
 
+async def own_monitors(ctx: RequestContext, monitor_ids: list[str]) -> list[str]:
+    """``monitor_ids`` without duplicates, each one of the account's own monitors.
+
+    Raises:
+        ApiError: 422 ``unknown_monitor`` (``param`` ``monitors``) naming the first id
+            that is not.
+    """
+    unique = list(dict.fromkeys(monitor_ids))
+    if unique:
+        foreign = await ctx.deps.db.run(incidents.foreign_monitors, ctx.account_id, unique)
+        if foreign:
+            raise ApiError(
+                "unknown_monitor", f"no such monitor: {foreign[0][:80]!r}", param="monitors"
+            )
+    return unique
+
+
 async def create_incident(ctx: RequestContext) -> ApiResponse:
     """POST /incidents: 201 with the new incident."""
     body = ctx.json_body(IncidentCreate)
+    affected = await own_monitors(ctx, body.monitors)
     created = now()
     values = {
         "id": new_id("inc"),
@@ -46,8 +71,9 @@ async def create_incident(ctx: RequestContext) -> ApiResponse:
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
+        "monitors": affected,
     }
-    record = await ctx.deps.db.transaction(incidents.insert_incident, values)
+    record = await ctx.deps.db.transaction(incidents.insert_incident, values, ctx.cause)
     return ApiResponse(201, incident_object(record))
 
 
@@ -87,16 +113,18 @@ async def update_incident(ctx: RequestContext) -> ApiResponse:
     """PATCH /incidents/:id: only the fields sent change; metadata merges."""
     incident_id = path_id(ctx, "inc")
     body = ctx.json_body(IncidentUpdate)
+    if body.monitors is not None:
+        body.monitors = await own_monitors(ctx, body.monitors)
     at = now()
 
     def apply(current: IncidentRecord) -> dict[str, Any]:
-        changes = patch_changes(body, current, nullable=frozenset({"description"}))
+        changes = patch_changes(body, current, nullable=frozenset({"description", "postmortem"}))
         if "status" in changes:
             changes.update(_status_move(current, changes["status"], at))
         return changes
 
     record = await ctx.deps.db.transaction(
-        incidents.update_incident, ctx.account_id, incident_id, apply, at
+        incidents.update_incident, ctx.account_id, incident_id, apply, at, ctx.cause
     )
     if record is None:
         raise not_found("inc", incident_id)
@@ -122,11 +150,49 @@ async def resolve_incident(ctx: RequestContext) -> ApiResponse:
         }
 
     record = await ctx.deps.db.transaction(
-        incidents.update_incident, ctx.account_id, incident_id, apply, at
+        incidents.update_incident, ctx.account_id, incident_id, apply, at, ctx.cause
     )
     if record is None:
         raise not_found("inc", incident_id)
     return ApiResponse(200, incident_object(record))
+
+
+async def post_incident_update(ctx: RequestContext) -> ApiResponse:
+    """POST /incidents/:id/updates: 201 with the timeline entry appended; a ``status``
+    moves the incident as PATCH would (extensions part 3)."""
+    incident_id = path_id(ctx, "inc")
+    body = ctx.json_body(IncidentUpdateCreate)
+    at = now()
+
+    def apply(current: IncidentRecord) -> dict[str, Any]:
+        if body.status is None or body.status == current.status:
+            return {}
+        return {"status": body.status, **_status_move(current, body.status, at)}
+
+    update = await ctx.deps.db.transaction(
+        incidents.post_update, ctx.account_id, incident_id, body.message, apply, at, ctx.cause
+    )
+    if update is None:
+        raise not_found("inc", incident_id)
+    return ApiResponse(201, incident_update_object(update))
+
+
+async def list_incident_updates(ctx: RequestContext) -> ApiResponse:
+    """GET /incidents/:id/updates: the timeline, oldest first."""
+    incident_id = path_id(ctx, "inc")
+    query = parse_list_query(ctx.query, prefix="inu", sorts=(), filters={})
+    result = await ctx.deps.db.run(incidents.list_updates, ctx.account_id, incident_id, query.page)
+    if result is None:
+        raise not_found("inc", incident_id)
+    return ApiResponse(
+        200,
+        list_object(
+            f"/incidents/{incident_id}/updates",
+            result.items,
+            result.has_more,
+            incident_update_object,
+        ),
+    )
 
 
 async def delete_incident(ctx: RequestContext) -> ApiResponse:
@@ -145,9 +211,7 @@ ROUTES = (
         summary="List incidents",
         response_model=IncidentList,
         query=(
-            ("limit", "integer", "1 to 100, default 10."),
-            ("starting_after", "string", "Cursor: objects after this id."),
-            ("ending_before", "string", "Cursor: objects before this id."),
+            *PAGE_QUERY,
             ("status", "string", "Filter: " + ", ".join(_STATUSES) + "."),
             ("severity", "string", "Filter: " + ", ".join(_SEVERITIES) + "."),
             ("resolved", "boolean", "Filter: true for resolved, false for open."),
@@ -193,6 +257,27 @@ ROUTES = (
         summary="Resolve an incident",
         request_model=IncidentResolve,
         response_model=IncidentObject,
+    ),
+    Route(
+        name="post_incident_update",
+        method="POST",
+        path="/incidents/<id>/updates",
+        handler=post_incident_update,
+        permission="incidents.update",
+        summary="Post an update to an incident's timeline",
+        success_status=201,
+        request_model=IncidentUpdateCreate,
+        response_model=IncidentUpdateObject,
+    ),
+    Route(
+        name="list_incident_updates",
+        method="GET",
+        path="/incidents/<id>/updates",
+        handler=list_incident_updates,
+        permission="incidents.read",
+        summary="List an incident's timeline, oldest first",
+        response_model=IncidentUpdateList,
+        query=PAGE_QUERY,
     ),
     Route(
         name="delete_incident",

@@ -31,7 +31,7 @@ from ..models import (
 from ..objects import list_object, monitor_object
 from ..params import choice, parse_list_query, text
 from ..pipeline import ApiResponse, RequestContext, Route, validate
-from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 
 _HTTP_ONLY = ("method", "expected_status_code")
 
@@ -101,11 +101,13 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         "expected_status_code": (body.expected_status_code or 200) if is_http else None,
         "failure_threshold": body.failure_threshold,
         "success_threshold": body.success_threshold,
+        "auto_incidents": body.auto_incidents,
+        "incident_severity": body.incident_severity,
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
     }
-    record = await ctx.deps.db.transaction(monitors.insert_monitor, values)
+    record = await ctx.deps.db.transaction(monitors.insert_monitor, values, ctx.cause)
     await ctx.deps.engine.monitor_saved(record)
     return ApiResponse(201, monitor_object(record))
 
@@ -165,7 +167,7 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
         return changes
 
     record = await ctx.deps.db.transaction(
-        monitors.update_monitor, ctx.account_id, monitor_id, apply, now()
+        monitors.update_monitor, ctx.account_id, monitor_id, apply, now(), ctx.cause
     )
     if record is None:
         raise not_found("mon", monitor_id)
@@ -195,19 +197,15 @@ async def resume_monitor(ctx: RequestContext) -> ApiResponse:
 async def _move(ctx: RequestContext, move: Any) -> ApiResponse:
     monitor_id = path_id(ctx, "mon")
     ctx.json_body(EmptyBody, optional=True)
-    record, changed = await ctx.deps.db.transaction(move, ctx.account_id, monitor_id, now())
+    record, changed = await ctx.deps.db.transaction(
+        move, ctx.account_id, monitor_id, now(), ctx.cause
+    )
     if record is None:
         raise not_found("mon", monitor_id)
     if changed:
         await ctx.deps.engine.monitor_saved(record)
     return ApiResponse(200, monitor_object(record))
 
-
-_PAGE = (
-    ("limit", "integer", "1 to 100, default 10."),
-    ("starting_after", "string", "Cursor: objects after this id."),
-    ("ending_before", "string", "Cursor: objects before this id."),
-)
 
 ROUTES = (
     Route(
@@ -219,7 +217,7 @@ ROUTES = (
         summary="List monitors",
         response_model=MonitorList,
         query=(
-            *_PAGE,
+            *PAGE_QUERY,
             ("status", "string", "Filter: up, down, pending, paused."),
             ("type", "string", "Filter: http, tcp, dns, ping."),
             ("search", "string", "Case-insensitive substring of the name."),

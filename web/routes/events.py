@@ -1,0 +1,96 @@
+"""Event endpoints (extensions part 1): ``GET /events`` and ``GET /events/:id``.
+
+A token sees the events of the resources it may read: ``monitor.*`` events with
+``monitors.read``, ``incident.*`` (``incident.update_posted`` included) with
+``incidents.read``. The route needs either; an event the token may not read is a 404
+like a missing one. ``type`` is an exact type, or a prefix ending in ``*``
+(``monitor.*``; ``*`` alone is every type).
+"""
+
+from __future__ import annotations
+
+from store import EventFilter, events
+
+from ..errors import ApiError
+from ..models import EventList, EventObject
+from ..objects import event_object, list_object
+from ..params import parse_time_list
+from ..pipeline import ApiResponse, RequestContext, Route
+from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
+
+__all__ = ["READ_PERMISSIONS", "ROUTES"]
+
+READ_PERMISSIONS = {"monitors.read": "monitor", "incidents.read": "incident"}
+"""Which read permission lets a token see which events (by the type's first part)."""
+
+
+def _kinds(ctx: RequestContext) -> list[str]:
+    assert ctx.token is not None
+    return [kind for p, kind in READ_PERMISSIONS.items() if p in ctx.token.permissions]
+
+
+async def list_events(ctx: RequestContext) -> ApiResponse:
+    """GET /events: the token's readable events, newest first."""
+    query = parse_time_list(ctx.query, prefix="evt", filters=("type",))
+    type_filter = query.filters.get("type")
+    if type_filter is not None and (
+        not 0 < len(type_filter) <= 100 or "*" in type_filter[:-1] or not type_filter.isascii()
+    ):
+        raise ApiError(
+            "invalid_parameter",
+            "type must be an event type, or a prefix ending in * (monitor.*)",
+            param="type",
+        )
+    items, has_more = await ctx.deps.db.run(
+        events.list_events,
+        ctx.account_id,
+        _kinds(ctx),
+        limit=query.limit,
+        starting_after=query.starting_after,
+        ending_before=query.ending_before,
+        filters=EventFilter(
+            type=type_filter,
+            created_gt=query.created_gt,
+            created_gte=query.created_gte,
+            created_lt=query.created_lt,
+            created_lte=query.created_lte,
+        ),
+    )
+    return ApiResponse(200, list_object("/events", items, has_more, event_object))
+
+
+async def get_event(ctx: RequestContext) -> ApiResponse:
+    """GET /events/:id; 404 when the token may not read the event's resource."""
+    event_id = path_id(ctx, "evt")
+    record = await ctx.deps.db.run(events.get_event, ctx.account_id, event_id, _kinds(ctx))
+    if record is None:
+        raise not_found("evt", event_id)
+    return ApiResponse(200, event_object(record))
+
+
+ROUTES = (
+    Route(
+        name="list_events",
+        method="GET",
+        path="/events",
+        handler=list_events,
+        permission=tuple(READ_PERMISSIONS),
+        summary="List events, newest first",
+        response_model=EventList,
+        query=(
+            *PAGE_QUERY,
+            ("type", "string", "An event type, or a prefix ending in * (monitor.*)."),
+            *CREATED_QUERY,
+        ),
+    ),
+    Route(
+        name="get_event",
+        method="GET",
+        path="/events/<id>",
+        handler=get_event,
+        permission=tuple(READ_PERMISSIONS),
+        summary="Retrieve an event",
+        response_model=EventObject,
+    ),
+)
+"""The event endpoints."""
