@@ -29,7 +29,7 @@ from tests.web.helpers import CLI, ROOT, service_env
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
 _TOKEN = re.compile(r"\n\n(ey[\w-]+\.[\w-]+\.[\w-]+)\n")
-_FAST = {"interval_seconds": 1, "timeout_seconds": 1, "failure_threshold": 1}
+_FAST = {"type": "http", "interval_seconds": 1, "timeout_seconds": 1, "failure_threshold": 1}
 
 
 @asynccontextmanager
@@ -85,7 +85,9 @@ async def _arrange(http: httpx.AsyncClient, up_url: str, down_url: str) -> dict[
     incidents = await _ok(await http.get("/incidents"))
     (incident,) = [i for i in incidents["data"] if i["monitor"] == down["id"]]
     update = "We are restoring the database from a replica."
-    await _ok(await http.post(f"/incidents/{incident['id']}/updates", json={"message": update}))
+    await _ok(
+        await http.post(f"/incidents/{incident['id']}/updates", json={"message": update}), 201
+    )
     components = [
         {"monitor": up["id"], "name": "Website", "group": None},
         {"monitor": down["id"], "name": "Database", "group": None},
