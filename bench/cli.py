@@ -198,7 +198,7 @@ def _status_pages(args: argparse.Namespace, stamp: str) -> int:
     """``uptrio bench status-pages`` (bench.status_pages)."""
     import trio
 
-    from .status_pages import print_status_pages, run_status_pages_bench
+    from .status_pages import PageBenchOptions, print_status_pages, run_status_pages_bench
 
     base = args.output or Path("bench-results") / f"{stamp}-status-pages"
     if not 1 <= args.components <= 100 or args.pages < 1 or args.monitors < args.components:
@@ -207,16 +207,17 @@ def _status_pages(args: argparse.Namespace, stamp: str) -> int:
             file=sys.stderr,
         )
         return 2
-    wrk = {
-        "seconds": args.wrk_seconds,
-        "rounds": args.wrk_rounds,
-        "connections": args.wrk_connections,
-        "threads": args.wrk_threads,
-    }
-    params = params_from_args(args, args.monitors, base)
-    report = trio.run(
-        run_status_pages_bench, params, args.components, args.days, args.pages, wrk, base
+    options = PageBenchOptions(
+        components=args.components,
+        days=args.days,
+        pages=args.pages,
+        seconds=args.wrk_seconds,
+        rounds=args.wrk_rounds,
+        connections=args.wrk_connections,
+        threads=args.wrk_threads,
     )
+    params = params_from_args(args, args.monitors, base)
+    report = trio.run(run_status_pages_bench, params, options, base)
     print_status_pages(report)
     print(f"report: {base / 'status-pages.json'}")
     return 0

@@ -33,6 +33,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,32 @@ from .service import (
 )
 from .targets import open_targets
 
-__all__ = ["GOALS", "parse_wrk", "print_status_pages", "run_status_pages_bench"]
+__all__ = [
+    "GOALS",
+    "PageBenchOptions",
+    "parse_wrk",
+    "print_status_pages",
+    "run_status_pages_bench",
+]
 
 GOALS = {"throughput_ratio_min": 0.70, "cold_render_ms_max": 50.0}
 """The issue's goals: page vs /healthz requests/s, and a cold render's time."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageBenchOptions:
+    """What ``uptrio bench status-pages`` adds to the load's `BenchParams`: the pages
+    (``components`` each, over ``days`` of rollups; ``pages`` rendered cold) and wrk's
+    runs (``rounds`` of ``seconds`` per route, ``connections``, ``threads``)."""
+
+    components: int = 100
+    days: int = 90
+    pages: int = 20
+    seconds: float = 10.0
+    rounds: int = 3
+    connections: int = 32
+    threads: int = 1
+
 
 _STATES = "UPDATE monitors SET status = CASE WHEN k % 25 = 7 THEN 'down' WHEN k % 25 = 19 \
 THEN 'paused' ELSE 'up' END FROM (SELECT id, row_number() OVER (ORDER BY id) AS k \
@@ -200,14 +223,10 @@ async def _cold_phase(
 
 
 async def _load_phase(
-    params: BenchParams,
-    data_dir: Path,
-    components: int,
-    wrk: dict[str, Any],
-    output: Path,
+    params: BenchParams, data_dir: Path, options: PageBenchOptions, output: Path
 ) -> dict[str, Any]:
     plans = make_plan(params)
-    budget = 3600.0 + params.monitors / 10 + 4 * wrk["seconds"] * wrk["rounds"]
+    budget = 3600.0 + params.monitors / 10 + 4 * options.seconds * options.rounds
     async with open_targets(plans, params, output, max_seconds=budget) as targets:
         plans = [p.with_ports(targets.ports) for p in plans]
         command = service_command(params, data_dir, targets.ports.dns)
@@ -221,7 +240,7 @@ async def _load_phase(
             async with httpx.AsyncClient(
                 base_url=service.base_url, headers=headers, timeout=30
             ) as client:
-                live = [creation.ids[k] for k in sorted(creation.ids)][:components]
+                live = [creation.ids[k] for k in sorted(creation.ids)][: options.components]
                 await _create_page(client, "live", live)
                 cold_under_load = await _time_renders(client, ["live"])
             urls = {
@@ -230,10 +249,10 @@ async def _load_phase(
                 "history_page": f"{service.base_url}/status/history-0",
             }
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in urls}
-            for _ in range(wrk["rounds"]):
+            for _ in range(options.rounds):
                 for name, url in urls.items():
                     runs[name].append(
-                        await run_wrk(url, wrk["seconds"], wrk["connections"], wrk["threads"])
+                        await run_wrk(url, options.seconds, options.connections, options.threads)
                     )
             service.terminate()
             await service.wait_stopped()
@@ -247,7 +266,9 @@ async def _load_phase(
         "created_per_second": round(len(creation.ids) / max(creation.seconds, 1e-6), 1),
         "live_page_cold_render": cold_under_load["cold"],
         "html_bytes": {"live_page": cold_under_load["html_bytes"]},
-        "wrk": wrk,
+        "wrk": {
+            k: v for k, v in asdict(options).items() if k not in ("components", "days", "pages")
+        },
         "rounds": runs,
         "figures": figures,
     }
@@ -268,16 +289,11 @@ def _wrk_totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def run_status_pages_bench(
-    params: BenchParams,
-    components: int,
-    days: int,
-    pages: int,
-    wrk: dict[str, Any],
-    output: Path,
+    params: BenchParams, options: PageBenchOptions, output: Path
 ) -> dict[str, Any]:
-    """The whole benchmark (module docstring); ``wrk`` holds ``seconds``, ``rounds``,
-    ``connections`` and ``threads``. Returns the report, also written to
-    ``output/status-pages.json``."""
+    """The whole benchmark (module docstring) with the load of ``params``; returns the
+    report, also written to ``output/status-pages.json``."""
+    components, days = options.components, options.days
     await trio.Path(output).mkdir(parents=True, exist_ok=True)
     data_dir = Path(tempfile.mkdtemp(prefix="uptrio-status-pages-"))
     try:
@@ -286,8 +302,8 @@ async def run_status_pages_bench(
                 (token,) = await mint_tokens(data_dir, None, "bench", 1)  # migrates, too
                 took = await load_history(bench_db, components, days, 0, 60, int(time.time()))
                 await _set_states(bench_db)
-                cold = await _cold_phase(data_dir, token, components, pages, output)
-            load = await _load_phase(params, data_dir, components, wrk, output)
+                cold = await _cold_phase(data_dir, token, components, options.pages, output)
+            load = await _load_phase(params, data_dir, options, output)
     finally:
         if not params.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)

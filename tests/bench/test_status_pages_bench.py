@@ -5,25 +5,19 @@ renders, the load, wrk on loopback), checked for a complete report. It asserts n
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import uptrio
 
 
 def test_bench_status_pages_reports_renders_and_throughput(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
     output = tmp_path / "pages"
-    done = subprocess.run(
-        [sys.executable, "-m", "web.cli", "bench", "status-pages", "--monitors", "40",
-         "--interval", "2", "--timeout", "1", "--warmup", "1", "--http-target", "builtin",
-         "--components", "5", "--days", "3", "--pages", "2", "--wrk-seconds", "1",
-         "--wrk-rounds", "1", "--wrk-connections", "4", "--no-progress",
-         "--output", str(output)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False,
+    done = uptrio(
+        "bench", "status-pages", "--monitors", "40", "--interval", "2", "--timeout", "1",
+        "--warmup", "1", "--http-target", "builtin", "--components", "5", "--days", "3",
+        "--pages", "2", "--wrk-seconds", "1", "--wrk-rounds", "1", "--wrk-connections", "4",
+        "--no-progress", "--output", str(output), timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "goals:" in done.stdout, done.stdout
