@@ -17,6 +17,7 @@ import re
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,25 @@ async def _arrange(http: httpx.AsyncClient, up_url: str, down_url: str) -> dict[
     return {"slug": "acme-status", "incident": incident, "update": update}
 
 
-def _read_page(url: str, expected: dict[str, Any]) -> dict[str, Any]:
+_READ = """
+const text = (root, css) => { const e = root.querySelector(css); return e ? e.innerText : null; };
+return {
+  overall: text(document, '.overall'),
+  components: [...document.querySelectorAll('.component')].map(c => ({
+    name: text(c, '.component-name'),
+    state: text(c, '.component-state'),
+    bars: [...c.querySelectorAll('.bars .bar')].map(b => ({
+      title: b.getAttribute('title'), text: b.textContent.trim()})),
+  })),
+  open: [...document.querySelectorAll('.incidents-open .incident')].map(i => ({
+    title: text(i, '.incident-title'),
+    updates: [...i.querySelectorAll('.incident-timeline li')].map(u => u.innerText),
+  })),
+};
+"""
+
+
+def _read_page(url: str) -> dict[str, Any]:
     """Load ``url`` at 375 and 1440 px; screenshots; what the browser saw (blocking)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     seen: dict[str, Any] = {}
@@ -106,6 +125,7 @@ def _read_page(url: str, expected: dict[str, Any]) -> dict[str, Any]:
         driver.get(url)
         seen["title"] = driver.title
         seen["text"] = driver.find_element("tag name", "body").text
+        seen["page"] = driver.execute_script(_READ)
         seen["scroll_375"] = fit_viewport(driver, 375)
         driver.save_screenshot(str(ARTIFACTS / "status-page-375.png"))
         seen["scroll_1440"] = fit_viewport(driver, 1440)
@@ -139,12 +159,33 @@ async def test_a_person_reads_the_status_page_in_chromium(tmp_path: Path) -> Non
             url = f"{base}/status/{expected['slug']}"
             seen = await trio.to_thread.run_sync(_read_page, url, expected, abandon_on_cancel=True)
     print(f"\nscreenshots: {ARTIFACTS}/status-page-375.png, status-page-1440.png")
-    text = seen["text"]
-    assert "Acme status" in text
-    for name in ("Website", "Database", "Legacy API"):
-        assert name in text
-    assert expected["update"] in text
-    assert expected["incident"]["title"] in text
+    text, page = seen["text"], seen["page"]
+    assert seen["title"] == "Acme status: Partial outage"
+    assert "Acme status" in text and "Partial outage" in page["overall"]
+    states = {c["name"]: c["state"].strip() for c in page["components"]}
+    assert states == {
+        "Website": "Operational",
+        "Database": "Major outage",
+        "Legacy API": "Not monitored",
+    }, states
+    today = datetime.now(UTC).date()
+    days = [str(today - timedelta(days=89 - k)) for k in range(90)]
+    for component in page["components"]:
+        bars = component["bars"]
+        assert [b["text"].split(":")[0] for b in bars] == days, component["name"]
+        for bar in bars:  # the date and the percentage as text, and as the tooltip
+            assert bar["title"] == bar["text"]
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d: (\d+\.\d\d% uptime|no data)", bar["text"])
+    uptime = {
+        c["name"]: re.search(r"([\d.]+)% uptime", c["bars"][-1]["text"]) for c in page["components"]
+    }
+    assert uptime["Website"] and float(uptime["Website"].group(1)) == 100.0
+    assert uptime["Database"] and float(uptime["Database"].group(1)) < 100.0
+    (incident,) = page["open"]
+    assert incident["title"] == "Database is down"  # the component's name, not the monitor's
+    assert expected["update"] in incident["updates"][0]  # newest first
+    assert len(incident["updates"]) == 2 and "Investigating" in incident["updates"][1]
+    assert "m-down" not in text and "m-up" not in text, "a monitor's own name leaked"
     scroll, client = seen["scroll_375"]
     assert scroll <= client, f"horizontal scroll at 375 px: {scroll} > {client}"
     scroll, client = seen["scroll_1440"]
