@@ -87,12 +87,19 @@ def off_loopback(urls: list[str]) -> list[str]:
     ]
 
 
+def set_viewport(driver: WebDriver, width: int, height: int) -> None:
+    """Make the viewport exactly ``width`` x ``height`` CSS pixels (Chromium's device
+    metrics override: the window's own size leaves room for browser chrome)."""
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+
 def fit_viewport(driver: WebDriver, width: int) -> tuple[int, int]:
-    """Resize the viewport to ``width`` and the page's whole height (so a screenshot
-    shows the whole page); returns (scrollWidth, clientWidth) of the document."""
-    driver.set_window_size(width, 800)
+    """Make the viewport ``width`` wide and as tall as the page (so that a screenshot
+    shows the whole page); returns the document's (scrollWidth, clientWidth)."""
+    set_viewport(driver, width, 800)
     height = int(driver.execute_script("return document.documentElement.scrollHeight"))
-    driver.set_window_size(width, max(height, 400))
+    set_viewport(driver, width, max(height, 400))
     scroll, client = driver.execute_script(
         "const d = document.documentElement; return [d.scrollWidth, d.clientWidth]"
     )
