@@ -28,6 +28,7 @@ Black-box: the ``uptrio`` command, HTTP and SQL only. The report goes to
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import statistics
@@ -180,7 +181,7 @@ def _summary(values: list[float]) -> dict[str, float]:
     return {
         "count": len(ordered),
         "p50_ms": round(statistics.median(ordered), 2),
-        "p90_ms": round(ordered[max(0, int(len(ordered) * 0.9) - 1)], 2),
+        "p90_ms": round(ordered[max(0, math.ceil(len(ordered) * 0.9) - 1)], 2),
         "max_ms": round(ordered[-1], 2),
         "mean_ms": round(statistics.fmean(ordered), 2),
     }
