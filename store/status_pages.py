@@ -75,9 +75,7 @@ UPDATABLE = frozenset({"name", "slug", "description", "components", "metadata"})
 """Columns :func:`update_status_page` may change."""
 
 
-async def insert_status_page(
-    connection: Connection, values: Mapping[str, Any]
-) -> StatusPageRecord:
+async def insert_status_page(connection: Connection, values: Mapping[str, Any]) -> StatusPageRecord:
     """Insert a status page (``values``: every column of the record).
 
     Raises:

@@ -45,8 +45,7 @@ def _check_slug(value: str) -> str:
     if not valid_slug(value):
         raise PydanticCustomError(
             "invalid_slug",
-            "slug must be 3 to 60 characters of a-z, 0-9 and -, neither starting nor "
-            "ending with -",
+            "slug must be 3 to 60 characters of a-z, 0-9 and -, neither starting nor ending with -",
         )
     return value
 

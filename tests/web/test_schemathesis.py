@@ -47,6 +47,7 @@ SEMANTIC_REFUSALS = frozenset(
         "cursor_conflict",  # both cursors at once
         "incident_not_open",  # resolve on a resolved incident
         "unknown_monitor",  # an incident's monitors must be the account's own
+        "slug_taken",  # a status page's slug is unique over the service
     }
 )
 """Codes a schema-valid request may get: rules OpenAPI cannot express."""
@@ -149,8 +150,8 @@ SETTINGS = settings(
 def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[str, str]) -> None:
     operations = [result.ok() for result in api_schema.get_all_operations()]
     # spec part 4; extensions parts 1 (events, 2), 2 (webhooks, 7), 3 (incident updates, 2)
-    # and 4 (availability)
-    assert len(operations) == 26
+    # 4 (availability) and 5 (status pages, 5)
+    assert len(operations) == 31
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 

@@ -50,9 +50,7 @@ async def own_monitors(
     if unique:
         foreign = await ctx.deps.db.run(incidents.foreign_monitors, ctx.account_id, unique)
         if foreign:
-            raise ApiError(
-                "unknown_monitor", f"no such monitor: {foreign[0][:80]!r}", param=param
-            )
+            raise ApiError("unknown_monitor", f"no such monitor: {foreign[0][:80]!r}", param=param)
     return unique
 
 

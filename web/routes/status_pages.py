@@ -82,9 +82,7 @@ async def create_status_page(ctx: RequestContext) -> ApiResponse:
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
     }
-    record = await _slug_checked(
-        ctx.deps.db.transaction(status_pages.insert_status_page, values)
-    )
+    record = await _slug_checked(ctx.deps.db.transaction(status_pages.insert_status_page, values))
     return ApiResponse(201, status_page_object(record))
 
 
