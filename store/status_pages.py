@@ -36,7 +36,7 @@ from typing import Any
 
 from .database import Connection
 from .events import EventCause
-from .owned import delete_owned, insert_owned, update_owned
+from .owned import delete_owned, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import IncidentRecord, IncidentUpdateRecord, StatusPageRecord, column_names
 
@@ -91,11 +91,13 @@ async def get_status_page(
     connection: Connection, account_id: str, page_id: str, *, for_update: bool = False
 ) -> StatusPageRecord | None:
     """The account's status page, or None. ``for_update`` locks it."""
-    lock = " FOR UPDATE" if for_update else ""
-    row = await connection.fetchrow(
-        f"SELECT {_SELECT} FROM status_pages t WHERE t.id = $1 AND t.account_id = $2{lock}",
-        page_id,
-        account_id,
+    row = await select_owned(
+        connection,
+        table="status_pages",
+        select=_SELECT,
+        account_id=account_id,
+        row_id=page_id,
+        for_update=for_update,
     )
     return None if row is None else StatusPageRecord.from_row(row)
 

@@ -63,6 +63,10 @@ def _serve(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
         "1000000",
         "--account-requests-per-minute",
         "1000000",
+        # schemathesis sends every example once more with a made-up token (ignored_auth):
+        # with 31 operations that passes the default 60 failed logins a minute
+        "--auth-failures-per-minute",
+        "1000000",
     )
     command.insert(len(CLI), "--log-level=warning")  # a global option, before ``serve``
     process = subprocess.Popen(
@@ -169,7 +173,10 @@ def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[st
 
 
 def test_stateful_create_get_update_delete(api_schema: Any, auth: dict[str, str]) -> None:
-    machine = api_schema.as_state_machine()
+    # Status pages are left to the test above: their slug is unique over the service, so
+    # on this one live server a replayed create can fail where it first succeeded, and
+    # their rules alone change which paths hypothesis explores here.
+    machine = api_schema.exclude(path_regex="^/status-pages").as_state_machine()
 
     class Machine(machine):  # type: ignore[misc, valid-type]
         def get_call_kwargs(self, case: Any) -> dict[str, Any]:
