@@ -130,7 +130,17 @@ async def run_wrk(url: str, seconds: float, connections: int, threads: int) -> d
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed: apt-get install wrk (or make test-tools)")
     assert url.startswith("http://127.0.0.1:"), "loopback only"
-    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--latency", url]
+    # Accept-Encoding as every browser and CDN sends it: the page is served gzipped.
+    command = [
+        "wrk",
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{seconds:g}s",
+        "--latency",
+        "-H",
+        "Accept-Encoding: gzip, deflate, br",
+        url,
+    ]
     with trio.fail_after(seconds + 30):
         done = await trio.run_process(command, capture_stdout=True, capture_stderr=True)
     return parse_wrk(bytes(done.stdout).decode())

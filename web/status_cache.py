@@ -25,6 +25,7 @@ A render cancelled with its reader (the client went away) is retried by the next
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import time
 from collections import OrderedDict
@@ -46,19 +47,31 @@ def etag_of(body: bytes) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """One rendered page: ``html`` and ``json`` bytes with their ETags, or, for a slug
-    that names no page, ``found`` False and empty bodies."""
+    """One rendered page: ``html`` and ``json`` bytes with their ETags and their gzip
+    encodings, or, for a slug that names no page, ``found`` False and empty bodies."""
 
     found: bool
     html: bytes = b""
     json: bytes = b""
     html_etag: str = ""
     json_etag: str = ""
+    html_gzip: bytes = b""
+    json_gzip: bytes = b""
 
     @classmethod
     def page(cls, html: bytes, json: bytes) -> Rendered:
-        """A found page, its ETags computed from the bodies."""
-        return cls(True, html, json, etag_of(html), etag_of(json))
+        """A found page, its ETags computed from the bodies, and both bodies gzipped once
+        (a 100-component page is about 1 MB of repetitive HTML, some 20 times smaller
+        gzipped: served to every reader that accepts gzip, as browsers and CDNs do)."""
+        return cls(
+            True,
+            html,
+            json,
+            etag_of(html),
+            etag_of(json),
+            gzip.compress(html, compresslevel=6, mtime=0),
+            gzip.compress(json, compresslevel=6, mtime=0),
+        )
 
 
 MISSING = Rendered(False)

@@ -13,10 +13,12 @@ bandwidth itself must be bounded.
 Responses:
 
 - 200 with the page (``text/html; charset=utf-8``) or the summary
-  (``application/json``), ``ETag`` (strong: a hash of the body), ``Cache-Control:
-  public, max-age=10``; a request whose ``If-None-Match`` holds that ETag (or ``*``)
-  gets a 304 with no body. The HTML carries a ``Content-Security-Policy`` that allows
-  no script and nothing from elsewhere (only its inline style).
+  (``application/json``), gzipped for a reader that accepts it (``Vary:
+  Accept-Encoding``; kept gzipped in the cache), ``ETag`` (strong: a hash of the body,
+  ``-gzip`` added for the gzip one), ``Cache-Control: public, max-age=10``; a request
+  whose ``If-None-Match`` holds that ETag (or ``*``) gets a 304 with no body. The HTML
+  carries a ``Content-Security-Policy`` that allows no script and nothing from
+  elsewhere (only its inline style).
 - 404 for a slug that names no page: an HTML page, or the API's error object
   (``resource_missing``, ``param`` ``slug``) for ``summary.json``; cached 10 s too.
 - ``summary.json`` answers every response with ``Access-Control-Allow-Origin: *``.
@@ -121,11 +123,32 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
     return False
 
 
-def _answer(body: bytes, etag: str, content_type: str, extra: dict[str, str]) -> Response:
-    headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL, **extra}
+def _accepts_gzip(accept_encoding: str | None) -> bool:
+    """Whether ``Accept-Encoding`` accepts gzip (RFC 9110 12.5.3: listed without
+    ``q=0``)."""
+    for item in (accept_encoding or "").split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip().lower() in ("gzip", "x-gzip"):
+            q = params.strip().lower().removeprefix("q=")
+            return q not in ("0", "0.0", "0.00", "0.000")
+    return False
+
+
+def _answer(
+    body: bytes, gzipped: bytes, etag: str, content_type: str, extra: dict[str, str]
+) -> Response:
+    """200 with ``body`` (or ``gzipped``, ``Content-Encoding: gzip``, for a reader that
+    accepts it; its ETag is the identity ETag with ``-gzip``: another representation), or
+    304 when ``If-None-Match`` holds the ETag."""
+    headers = {"Cache-Control": CACHE_CONTROL, "Vary": "Accept-Encoding", **extra}
+    if gzipped and _accepts_gzip(request.headers.get("Accept-Encoding")):
+        body, etag = gzipped, etag[:-1] + '-gzip"'
+        headers["Content-Encoding"] = "gzip"
+    headers["ETag"] = etag
     if _matches(request.headers.get("If-None-Match"), etag):
         response = Response(b"", status=304, headers=headers)
         response.headers.remove("Content-Type")
+        response.headers.pop("Content-Encoding", None)
         return response
     return Response(body, status=200, headers=headers, content_type=content_type)
 
@@ -158,7 +181,7 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
                 headers={"Cache-Control": CACHE_CONTROL, **page_headers},
                 content_type=HTML,
             )
-        return _answer(page.html, page.html_etag, HTML, page_headers)
+        return _answer(page.html, page.html_gzip, page.html_etag, HTML, page_headers)
 
     @app.route("/status/<slug>/summary.json", methods=["GET"], provide_automatic_options=False)
     async def status_summary(slug: str) -> Response:
@@ -171,7 +194,7 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
         if not page.found:
             error = ApiError("resource_missing", "no such status page", param="slug")
             return _error(error, {**cors, "Cache-Control": CACHE_CONTROL})
-        return _answer(page.json, page.json_etag, "application/json", cors)
+        return _answer(page.json, page.json_gzip, page.json_etag, "application/json", cors)
 
 
 def _error(error: ApiError, headers: dict[str, str]) -> Response:

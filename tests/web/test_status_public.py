@@ -6,6 +6,7 @@ clock (wall and cache) is injected, so nothing sleeps. A time limit inside each 
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import time
@@ -278,6 +279,33 @@ async def test_etag_and_if_none_match_give_304(
                 assert status == 304 and empty == "" and again["ETag"] == etag
             status, _, same = await fetch(client, path, {"If-None-Match": '"other"'})
             assert status == 200 and same == body
+
+
+async def test_a_reader_that_accepts_gzip_gets_the_cached_gzip_copy(
+    api: Api, db: Database, client: TestClientProtocol, clock: Clock
+) -> None:
+    with trio.fail_after(30):
+        await seed(api, db, int(clock()) - 3000)
+        for path in ("/status/acme-status", "/status/acme-status/summary.json"):
+            response = await client.get(path)
+            plain = await response.get_data()
+            assert "Content-Encoding" not in response.headers
+            assert response.headers["Vary"] == "Accept-Encoding"
+            for accept in ("gzip", "br, gzip;q=0.8", "deflate, GZIP"):
+                zipped = await client.get(path, headers={"Accept-Encoding": accept})
+                assert zipped.headers["Content-Encoding"] == "gzip"
+                assert zipped.headers["Vary"] == "Accept-Encoding"
+                raw = await zipped.get_data()
+                assert gzip.decompress(raw) == plain and len(raw) < len(plain)
+                etag = zipped.headers["ETag"]
+                assert etag == response.headers["ETag"][:-1] + '-gzip"'
+                again = await client.get(
+                    path, headers={"Accept-Encoding": accept, "If-None-Match": etag}
+                )
+                assert again.status_code == 304
+            refused = await client.get(path, headers={"Accept-Encoding": "gzip;q=0, br"})
+            assert "Content-Encoding" not in refused.headers
+            assert await refused.get_data() == plain
 
 
 async def test_unknown_or_malformed_slug_is_a_404(client: TestClientProtocol) -> None:
