@@ -13,6 +13,7 @@ from .policy import TargetPolicy
 from .probes import Prober, ProbeResult, ProbeSpec, nameserver_resolver
 from .settings import EngineSettings
 from .shard import shard_of
+from .signing import SIGNATURE_HEADER, signature_header
 from .slot import EngineSlot
 from .supervisor import (
     Backoff,
@@ -26,8 +27,10 @@ from .supervisor import (
     open_supervisor,
 )
 from .targets import InvalidTarget, parse_target
+from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "SIGNATURE_HEADER",
     "ActorRef",
     "ActorUnavailable",
     "AskTimeout",
@@ -50,6 +53,7 @@ __all__ = [
     "SupervisorEscalation",
     "SupervisorStatistics",
     "TargetPolicy",
+    "WebhookSettings",
     "after_check",
     "ask",
     "nameserver_resolver",
@@ -57,5 +61,7 @@ __all__ = [
     "parse_target",
     "probe_spec",
     "run_engine",
+    "run_webhook_sender",
     "shard_of",
+    "signature_header",
 ]

@@ -7,7 +7,17 @@ asyncio coroutines taking the connection first; run them with :meth:`Database.ru
 :meth:`Database.transaction`.
 """
 
-from . import accounts, checks, events, history, idempotency, incidents, monitors, rollups
+from . import (
+    accounts,
+    checks,
+    events,
+    history,
+    idempotency,
+    incidents,
+    monitors,
+    rollups,
+    webhooks,
+)
 from .actor import (
     CheckWriter,
     StoreActor,
@@ -91,4 +101,5 @@ __all__ = [
     "run_maintenance",
     "schema_version",
     "start_embedded",
+    "webhooks",
 ]

@@ -40,8 +40,12 @@ PERMISSIONS = (
     "incidents.create",
     "incidents.update",
     "incidents.delete",
+    "webhooks.read",
+    "webhooks.create",
+    "webhooks.update",
+    "webhooks.delete",
 )
-"""The permission strings in use (spec 5.4)."""
+"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2)."""
 
 SECRET_ENV = "UPTRIO_JWT_SECRET"
 

@@ -35,7 +35,7 @@ import structlog
 import trio
 import trio_asyncio
 
-from engine import EngineSettings, Intensity, TargetPolicy, nameserver_resolver
+from engine import EngineSettings, Intensity, TargetPolicy, WebhookSettings, nameserver_resolver
 from store import (
     DEFAULT_DATA_DIR,
     MaintenanceSettings,
@@ -72,6 +72,7 @@ _STORE = StoreSettings()
 _ENGINE = EngineSettings()
 _WEB = WebSettings()
 _HISTORY = MaintenanceSettings()
+_WEBHOOKS = WebhookSettings()
 
 
 _N = TypeVar("_N", int, float)
@@ -146,7 +147,16 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
             max_restarts=args.restart_intensity, period_seconds=args.restart_period
         ),
     )
+    webhooks = WebhookSettings(
+        poll_seconds=args.webhook_poll_seconds,
+        concurrency=args.webhook_concurrency,
+        per_endpoint_concurrency=args.webhook_per_endpoint_concurrency,
+        timeout_seconds=args.webhook_timeout_seconds,
+        retry_base_seconds=args.webhook_retry_base_seconds,
+        claim_seconds=args.webhook_claim_seconds,
+    )
     return ServiceSettings(
+        webhooks=None if args.no_webhooks else webhooks,
         store=StoreSettings(
             batch_size=args.batch_size,
             batch_age_seconds=args.batch_age_ms / 1000,
@@ -369,15 +379,62 @@ _SAFETY_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
 ]
 """The request-safety flags of ``uptrio serve``, in the same form."""
 
+_WEBHOOK_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    (
+        "--webhook-poll-seconds",
+        positive_float,
+        _WEBHOOKS.poll_seconds,
+        "seconds between two looks for due webhook deliveries",
+    ),
+    (
+        "--webhook-concurrency",
+        positive_int,
+        _WEBHOOKS.concurrency,
+        "webhook attempts in flight at most, all endpoints together",
+    ),
+    (
+        "--webhook-per-endpoint-concurrency",
+        positive_int,
+        _WEBHOOKS.per_endpoint_concurrency,
+        "webhook attempts in flight at most for one endpoint",
+    ),
+    (
+        "--webhook-timeout-seconds",
+        positive_float,
+        _WEBHOOKS.timeout_seconds,
+        "a webhook attempt's deadline: a 2xx must arrive within it, s",
+    ),
+    (
+        "--webhook-retry-base-seconds",
+        positive_float,
+        _WEBHOOKS.retry_base_seconds,
+        "delay before a failed webhook's first retry, doubling after each, s",
+    ),
+    (
+        "--webhook-claim-seconds",
+        positive_float,
+        _WEBHOOKS.claim_seconds,
+        "how long a claimed delivery is reserved; an attempt never recorded "
+        "(a crash) is retried after it, s",
+    ),
+]
+"""The webhook sender's flags of ``uptrio serve`` (extensions part 2), in the same form."""
+
 
 def _serve_flags(serve: argparse.ArgumentParser) -> None:
     """The flags of ``uptrio serve``; every default comes from the settings dataclasses."""
     _store_flags(serve)
     safety = serve.add_argument_group("request safety")
-    for group, flags in ((serve, _SERVE_FLAGS), (safety, _SAFETY_FLAGS)):
+    hooks = serve.add_argument_group("webhooks")
+    for group, flags in ((serve, _SERVE_FLAGS), (safety, _SAFETY_FLAGS), (hooks, _WEBHOOK_FLAGS)):
         for flag, kind, default, text in flags:
             group.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
     serve.add_argument("--no-engine", action="store_true", help="serve the API only; probe nothing")
+    hooks.add_argument(
+        "--no-webhooks",
+        action="store_true",
+        help="send no webhooks (deliveries wait, pending, for a process that sends them)",
+    )
     serve.add_argument(
         "--dns-nameserver",
         type=parse_nameserver,

@@ -117,7 +117,15 @@ CODES: dict[str, tuple[int, str]] = {
     "value_too_long": (422, "A string (or an array) is longer than its limit."),
     "value_too_short": (422, "A string is empty where it may not be."),
     "timeout_exceeds_interval": (422, "timeout_seconds is greater than interval_seconds."),
-    "invalid_url": (422, "url does not fit the monitor's type."),
+    "invalid_url": (
+        422,
+        "url does not fit the monitor's type (a webhook endpoint's: not an absolute http or "
+        "https URL).",
+    ),
+    "unknown_event_type": (
+        422,
+        "enabled_events holds something that is no event type, family prefix (monitor.*) or *.",
+    ),
     "unknown_monitor": (422, "monitors names a monitor the account does not have."),
     "metadata_too_many_keys": (422, "metadata would have more than 50 keys."),
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),

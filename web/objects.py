@@ -6,6 +6,7 @@ response models of :mod:`web.models`, which the tests validate them against.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -15,6 +16,8 @@ from store import (
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    WebhookDeliveryRecord,
+    WebhookEndpointRecord,
 )
 
 R = TypeVar("R")
@@ -123,6 +126,53 @@ def check_object(r: CheckRecord) -> dict[str, Any]:
         "response_time_ms": r.response_time_ms,
         "status_code": r.status_code,
         "error": error,
+        "created": r.created,
+    }
+
+
+def webhook_endpoint_object(
+    r: WebhookEndpointRecord, *, with_secret: bool = False
+) -> dict[str, Any]:
+    """A webhook endpoint (extensions part 2); ``secret`` only ``with_secret`` (the
+    create and rotate-secret responses)."""
+    shaped = {
+        "id": r.id,
+        "object": "webhook_endpoint",
+        "url": r.url,
+        "enabled_events": r.enabled_events,
+        "description": r.description,
+        "status": r.status,
+        "created": r.created,
+        "updated": r.updated,
+        "metadata": r.metadata,
+    }
+    if with_secret:
+        shaped["secret"] = r.secret
+    return shaped
+
+
+def webhook_delivery_object(r: WebhookDeliveryRecord) -> dict[str, Any]:
+    """A delivery (extensions part 2): ``last_attempt`` ``{"at", "response_status",
+    "error", "duration_ms"}`` or null; ``next_attempt_at`` integer epoch seconds (rounded
+    up: not before it) or null."""
+    last_attempt = None
+    if r.last_attempt_at is not None:
+        last_attempt = {
+            "at": r.last_attempt_at,
+            "response_status": r.last_response_status,
+            "error": r.last_error,
+            "duration_ms": r.last_duration_ms or 0.0,
+        }
+    next_at = r.next_attempt_at
+    return {
+        "id": r.id,
+        "object": "webhook_delivery",
+        "event": r.event_id,
+        "endpoint": r.endpoint_id,
+        "status": r.status,
+        "attempts": r.attempts,
+        "last_attempt": last_attempt,
+        "next_attempt_at": None if next_at is None else math.ceil(next_at),
         "created": r.created,
     }
 

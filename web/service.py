@@ -13,6 +13,8 @@ and 6)::
                 │   │             closed and drained)
                 │   ├── engine .. engine.run_engine under an engine.EngineSlot
                 │   │   └── shard-0 .. shard-N-1 ─ mon_... monitor actors
+                │   ├── webhooks  engine.run_webhook_sender: claims due deliveries,
+                │   │             POSTs them (unless --no-webhooks)
                 │   └── web ..... web.server.WebServer: Hypercorn serving the app
                 └── admin socket (web.admin): <data-dir>/admin.sock, mode 0600
 
@@ -40,6 +42,7 @@ is cancelled, and the store makes one last shielded attempt at its buffer (at mo
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -66,10 +69,12 @@ from engine import (
     SupervisorStatistics,
     open_supervisor,
     run_engine,
+    run_webhook_sender,
 )
 from store import (
     CheckWriter,
     Database,
+    EventRecord,
     MaintenanceSettings,
     StoreActor,
     StoreLocation,
@@ -85,6 +90,7 @@ from .deps import Dependencies, MonitorEngine, NoEngine
 from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
 from .metrics import Metrics
+from .objects import event_object
 from .ops import Operations
 from .server import Incarnation, WebServer
 from .settings import ServiceSettings, WebOptions
@@ -109,6 +115,16 @@ FIRST_ACCOUNT = "default"
 _MAINTENANCE_DEADLINE_SECONDS = 300.0
 """The longest one statement of the maintenance actor may take (a partition detached
 CONCURRENTLY waits for the transactions using the table), seconds."""
+
+_WEBHOOK_DATABASE_DEADLINE_SECONDS = 10.0
+"""The longest one claim or record of the webhook sender may wait on the database,
+seconds (a hung database then costs a poll, not the sender)."""
+
+
+def render_event(record: EventRecord) -> bytes:
+    """A webhook delivery's body: the event as ``GET /events/:id`` shows it, as JSON
+    (UTF-8), extensions part 2."""
+    return json.dumps(event_object(record)).encode()
 
 
 class RunningService:
@@ -258,6 +274,15 @@ async def open_service(
                             shutdown_seconds=settings.graceful_seconds,
                         )
                     )
+                if settings.webhooks is not None:
+                    sender = partial(
+                        run_webhook_sender,
+                        db.with_deadline(_WEBHOOK_DATABASE_DEADLINE_SECONDS),
+                        settings.webhooks,
+                        render=render_event,
+                        policy=settings.target_policy,
+                    )
+                    await root.start_child(ChildSpec(child_id="webhooks", start=sender))
                 if server is not None:
                     await root.start_child(
                         ChildSpec(
@@ -415,7 +440,7 @@ def _announce(binds: list[str], data_dir: Path, first: str | None) -> None:
     print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
     if first is not None:
         print(
-            "\nFirst start: created account 'default' and a token with all eight "
-            f"permissions (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
+            "\nFirst start: created account 'default' and a token with every "
+            f"permission (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
             flush=True,
         )

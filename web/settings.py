@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine import Backoff, EngineSettings, Intensity, TargetPolicy
+from engine import Backoff, EngineSettings, Intensity, TargetPolicy, WebhookSettings
 from store import MaintenanceSettings, StoreSettings
 
 from .deps import Dependencies, MonitorEngine, WebSettings
@@ -31,6 +31,8 @@ class ServiceSettings:
             maintenance actor (tests of other things).
         engine: the engine's settings, or None to run no engine (``--no-engine``).
         web: the web layer's settings (body size, rate limits, idempotency).
+        webhooks: the webhook sender's settings (``engine.WebhookSettings``), or None
+            to send no webhooks (``--no-webhooks``; deliveries then wait, pending).
         target_policy: which addresses monitors may point at (web layer and probes).
         dns_nameserver: ``(ip, port)`` of dns checks, or None for the system's.
         host: the address the API listens on (default 127.0.0.1).
@@ -49,6 +51,7 @@ class ServiceSettings:
     maintenance: MaintenanceSettings | None = field(default_factory=MaintenanceSettings)
     engine: EngineSettings | None = field(default_factory=EngineSettings)
     web: WebSettings = field(default_factory=WebSettings)
+    webhooks: WebhookSettings | None = field(default_factory=WebhookSettings)
     target_policy: TargetPolicy = field(default_factory=TargetPolicy)
     dns_nameserver: tuple[str, int] | None = None
     host: str = "127.0.0.1"

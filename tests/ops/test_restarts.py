@@ -1,8 +1,8 @@
 """Operator restarts of the supervision tree under load (operations issue, items 1, 6, 7).
 
-The real tree (web.service: root over maintenance, store, engine, web) runs on the test's fresh
-database with 300 monitors checking every second; a prober without I/O records each
-probe. ``engine``, ``shard-1`` and ``root`` are restarted while it runs. Real clock
+The real tree (web.service: root over maintenance, store, engine, webhooks, web) runs on
+the test's fresh database with 300 monitors checking every second; a prober without I/O
+records each probe. ``engine``, ``shard-1`` and ``root`` are restarted while it runs. Real clock
 (the database and the web server's socket are real I/O); loopback only; port 0.
 """
 
@@ -76,7 +76,7 @@ async def test_restarts_under_load_lose_no_check_and_keep_every_phase(db: Databa
             assert ready.status_code == 200, ready.text
             listing = {s.name: s for s in service.supervisors()}
             assert {"root", "engine", "shard-0", "shard-3"} <= set(listing)
-            assert listing["root"].children == 4 and listing["engine"].children == 4
+            assert listing["root"].children == 5 and listing["engine"].children == 4
         # Left normally: web, engine, then the store flushed everything.
 
         produced = stats.checks

@@ -18,7 +18,7 @@ from web.routes import ROUTES
 
 EVENT_READERS = ("monitors.read", "incidents.read")
 ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
-    # (method, path with {mon}/{inc}, permission, name, body, success status)
+    # (method, path with {mon}/{inc}/{evt}/{we}, permission, name, body, success status)
     ("GET", "/monitors", "monitors.read", "list monitors", None, 200),
     ("GET", "/monitors/{mon}", "monitors.read", "get monitor", None, 200),
     ("GET", "/monitors/{mon}/checks", "monitors.read", "list checks", None, 200),
@@ -52,6 +52,34 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
     ("GET", "/events/{evt}", EVENT_READERS, "get event", None, 200),
     ("POST", "/incidents/{inc}/resolve", "incidents.update", "resolve incident", None, 200),
     ("DELETE", "/incidents/{inc}", "incidents.delete", "delete incident", None, 204),
+    ("GET", "/webhook-endpoints", "webhooks.read", "list webhook endpoints", None, 200),
+    ("GET", "/webhook-endpoints/{we}", "webhooks.read", "get webhook endpoint", None, 200),
+    ("GET", "/webhook-endpoints/{we}/deliveries", "webhooks.read", "list deliveries", None, 200),
+    (
+        "POST",
+        "/webhook-endpoints",
+        "webhooks.create",
+        "create webhook endpoint",
+        {"url": "https://hooks.example.com/", "enabled_events": ["*"]},
+        201,
+    ),
+    (
+        "PATCH",
+        "/webhook-endpoints/{we}",
+        "webhooks.update",
+        "update endpoint",
+        {"description": "n"},
+        200,
+    ),
+    (
+        "POST",
+        "/webhook-endpoints/{we}/rotate-secret",
+        "webhooks.update",
+        "rotate secret",
+        None,
+        200,
+    ),
+    ("DELETE", "/webhook-endpoints/{we}", "webhooks.delete", "delete webhook endpoint", None, 204),
 ]
 
 
@@ -59,7 +87,14 @@ def test_the_matrix_names_every_permission_and_route() -> None:
     assert {e[2] for e in ENDPOINTS if isinstance(e[2], str)} == set(PERMISSIONS)
     routes = {(r.method, r.path.replace("<id>", "{}"), r.permission) for r in ROUTES}
     table = {
-        (m, p.replace("{mon}", "{}").replace("{inc}", "{}").replace("{evt}", "{}"), perm)
+        (
+            m,
+            p.replace("{mon}", "{}")
+            .replace("{inc}", "{}")
+            .replace("{evt}", "{}")
+            .replace("{we}", "{}"),
+            perm,
+        )
         for m, p, perm, *_ in ENDPOINTS
     }
     assert table == routes
@@ -76,7 +111,14 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         incident = await create_incident(api)
         kind = "incident" if permission == "incidents.read" else "monitor"  # one it may read
         event = expect(await api.get("/events", query={"type": f"{kind}.created"}))["data"][0]
-        ids = {"mon": monitor["id"], "inc": incident["id"], "evt": event["id"]}
+        hook = expect(
+            await api.post(
+                "/webhook-endpoints",
+                json={"url": "https://hooks.example.com/", "enabled_events": ["*"]},
+            ),
+            201,
+        )
+        ids = {"mon": monitor["id"], "inc": incident["id"], "evt": event["id"], "we": hook["id"]}
         for method, template, needed, name, body, success in ENDPOINTS:
             path = template.format(**ids)
             response = await limited.request(method, path, json=body)
@@ -99,6 +141,12 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         if permission != "incidents.delete":
             changed = permission == "incidents.update"
             assert (incident_left[1]["status"] == "resolved") is changed
+        hook_left = await api.get(f"/webhook-endpoints/{hook['id']}")
+        assert hook_left[0] == (404 if permission == "webhooks.delete" else 200)
+        if permission != "webhooks.delete":
+            assert (hook_left[1]["description"] == "n") is (permission == "webhooks.update")
+        hooks = expect(await api.get("/webhook-endpoints"))["data"]
+        assert len(hooks) == {"webhooks.create": 2, "webhooks.delete": 0}.get(permission, 1)
         monitors = expect(await api.get("/monitors"))["data"]
         incidents = expect(await api.get("/incidents"))["data"]
         assert len(monitors) == {"monitors.create": 2, "monitors.delete": 0}.get(permission, 1)

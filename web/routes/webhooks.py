@@ -1,0 +1,225 @@
+"""Webhook endpoint endpoints (extensions part 2): create, read, list, update, delete,
+rotate the secret, list deliveries.
+
+Rules beyond the spec's table (README "Webhooks"): ``url`` must be an absolute http(s)
+URL (422 ``invalid_url``) that the monitors' target policy accepts (422
+``target_not_allowed``, checked at create and whenever a PATCH sends ``url``; the sender
+checks every address again when it connects); the secret is shown only by create and
+rotate-secret; rotating keeps the old secret valid 24 hours (a second rotation within
+them drops the oldest at once); lists are newest first, endpoints sortable by
+``created`` only, deliveries not sortable and filterable by ``status``. Disabling an
+endpoint (PATCH ``status``) stops its deliveries; re-enabling resumes the pending ones
+still inside their 3 days.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from engine import InvalidTarget, parse_target
+from store import WebhookEndpointRecord, new_id, webhooks
+
+from ..errors import ApiError
+from ..models import EmptyBody, merge_metadata
+from ..objects import list_object, webhook_delivery_object, webhook_endpoint_object
+from ..params import choice, parse_list_query
+from ..pipeline import ApiResponse, RequestContext, Route, validate
+from ..webhook_models import (
+    WebhookDeliveryList,
+    WebhookEndpointCreate,
+    WebhookEndpointList,
+    WebhookEndpointObject,
+    WebhookEndpointUpdate,
+)
+from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .monitors import check_target_policy
+
+__all__ = ["ROUTES"]
+
+_DELIVERY_STATUSES = ("pending", "succeeded", "failed")
+
+
+async def check_url(ctx: RequestContext, url: str) -> None:
+    """Raise 422 ``invalid_url`` unless ``url`` is an absolute http(s) URL, and 422
+    ``target_not_allowed`` when the target policy refuses it (:mod:`engine.policy`)."""
+    try:
+        parse_target("http", url)
+    except InvalidTarget as exc:
+        raise ApiError("invalid_url", str(exc), param="url") from None
+    await check_target_policy(ctx.deps.target_policy, "http", url)
+
+
+async def create_endpoint(ctx: RequestContext) -> ApiResponse:
+    """POST /webhook-endpoints: 201 with the new endpoint, ``enabled``, and its secret."""
+    body = ctx.json_body(WebhookEndpointCreate)
+    await check_url(ctx, body.url)
+    created = now()
+    values = {
+        "id": new_id("we"),
+        "account_id": ctx.account_id,
+        "url": body.url,
+        "enabled_events": body.enabled_events,
+        "description": body.description,
+        "status": "enabled",
+        "secret": webhooks.new_secret(),
+        "created": created,
+        "updated": created,
+        "metadata": merge_metadata({}, body.metadata),
+    }
+    record = await ctx.deps.db.transaction(webhooks.insert_endpoint, values)
+    return ApiResponse(201, webhook_endpoint_object(record, with_secret=True))
+
+
+async def get_endpoint(ctx: RequestContext) -> ApiResponse:
+    """GET /webhook-endpoints/:id (without the secret)."""
+    return await get_owned(ctx, "we", webhooks.get_endpoint, webhook_endpoint_object)
+
+
+async def list_endpoints(ctx: RequestContext) -> ApiResponse:
+    """GET /webhook-endpoints: a page, newest first (``sort``: ``created`` or
+    ``-created``)."""
+    query = parse_list_query(ctx.query, prefix="we", sorts=("created",), filters={})
+    page = await ctx.deps.db.run(webhooks.list_endpoints, ctx.account_id, query.page)
+    return ApiResponse(
+        200, list_object("/webhook-endpoints", page.items, page.has_more, webhook_endpoint_object)
+    )
+
+
+async def update_endpoint(ctx: RequestContext) -> ApiResponse:
+    """PATCH /webhook-endpoints/:id: only the fields sent change; metadata merges."""
+    endpoint_id = path_id(ctx, "we")
+    body = validate(WebhookEndpointUpdate, ctx.json_object())
+    if body.url is not None:  # the policy may resolve names: not inside the transaction
+        await check_url(ctx, body.url)
+
+    def apply(current: WebhookEndpointRecord) -> dict[str, Any]:
+        return patch_changes(body, current, nullable=frozenset({"description"}))
+
+    record = await ctx.deps.db.transaction(
+        webhooks.update_endpoint, ctx.account_id, endpoint_id, apply, now()
+    )
+    if record is None:
+        raise not_found("we", endpoint_id)
+    return ApiResponse(200, webhook_endpoint_object(record))
+
+
+async def delete_endpoint(ctx: RequestContext) -> ApiResponse:
+    """DELETE /webhook-endpoints/:id: 204; the endpoint and its deliveries are gone."""
+    await delete_owned(ctx, "we", webhooks.delete_endpoint)
+    return ApiResponse(204)
+
+
+async def rotate_secret(ctx: RequestContext) -> ApiResponse:
+    """POST /webhook-endpoints/:id/rotate-secret: 200 with the endpoint and its new
+    secret; the old one signs deliveries for 24 more hours."""
+    endpoint_id = path_id(ctx, "we")
+    ctx.json_body(EmptyBody, optional=True)
+    record = await ctx.deps.db.transaction(
+        webhooks.rotate_secret, ctx.account_id, endpoint_id, now()
+    )
+    if record is None:
+        raise not_found("we", endpoint_id)
+    return ApiResponse(200, webhook_endpoint_object(record, with_secret=True))
+
+
+async def list_deliveries(ctx: RequestContext) -> ApiResponse:
+    """GET /webhook-endpoints/:id/deliveries: newest first, filtered by ``status``."""
+    endpoint_id = path_id(ctx, "we")
+    query = parse_list_query(
+        ctx.query, prefix="whd", sorts=(), filters={"status": choice(*_DELIVERY_STATUSES)}
+    )
+    page = dataclasses.replace(query.page, descending=True)
+    result = await ctx.deps.db.run(
+        webhooks.list_deliveries, ctx.account_id, endpoint_id, page, **query.filters
+    )
+    if result is None:
+        raise not_found("we", endpoint_id)
+    return ApiResponse(
+        200,
+        list_object(
+            f"/webhook-endpoints/{endpoint_id}/deliveries",
+            result.items,
+            result.has_more,
+            webhook_delivery_object,
+        ),
+    )
+
+
+_PAGE = (
+    ("limit", "integer", "1 to 100, default 10."),
+    ("starting_after", "string", "Cursor: objects after this id."),
+    ("ending_before", "string", "Cursor: objects before this id."),
+)
+
+ROUTES = (
+    Route(
+        name="list_webhook_endpoints",
+        method="GET",
+        path="/webhook-endpoints",
+        handler=list_endpoints,
+        permission="webhooks.read",
+        summary="List webhook endpoints",
+        response_model=WebhookEndpointList,
+        query=(*_PAGE, ("sort", "string", "created or -created (default).")),
+    ),
+    Route(
+        name="create_webhook_endpoint",
+        method="POST",
+        path="/webhook-endpoints",
+        handler=create_endpoint,
+        permission="webhooks.create",
+        summary="Create a webhook endpoint (the response shows its secret)",
+        success_status=201,
+        request_model=WebhookEndpointCreate,
+        response_model=WebhookEndpointObject,
+    ),
+    Route(
+        name="get_webhook_endpoint",
+        method="GET",
+        path="/webhook-endpoints/<id>",
+        handler=get_endpoint,
+        permission="webhooks.read",
+        summary="Retrieve a webhook endpoint",
+        response_model=WebhookEndpointObject,
+    ),
+    Route(
+        name="update_webhook_endpoint",
+        method="PATCH",
+        path="/webhook-endpoints/<id>",
+        handler=update_endpoint,
+        permission="webhooks.update",
+        summary="Update a webhook endpoint",
+        request_model=WebhookEndpointUpdate,
+        response_model=WebhookEndpointObject,
+    ),
+    Route(
+        name="delete_webhook_endpoint",
+        method="DELETE",
+        path="/webhook-endpoints/<id>",
+        handler=delete_endpoint,
+        permission="webhooks.delete",
+        summary="Delete a webhook endpoint and its deliveries",
+        success_status=204,
+    ),
+    Route(
+        name="rotate_webhook_secret",
+        method="POST",
+        path="/webhook-endpoints/<id>/rotate-secret",
+        handler=rotate_secret,
+        permission="webhooks.update",
+        summary="Rotate a webhook endpoint's secret (the old one stays valid 24 h)",
+        response_model=WebhookEndpointObject,
+    ),
+    Route(
+        name="list_webhook_deliveries",
+        method="GET",
+        path="/webhook-endpoints/<id>/deliveries",
+        handler=list_deliveries,
+        permission="webhooks.read",
+        summary="List a webhook endpoint's deliveries, newest first",
+        response_model=WebhookDeliveryList,
+        query=(*_PAGE, ("status", "string", "Filter: pending, succeeded, failed.")),
+    ),
+)
+"""The webhook endpoints."""
