@@ -202,6 +202,16 @@ def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> A
     )
 
 
+def _params(args: argparse.Namespace, runs: list[tuple[int, Path]]) -> list[Any] | None:
+    """`params_from_args` for each ``(monitors, output)`` of ``runs``; None, with the
+    reason on stderr, when the parameters are invalid."""
+    try:
+        return [params_from_args(args, monitors, output) for monitors, output in runs]
+    except ValueError as exc:
+        print(f"uptrio bench: {exc}", file=sys.stderr)
+        return None
+
+
 EXTRAS = frozenset({"rich", "psutil", "matplotlib", "numpy"})
 """What ``pip install -e '.[bench]'`` brings beyond the service's own dependencies."""
 
@@ -249,15 +259,13 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .webhooks import print_comparison, run_webhooks_bench
 
         base = args.output or Path("bench-results") / f"{stamp}-webhooks-{args.monitors}"
-        try:
-            params = params_from_args(args, args.monitors, base)
-        except ValueError as exc:
-            print(f"uptrio bench: {exc}", file=sys.stderr)
+        webhook_plans = _params(args, [(args.monitors, base)])
+        if webhook_plans is None:
             return 2
         result = trio.run(
             functools.partial(
                 run_webhooks_bench,
-                params,
+                webhook_plans[0],
                 argv,
                 base,
                 drain_seconds=args.drain,
@@ -271,20 +279,16 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .sweep import run_sweep
 
         base = args.output or Path("bench-results") / f"{stamp}-sweep"
-        try:
-            plans = [params_from_args(args, n, base / f"{n}") for n in args.counts]
-        except ValueError as exc:
-            print(f"uptrio bench: {exc}", file=sys.stderr)
+        plans = _params(args, [(n, base / f"{n}") for n in args.counts])
+        if plans is None:
             return 2
         run_sweep(plans, base, argv, chart=not args.no_chart)
         return 0
     output = args.output or Path("bench-results") / f"{stamp}-{args.monitors}-{args.type}"
-    try:
-        params = params_from_args(args, args.monitors, output)
-    except ValueError as exc:
-        print(f"uptrio bench: {exc}", file=sys.stderr)
+    single = _params(args, [(args.monitors, output)])
+    if single is None:
         return 2
-    record = trio.run(run_bench, params, argv)
+    record = trio.run(run_bench, single[0], argv)
     report = build_report(record)
     report["files"] = {"json": str(output / "report.json")}
     if not args.no_chart:
