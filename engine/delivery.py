@@ -13,6 +13,9 @@ the url's host name and sends it as SNI (httpcore passes the origin's host to
 
 Redirects are never followed (httpcore does not follow them): a 3xx is a failed attempt.
 
+``ProbeFailure`` and the resolution and connect helpers are the probes' (`engine.probes`),
+shared so that both paths judge addresses the same way; they never leave this module.
+
 Error handling: :meth:`DeliveryClient.post` never raises for what the receiver or the
 network does; it returns an :class:`Answer` whose ``error`` is a check error code of
 ``engine.probes`` (``timeout``, ``connection_refused``, ``connection_reset``,
@@ -163,6 +166,8 @@ class PolicyBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        """Resolve ``host`` once, drop refused addresses, connect to a checked one
+        (within ``timeout`` seconds once resolved; None: no limit of its own)."""
         reason = self._policy.check_host_name(host)
         if reason is not None:
             raise ProbeFailure("target_denied", f"{host} is {reason}")
@@ -178,9 +183,11 @@ class PolicyBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's signature)
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        """Always refused: a webhook url is http(s) over TCP."""
         raise ProbeFailure("target_denied", "unix sockets are not webhook targets")
 
     async def sleep(self, seconds: float) -> None:
+        """httpcore's pause between retries (the pool is made with none), seconds."""
         await trio.sleep(seconds)
 
 

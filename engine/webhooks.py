@@ -22,10 +22,10 @@ if the process dies before it records the attempt, the delivery is claimed again
 that (a receiver deduplicates by ``Uptrio-Event-Id``). Order is not guaranteed.
 
 Error handling: a database error while claiming or recording is logged and the loop goes
-on (an unrecorded attempt is retried when its claim lapses). A bug while rendering one
-event is recorded as a failed attempt (``internal_error``) and logged, so one bad event
-cannot crash the actor. ``trio.Cancelled`` is never caught: an attempt cut short by a
-shutdown is not recorded, and its claim lapses.
+on (an unrecorded attempt is retried when its claim lapses). A bug while rendering or
+sending one delivery is recorded as a failed attempt (``internal_error``) and logged, so
+one bad delivery cannot crash the actor. ``trio.Cancelled`` is never caught: an attempt
+cut short by a shutdown is not recorded, and its claim lapses.
 """
 
 from __future__ import annotations
@@ -203,26 +203,28 @@ class _Sender:
     async def _send(
         self, client: DeliveryClient, delivery: webhooks.ClaimedDelivery, at: float
     ) -> Answer:
+        """One POST; a bug while building or sending it (not the receiver's doing, which
+        :meth:`DeliveryClient.post` answers as data) is logged and answered as
+        ``internal_error``, so one bad delivery cannot crash the sender."""
         try:
             body = self.render(delivery.event)
-        except Exception as exc:  # a bug in shaping one event must not crash the sender
+            headers = [
+                ("Content-Type", "application/json"),
+                ("User-Agent", self.user_agent),
+                ("Uptrio-Event-Id", delivery.event.id),
+                (SIGNATURE_HEADER, signature_header(delivery.secrets, int(at), body)),
+            ]
+            return await client.post(
+                delivery.url, body, headers, timeout_seconds=self.settings.timeout_seconds
+            )
+        except Exception as exc:  # trio.Cancelled is a BaseException: it passes
             log.error(
-                "webhook body could not be rendered",
+                "webhook attempt failed on a bug",
                 delivery=delivery.id,
                 event_id=delivery.event.id,
                 exc_info=exc,
             )
             return Answer(status=None, error="internal_error", message=repr(exc), duration_ms=0)
-        timestamp = int(at)
-        headers = [
-            ("Content-Type", "application/json"),
-            ("User-Agent", self.user_agent),
-            ("Uptrio-Event-Id", delivery.event.id),
-            (SIGNATURE_HEADER, signature_header(delivery.secrets, timestamp, body)),
-        ]
-        return await client.post(
-            delivery.url, body, headers, timeout_seconds=self.settings.timeout_seconds
-        )
 
     async def _record(self, delivery: webhooks.ClaimedDelivery, at: float, answer: Answer) -> None:
         fields: dict[str, Any] = {

@@ -27,6 +27,7 @@ from .alerting import apply_moves
 from .database import Connection
 from .errors import CursorNotFound
 from .ids import check_created
+from .pagination import CreatedBounds, fetch_newest_first
 from .records import CheckRecord
 from .rollups import CLOSE_PERIODS
 
@@ -147,15 +148,11 @@ async def ensure_partitions(connection: Connection, lo: int, hi: int, width: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CheckFilter:
+class CheckFilter(CreatedBounds):
     """Filters of ``GET /monitors/:id/checks`` (extensions part 4): ``status`` (``up`` or
     ``down``) and bounds on ``created`` (epoch seconds), each None when absent."""
 
     status: str | None = None
-    created_gt: int | None = None
-    created_gte: int | None = None
-    created_lt: int | None = None
-    created_lte: int | None = None
 
 
 async def _cursor_key(
@@ -205,37 +202,25 @@ async def list_checks(
     """
     args: list[object] = [monitor_id]
     where = ["monitor_id = $1"]
-
-    def condition(template: str, value: object) -> None:
-        args.append(value)
-        where.append(template.format(f"${len(args)}"))
-
     if filters.status is not None:
-        condition("status = {}", filters.status)
-    for op, value in (
-        (">", filters.created_gt),
-        (">=", filters.created_gte),
-        ("<", filters.created_lt),
-        ("<=", filters.created_lte),
-    ):
-        if value is not None:
-            condition(f"created {op} {{}}", value)
+        args.append(filters.status)
+        where.append("status = $2")
     forward = ending_before is None
     cursor = starting_after if forward else ending_before
+    cursor_key = None
     if cursor is not None:
         param = "starting_after" if forward else "ending_before"
-        created, check_id = await _cursor_key(connection, monitor_id, cursor, param)
-        args.extend((created, check_id))
-        op = "<" if forward else ">"
-        where.append(f"(created, id) {op} (${len(args) - 1}, ${len(args)})")
-    direction = "DESC" if forward else "ASC"
-    rows = await connection.fetch(
-        f"SELECT {_CHECK_COLUMNS} FROM checks WHERE {' AND '.join(where)} "
-        f"ORDER BY created {direction}, id {direction} LIMIT {int(limit) + 1}",
-        *args,
+        cursor_key = await _cursor_key(connection, monitor_id, cursor, param)
+    rows, has_more = await fetch_newest_first(
+        connection,
+        table="checks",
+        select=_CHECK_COLUMNS,
+        where=where,
+        args=args,
+        bounds=filters,
+        tiebreak="id",
+        cursor_key=cursor_key,
+        forward=forward,
+        limit=limit,
     )
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    if not forward:
-        rows.reverse()
     return [CheckRecord.from_row(r) for r in rows], has_more

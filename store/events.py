@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from .database import Connection
 from .errors import CursorNotFound
 from .ids import new_id
+from .pagination import CreatedBounds, fetch_newest_first
 from .records import EventRecord
 
 
@@ -101,15 +102,11 @@ async def get_event(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EventFilter:
+class EventFilter(CreatedBounds):
     """Filters of ``GET /events``: ``type`` exact, or a prefix when it ends in ``*``
-    (``monitor.*``); bounds on ``created`` (epoch seconds); each None when absent."""
+    (``monitor.*``), and bounds on ``created`` (epoch seconds); each None when absent."""
 
     type: str | None = None
-    created_gt: int | None = None
-    created_gte: int | None = None
-    created_lt: int | None = None
-    created_lte: int | None = None
 
 
 async def list_events(
@@ -132,26 +129,13 @@ async def list_events(
     """
     args: list[object] = [account_id, list(kinds)]
     where = ["account_id = $1", "split_part(type, '.', 1) = ANY($2::text[])"]
-
-    def condition(template: str, value: object) -> None:
-        args.append(value)
-        where.append(template.format(f"${len(args)}"))
-
     if filters.type is not None:
-        if filters.type.endswith("*"):
-            condition("starts_with(type, {})", filters.type[:-1])
-        else:
-            condition("type = {}", filters.type)
-    for op, value in (
-        (">", filters.created_gt),
-        (">=", filters.created_gte),
-        ("<", filters.created_lt),
-        ("<=", filters.created_lte),
-    ):
-        if value is not None:
-            condition(f"created {op} {{}}", value)
+        prefix = filters.type.endswith("*")
+        args.append(filters.type[:-1] if prefix else filters.type)
+        where.append(f"starts_with(type, ${len(args)})" if prefix else f"type = ${len(args)}")
     forward = ending_before is None
     cursor = starting_after if forward else ending_before
+    cursor_key = None
     if cursor is not None:
         key = await connection.fetchrow(
             "SELECT created, seq FROM events WHERE id = $1 AND account_id = $2 "
@@ -162,19 +146,19 @@ async def list_events(
         )
         if key is None:
             raise CursorNotFound("starting_after" if forward else "ending_before", cursor)
-        args.extend((key["created"], key["seq"]))
-        op = "<" if forward else ">"
-        where.append(f"(created, seq) {op} (${len(args) - 1}, ${len(args)})")
-    direction = "DESC" if forward else "ASC"
-    rows = await connection.fetch(
-        f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} "
-        f"ORDER BY created {direction}, seq {direction} LIMIT {int(limit) + 1}",
-        *args,
+        cursor_key = (int(key["created"]), key["seq"])
+    rows, has_more = await fetch_newest_first(
+        connection,
+        table="events",
+        select=_COLUMNS,
+        where=where,
+        args=args,
+        bounds=filters,
+        tiebreak="seq",
+        cursor_key=cursor_key,
+        forward=forward,
+        limit=limit,
     )
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    if not forward:
-        rows.reverse()
     return [EventRecord.from_row(r) for r in rows], has_more
 
 

@@ -17,11 +17,11 @@ A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a serie
   minutes (exact counts and histogram), or, where raw checks are past their retention,
   from the rollup of the whole edge hour.
 * ``longest_down_seconds`` is the longest down period overlapping the range, clipped to
-  it, from the log of status moves; ``incidents`` counts incidents opened by the monitor
-  in the range (none until monitors open incidents: extensions part 3).
+  it, from the log of status moves; ``incidents`` counts incidents the monitor opened
+  (extensions part 3) whose ``created`` falls in the range.
 
 Every read runs in the caller's connection: one query for the monitor, one for the log,
-one over the rollups and at most one over raw checks.
+one for the incidents, one over the rollups and at most one over raw checks.
 """
 
 from __future__ import annotations
@@ -276,7 +276,20 @@ async def availability(
             result.response_time_sum_ms += float(row["total"])
             if row["buckets"] is not None:
                 merge_into(result.histogram, row["buckets"], row["counts"])
+    opened = sorted(
+        int(r["created"])
+        for r in await connection.fetch(
+            "SELECT created FROM incidents WHERE monitor_id = $1 AND created >= $2 "
+            "AND created < $3",
+            monitor_id,
+            start,
+            end,
+        )
+    )
     for result in results:
+        result.incidents = bisect.bisect_left(opened, result.end) - bisect.bisect_left(
+            opened, result.start
+        )
         counted = result.up_seconds + result.down_seconds + result.paused_seconds
         result.unknown_seconds = result.end - result.start - counted
     overall = _total(results, start, end)

@@ -17,7 +17,7 @@ from typing import Any
 from .database import Connection
 from .events import EventCause, record_event
 from .ids import new_id
-from .owned import delete_owned, update_owned
+from .owned import delete_owned, insert_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import IncidentRecord, IncidentUpdateRecord
 
@@ -61,12 +61,8 @@ async def insert_incident(
     """Insert an incident (``values``: every column but ``seq``; ``monitor_id``,
     ``monitors`` and ``postmortem`` may be left out), its first timeline entry and its
     ``incident.created`` event. Run inside a transaction."""
-    names = [n for n in _COLUMNS if n in values]
-    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
-    row = await connection.fetchrow(
-        f"INSERT INTO incidents AS t ({', '.join(names)}) VALUES ({placeholders}) "
-        f"RETURNING {_SELECT}",
-        *(values[n] for n in names),
+    row = await insert_owned(
+        connection, table="incidents", columns=_COLUMNS, select=_SELECT, values=values
     )
     record = IncidentRecord.from_row(row)
     await _append(connection, record, record.description, record.created)

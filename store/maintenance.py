@@ -127,9 +127,7 @@ async def maintain(
         )
     rollup_cutoff = now - int(settings.rollup_retention_days * DAY_SECONDS)
     rollups, moves = await db.run(_purge, rollup_cutoff)
-    events = await db.run(
-        purge_events, now - int(settings.event_retention_days * DAY_SECONDS)
-    )
+    events = await db.run(purge_events, now - int(settings.event_retention_days * DAY_SECONDS))
     return MaintenanceReport(dropped, rollups, moves, events)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from .database import Connection
 from .events import EventCause, record_event
-from .owned import delete_owned, update_owned
+from .owned import delete_owned, insert_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
 from .rollups import CLOSE_PERIODS
@@ -65,14 +65,10 @@ async def insert_monitor(
     """Insert a monitor and its ``monitor.created`` event (extensions part 1; run inside
     a transaction); ``values`` holds every column of the table but ``seq`` and
     ``run_epoch``. Returns the stored record."""
-    names = [k for k in values if k in _COLUMNS]
-    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
-    await connection.execute(
-        f"INSERT INTO monitors ({', '.join(names)}) VALUES ({placeholders})",
-        *(values[n] for n in names),
+    row = await insert_owned(
+        connection, table="monitors", columns=_COLUMNS, select=_SELECT, values=values
     )
-    record = await get_monitor(connection, values["account_id"], values["id"])
-    assert record is not None
+    record = MonitorRecord.from_row(row)
     await record_event(
         connection,
         type="monitor.created",

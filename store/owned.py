@@ -1,4 +1,5 @@
-"""Writes shared by the account-owned tables (``monitors``, ``incidents``).
+"""Writes shared by the account-owned tables (``monitors``, ``incidents``,
+``webhook_endpoints``).
 
 Both are updated the same way (lock, diff, write only what changed, bump ``updated``) and
 deleted the same way (lock, keep a cursor tombstone, delete), so the logic lives here
@@ -8,7 +9,7 @@ request.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -36,6 +37,24 @@ class Getter(Protocol[R_co]):
     def __call__(
         self, connection: Connection, account_id: str, row_id: str, /, *, for_update: bool = ...
     ) -> Awaitable[R_co | None]: ...
+
+
+async def insert_owned(
+    connection: Connection,
+    *,
+    table: str,
+    columns: Sequence[str],
+    select: str,
+    values: Mapping[str, Any],
+) -> Any:
+    """Insert a row of ``table`` from the ``values`` whose keys are in ``columns`` (the
+    rest are the table's defaults) and return it as ``select`` (over ``t``) reads it."""
+    names = [n for n in columns if n in values]
+    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
+    return await connection.fetchrow(
+        f"INSERT INTO {table} AS t ({', '.join(names)}) VALUES ({placeholders}) RETURNING {select}",
+        *(values[n] for n in names),
+    )
 
 
 async def update_owned(

@@ -15,8 +15,9 @@ direction of travel (after it for ``starting_after`` or no cursor, before it for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .database import Connection
 from .errors import CursorNotFound
@@ -126,3 +127,64 @@ async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> 
         now,
     )
     await connection.execute("DELETE FROM cursor_tombstones WHERE deleted_at < $1", now - 86_400)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatedBounds:
+    """Bounds on ``created`` (epoch seconds) of a time-ordered list, each None when
+    absent (the ``created[gt|gte|lt|lte]`` parameters of extensions parts 1 and 4)."""
+
+    created_gt: int | None = None
+    created_gte: int | None = None
+    created_lt: int | None = None
+    created_lte: int | None = None
+
+
+async def fetch_newest_first(
+    connection: Connection,
+    *,
+    table: str,
+    select: str,
+    where: Sequence[str],
+    args: Sequence[object],
+    bounds: CreatedBounds,
+    tiebreak: str,
+    cursor_key: tuple[int, object] | None,
+    forward: bool,
+    limit: int,
+) -> tuple[list[Any], bool]:
+    """One page of ``table`` newest first, ordered by ``(created, tiebreak)`` (asyncio side).
+
+    ``where`` are SQL conditions over ``args`` (numbered ``$1``...); ``bounds`` add their
+    own. ``cursor_key`` is the ``(created, tiebreak)`` of the cursor row, which the caller
+    looked up: the page lies after it when ``forward`` (``starting_after``), else before
+    it (``ending_before``, fetched in reverse and flipped back). ``table``, ``select`` and
+    ``tiebreak`` come from code, never from a request. Returns the rows in list order and
+    ``has_more`` in the direction of travel, as :func:`fetch_page` does.
+    """
+    args = list(args)
+    where = list(where)
+    for op, value in (
+        (">", bounds.created_gt),
+        (">=", bounds.created_gte),
+        ("<", bounds.created_lt),
+        ("<=", bounds.created_lte),
+    ):
+        if value is not None:
+            args.append(value)
+            where.append(f"created {op} ${len(args)}")
+    if cursor_key is not None:
+        args.extend(cursor_key)
+        op = "<" if forward else ">"
+        where.append(f"(created, {tiebreak}) {op} (${len(args) - 1}, ${len(args)})")
+    direction = "DESC" if forward else "ASC"
+    rows = await connection.fetch(
+        f"SELECT {select} FROM {table} WHERE {' AND '.join(where)} "
+        f"ORDER BY created {direction}, {tiebreak} {direction} LIMIT {int(limit) + 1}",
+        *args,
+    )
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    if not forward:
+        rows.reverse()
+    return list(rows), has_more

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .database import Connection
-from .owned import delete_owned, update_owned
+from .owned import delete_owned, insert_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import EventRecord, WebhookDeliveryRecord, WebhookEndpointRecord
 
@@ -124,12 +124,12 @@ async def insert_endpoint(
 ) -> WebhookEndpointRecord:
     """Insert an endpoint (``values``: every column of the record; the previous-secret
     columns may be left out)."""
-    names = [n for n in _ENDPOINT_COLUMNS if n in values]
-    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
-    row = await connection.fetchrow(
-        f"INSERT INTO webhook_endpoints AS t ({', '.join(names)}) VALUES ({placeholders}) "
-        f"RETURNING {_ENDPOINT_SELECT}",
-        *(values[n] for n in names),
+    row = await insert_owned(
+        connection,
+        table="webhook_endpoints",
+        columns=_ENDPOINT_COLUMNS,
+        select=_ENDPOINT_SELECT,
+        values=values,
     )
     return WebhookEndpointRecord.from_row(row)
 

@@ -143,6 +143,27 @@ def cursor(args: Mapping[str, list[str]], name: str, prefix: str) -> str | None:
     return value
 
 
+def page_args(args: Mapping[str, list[str]], prefix: str) -> tuple[int, str | None, str | None]:
+    """``limit`` (1-100, default 10), ``starting_after`` and ``ending_before`` (ids of
+    ``prefix``) of a list request (spec 4.4).
+
+    Raises:
+        ApiError: 400 ``invalid_parameter``; ``cursor_conflict`` when both cursors are
+            sent (spec 4.4 rule 3).
+    """
+    raw_limit = single(args, "limit")
+    limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
+    after = cursor(args, "starting_after", prefix)
+    before = cursor(args, "ending_before", prefix)
+    if after is not None and before is not None:
+        raise ApiError(
+            "cursor_conflict",
+            "starting_after and ending_before are mutually exclusive",
+            param="ending_before",
+        )
+    return limit, after, before
+
+
 def parse_list_query(
     args: Mapping[str, list[str]],
     *,
@@ -161,16 +182,7 @@ def parse_list_query(
     sorts = tuple(sorts)
     names = {"limit", "starting_after", "ending_before", *filters}
     check_names(args, names | {"sort"} if sorts else names)
-    raw_limit = single(args, "limit")
-    limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
-    after = cursor(args, "starting_after", prefix)
-    before = cursor(args, "ending_before", prefix)
-    if after is not None and before is not None:
-        raise ApiError(
-            "cursor_conflict",
-            "starting_after and ending_before are mutually exclusive",
-            param="ending_before",
-        )
+    limit, after, before = page_args(args, prefix)
     raw_sort = single(args, "sort") if sorts else "created"
     if raw_sort is None:
         raw_sort = "-created"
@@ -230,15 +242,7 @@ def parse_time_list(
     """
     filters = tuple(filters)
     check_names(args, ("limit", "starting_after", "ending_before", *CREATED_BOUNDS, *filters))
-    raw_limit = single(args, "limit")
-    after = cursor(args, "starting_after", prefix)
-    before = cursor(args, "ending_before", prefix)
-    if after is not None and before is not None:
-        raise ApiError(
-            "cursor_conflict",
-            "starting_after and ending_before are mutually exclusive",
-            param="ending_before",
-        )
+    limit, after, before = page_args(args, prefix)
 
     def bound(name: str) -> int | None:
         raw = single(args, name)
@@ -247,7 +251,7 @@ def parse_time_list(
     gt, gte, lt, lte = (bound(name) for name in CREATED_BOUNDS)
     raw_filters = {name: single(args, name) for name in filters}
     return TimeListQuery(
-        limit=10 if raw_limit is None else integer(1, 100)("limit", raw_limit),
+        limit=limit,
         starting_after=after,
         ending_before=before,
         created_gt=gt,

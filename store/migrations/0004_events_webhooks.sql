@@ -42,6 +42,9 @@ ALTER TABLE incidents
 CREATE INDEX incidents_open_by_monitor ON incidents (monitor_id)
     WHERE resolved_at IS NULL AND monitor_id IS NOT NULL;
 CREATE INDEX incidents_by_monitors ON incidents USING gin (monitors);
+-- "incidents opened by this monitor in the range" (availability, part 4).
+CREATE INDEX incidents_by_monitor ON incidents (monitor_id, created)
+    WHERE monitor_id IS NOT NULL;
 
 -- 3. The incident's timeline, oldest first (by seq).
 CREATE TABLE incident_updates (

@@ -10,6 +10,7 @@ pure schedule and health tests).
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
@@ -17,12 +18,22 @@ from typing import Any
 import pytest
 import trio
 
-from engine import Engine, EngineSettings, Prober, run_engine
+from engine import (
+    Engine,
+    EngineSettings,
+    Prober,
+    TargetPolicy,
+    WebhookSettings,
+    run_engine,
+    run_webhook_sender,
+)
 from engine.probes._ping import permitted_ping_kinds
 from store import CheckWriter, Database, StoreSettings, run_check_writer
 from tests.api import Api
+from tests.receiver import Receiver, expected_signature, signatures
 from tests.targets import DnsTarget, HttpTarget, TcpTarget
 from web.models import CheckList
+from web.service import render_event
 
 FAST = {"interval_seconds": 1, "timeout_seconds": 1}
 
@@ -243,3 +254,72 @@ async def test_monitors_resume_from_their_stored_status_after_an_engine_restart(
             entry = second.shards[0].entries[mid]
             assert entry.record.status == "up"
             inner.cancel_scope.cancel()
+
+
+async def test_down_incident_webhook_up_resolved_story(
+    api: Api, db: Database, tcp_target: TcpTarget, nursery: trio.Nursery
+) -> None:
+    """Issue 12's story through the API: a target stops, the monitor goes down, an
+    incident opens, signed webhooks tell a receiver; the target comes back, the incident
+    resolves and the receiver hears it; the incident's timeline tells it all."""
+    with trio.fail_after(40):
+        receiver = Receiver()
+        await nursery.start(receiver.serve)
+        await nursery.start(
+            partial(
+                run_webhook_sender,
+                db,
+                WebhookSettings(poll_seconds=0.05, retry_base_seconds=0.2),
+                render=render_event,
+                policy=TargetPolicy(),
+            )
+        )
+        code, hook, _ = await api.post(
+            "/webhook-endpoints",
+            json={
+                "url": receiver.url,
+                "enabled_events": ["monitor.down", "monitor.up", "incident.*"],
+            },
+        )
+        assert code == 201, hook
+        _, monitor, _ = await api.post(
+            "/monitors",
+            json={"name": "db", "url": f"tcp://127.0.0.1:{tcp_target.port}", "type": "tcp", **FAST},
+        )
+        mid = monitor["id"]
+        await wait_status(api, mid, "up", seconds=3)
+        await receiver.wait_for(1)  # pending -> up is a move into up
+        await tcp_target.stop()
+        await wait_status(api, mid, "down")
+        await receiver.wait_for(3)
+        await tcp_target.start()
+        await wait_status(api, mid, "up")
+        arrived = await receiver.wait_for(5)
+        events = [json.loads(r.body) for r in arrived]
+        assert sorted(e["type"] for e in events[1:3]) == ["incident.created", "monitor.down"]
+        assert sorted(e["type"] for e in events[3:5]) == ["incident.resolved", "monitor.up"]
+        for request, event in zip(arrived, events, strict=True):
+            assert request.headers["uptrio-event-id"] == event["id"]
+            timestamp, sent = signatures(request.headers["uptrio-signature"])
+            assert expected_signature(hook["secret"], timestamp, request.body) in sent
+        by_type = {e["type"]: e for e in events[1:]}
+        incident = by_type["incident.created"]["data"]["object"]
+        assert incident["title"] == "db is down" and incident["monitor"] == mid
+        assert incident["monitors"] == [mid] and incident["status"] == "investigating"
+        assert "connection_refused" in incident["description"]
+        resolved = by_type["incident.resolved"]["data"]
+        assert resolved["object"]["id"] == incident["id"]
+        assert resolved["object"]["resolution_message"].startswith("db is up again after ")
+        assert resolved["previous_attributes"]["status"] == "investigating"
+        assert by_type["monitor.down"]["data"]["previous_attributes"] == {"status": "up"}
+        assert by_type["monitor.down"]["request"] == {"id": None, "idempotency_key": None}
+        code, timeline, _ = await api.get(f"/incidents/{incident['id']}/updates")
+        assert code == 200
+        assert [u["status"] for u in timeline["data"]] == ["investigating", "resolved"]
+        code, stored, _ = await api.get(f"/incidents/{incident['id']}")
+        assert stored["status"] == "resolved" and stored["resolved_at"] is not None
+        code, listed, _ = await api.get("/events", query={"type": "incident.*"})
+        assert [e["id"] for e in listed["data"]] == [
+            by_type["incident.resolved"]["id"],
+            by_type["incident.created"]["id"],
+        ]

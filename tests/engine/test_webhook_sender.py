@@ -47,6 +47,7 @@ async def sender(
     *,
     policy: TargetPolicy | None = None,
     clock: Callable[[], float] = time.time,
+    render: Callable[[Any], bytes] = render_event,
 ) -> AsyncIterator[None]:
     """Run a webhook sender while the block runs."""
     async with trio.open_nursery() as nursery:
@@ -55,7 +56,7 @@ async def sender(
                 run_webhook_sender,
                 db,
                 settings,
-                render=render_event,
+                render=render,
                 policy=policy or TargetPolicy(),
                 clock=clock,
             )
@@ -76,6 +77,17 @@ async def endpoint(api: Api, url: str, events: list[str] | None = None) -> dict[
     return created
 
 
+async def rotated_endpoint(
+    api: Api, nursery: trio.Nursery
+) -> tuple[Receiver, dict[str, Any], dict[str, Any]]:
+    """A receiver, and an endpoint on it whose secret was rotated: (receiver, the endpoint
+    as created, as rotated); the old secret still signs."""
+    receiver = await receiving(nursery)
+    hook = await endpoint(api, receiver.url)
+    rotated = expect(await api.post(f"/webhook-endpoints/{hook['id']}/rotate-secret"))
+    return receiver, hook, rotated
+
+
 async def deliveries(api: Api, endpoint_id: str) -> list[dict[str, Any]]:
     page = expect(await api.get(f"/webhook-endpoints/{endpoint_id}/deliveries"))
     for item in page["data"]:
@@ -90,6 +102,13 @@ async def settled(api: Api, endpoint_id: str, count: int) -> list[dict[str, Any]
         if len(found) == count and all(d["status"] != "pending" for d in found):
             return found
         await trio.sleep(0.05)
+
+
+async def attempted(api: Api, endpoint_id: str) -> dict[str, Any]:
+    """Wait until the endpoint's newest delivery has an attempt recorded; that delivery."""
+    while not (newest := (await deliveries(api, endpoint_id))[0])["attempts"]:
+        await trio.sleep(0.05)
+    return newest
 
 
 async def test_a_delivery_is_the_signed_event(
@@ -124,9 +143,7 @@ async def test_during_a_rotation_both_secrets_sign_then_only_the_new_one(
     api: Api, db: Database, nursery: trio.Nursery
 ) -> None:
     with trio.fail_after(15):
-        receiver = await receiving(nursery)
-        hook = await endpoint(api, receiver.url)
-        rotated = expect(await api.post(f"/webhook-endpoints/{hook['id']}/rotate-secret"))
+        receiver, hook, rotated = await rotated_endpoint(api, nursery)
         old, new = hook["secret"], rotated["secret"]
         assert new != old and new.startswith("whsec_")
         async with sender(db):
@@ -182,9 +199,7 @@ async def test_a_receiver_that_hangs_times_out_and_is_retried(
         async with sender(db, settings):
             await create_incident(api)
             await receiver.wait_for(1)
-            while (await deliveries(api, hook["id"]))[0]["attempts"] == 0:
-                await trio.sleep(0.05)
-            (timed_out,) = await deliveries(api, hook["id"])
+            timed_out = await attempted(api, hook["id"])
             assert timed_out["last_attempt"]["error"] == "timeout"
             assert timed_out["last_attempt"]["response_status"] is None
             assert 450 <= timed_out["last_attempt"]["duration_ms"] < 1500
@@ -271,9 +286,7 @@ async def test_a_refused_target_fails_with_target_denied_without_a_connection(
             policy = TargetPolicy(deny_private=True)
         await create_incident(api)
         async with sender(db, policy=policy):
-            while not (await deliveries(api, hook["id"]))[0]["attempts"]:
-                await trio.sleep(0.05)
-        (denied,) = await deliveries(api, hook["id"])
+            denied = await attempted(api, hook["id"])
         assert denied["last_attempt"]["error"] == "target_denied"
         assert denied["last_attempt"]["response_status"] is None
         assert receiver.connections == 0
@@ -311,9 +324,7 @@ async def test_the_readme_snippet_verifies_a_real_delivery_and_refuses_a_replay(
     api: Api, db: Database, nursery: trio.Nursery
 ) -> None:
     with trio.fail_after(15):
-        receiver = await receiving(nursery)
-        hook = await endpoint(api, receiver.url)
-        rotated = expect(await api.post(f"/webhook-endpoints/{hook['id']}/rotate-secret"))
+        receiver, hook, rotated = await rotated_endpoint(api, nursery)
         async with sender(db):
             await create_incident(api)
             (got,) = await receiver.wait_for(1)
@@ -330,3 +341,26 @@ async def test_the_readme_snippet_verifies_a_real_delivery_and_refuses_a_replay(
         assert not verify(got.body, header, rotated["secret"])
         snippet["time"] = SimpleNamespace(time=lambda: sent + 299)
         assert verify(got.body, header, rotated["secret"])
+
+
+async def test_a_bug_in_one_delivery_is_a_failed_attempt_not_a_crash(
+    api: Api, db: Database, nursery: trio.Nursery
+) -> None:
+    with trio.fail_after(15):
+        receiver = await receiving(nursery)
+        hook = await endpoint(api, receiver.url)
+
+        def render(record: Any) -> bytes:
+            if record.type == "incident.created":
+                raise KeyError("a shape this build does not know")
+            return render_event(record)
+
+        await create_incident(api)
+        async with sender(db, render=render):
+            await attempted(api, hook["id"])
+            expect(await api.post(f"/incidents/{(await create_incident(api))['id']}/resolve"))
+            await receiver.wait_for(1)  # the sender lives on: the next event goes out
+        broken = (await deliveries(api, hook["id"]))[-1]
+        assert broken["last_attempt"]["error"] == "internal_error"
+        assert broken["status"] == "pending" and broken["next_attempt_at"] is not None
+        assert json.loads(receiver.received[0].body)["type"] == "incident.resolved"

@@ -9,7 +9,17 @@ from typing import Any
 import pytest
 import trio
 
-from store import CheckRecord, Database, StatusChange, checks, incidents, monitors, new_check_id
+from store import (
+    CheckRecord,
+    Database,
+    MaintenanceSettings,
+    StatusChange,
+    checks,
+    incidents,
+    maintain,
+    monitors,
+    new_check_id,
+)
 from tests.store.helpers import new_monitor
 
 T0 = 1_790_000_000
@@ -239,3 +249,46 @@ async def test_a_rolled_back_mutation_leaves_no_event(db: Database) -> None:
         assert len(await _rows(db, "SELECT id FROM events")) == before
         stored = await db.run(monitors.get_monitor, None, record.id)
         assert stored is not None and stored.name == "m" and stored.status == "pending"
+
+
+async def test_events_older_than_30_days_are_purged_with_their_deliveries(db: Database) -> None:
+    with trio.fail_after(20):
+        mid = await _monitor(db)  # monitor.created at T0
+        await _moves(db, mid, ("pending", "down", T0 + 10))
+
+        async def endpoint_and_two_events(connection: Any) -> None:
+            account = await connection.fetchval(
+                "SELECT account_id FROM monitors WHERE id = $1", mid
+            )
+            await connection.execute(
+                "INSERT INTO webhook_endpoints (id, account_id, url, enabled_events, status, "
+                "secret, created, updated) VALUES ('we_t', $1, 'http://127.0.0.1:9/', "
+                "'{*}', 'enabled', 'whsec_t', $2, $2)",
+                account,
+                T0,
+            )
+            # Both fan out to the endpoint (the trigger of migration 0004).
+            await connection.execute(
+                "INSERT INTO events (id, account_id, type, resource_id, created, object) "
+                "VALUES ('evt_old', $1, 'monitor.updated', $2, $3, '{}'), "
+                "('evt_new', $1, 'monitor.updated', $2, $4, '{}')",
+                account,
+                mid,
+                T0 + 20,
+                T0 + 40 * 86_400,
+            )
+
+        await db.transaction(endpoint_and_two_events)
+        counts = await _rows(
+            db,
+            "SELECT (SELECT count(*) FROM events) AS e, "
+            "(SELECT count(*) FROM webhook_deliveries) AS d",
+        )
+        assert counts == [{"e": 5, "d": 2}]  # created, down, incident.created, old, new
+        report = await maintain(
+            db, MaintenanceSettings(), partition_seconds=86_400, now=T0 + 40 * 86_400
+        )
+        assert report.events_deleted == 4
+        left = await _rows(db, "SELECT id FROM events")
+        assert left == [{"id": "evt_new"}]
+        assert len(await _rows(db, "SELECT id FROM webhook_deliveries")) == 1

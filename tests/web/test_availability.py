@@ -94,7 +94,8 @@ async def test_availability_of_a_known_history(
             assert figures == [2 * HOUR - 600, 600, 0] and body["unknown_seconds"] == 0
             assert body["uptime_percent"] == (2 * HOUR - 600) * 100 / (2 * HOUR)
             assert (body["checks"], body["failed_checks"]) == (24, 2)
-            assert body["longest_down_seconds"] == 600 and body["incidents"] == 0
+            # the down opened an incident (extensions part 3), counted where it opened
+            assert body["longest_down_seconds"] == 600 and body["incidents"] == 1
             assert body["response_time_ms"]["mean"] == 1.5
             assert abs(body["response_time_ms"]["p99"] - 1.5) <= 0.075
             assert "series" not in body and "secret" not in str(body)
@@ -106,6 +107,13 @@ async def test_availability_of_a_known_history(
             assert code == 200 and len(body["series"]) in (2, 3)
             assert sum(p["down_seconds"] for p in body["series"]) == 600
             assert sum(p["checks"] for p in body["series"]) == 24
+            opened_in = [p for p in body["series"] if p["incidents"]]
+            assert len(opened_in) == 1 and opened_in[0]["incidents"] == 1
+            assert opened_in[0]["start"] <= created + 3000 < opened_in[0]["end"]
+            code, later, _ = await api.get(
+                f"/monitors/{mid}/availability", query={"start": created + 3001, "end": end}
+            )
+            assert code == 200 and later["incidents"] == 0
             assert body["series"][0]["start"] == created and body["series"][-1]["end"] == end
 
             code, body, _ = await api.get(f"/monitors/{mid}/availability")  # the last 30 days

@@ -109,8 +109,6 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         limited = await api_for(account="acme", permissions=granted)
         monitor = await create_monitor(api)
         incident = await create_incident(api)
-        kind = "incident" if permission == "incidents.read" else "monitor"  # one it may read
-        event = expect(await api.get("/events", query={"type": f"{kind}.created"}))["data"][0]
         hook = expect(
             await api.post(
                 "/webhook-endpoints",
@@ -118,6 +116,8 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             ),
             201,
         )
+        kind = "incident" if permission == "incidents.read" else "monitor"  # one it may read
+        event = expect(await api.get("/events", query={"type": f"{kind}.created"}))["data"][0]
         ids = {"mon": monitor["id"], "inc": incident["id"], "evt": event["id"], "we": hook["id"]}
         for method, template, needed, name, body, success in ENDPOINTS:
             path = template.format(**ids)

@@ -46,6 +46,7 @@ SEMANTIC_REFUSALS = frozenset(
         "cursor_not_found",  # a well-formed id that names no object
         "cursor_conflict",  # both cursors at once
         "incident_not_open",  # resolve on a resolved incident
+        "unknown_monitor",  # an incident's monitors must be the account's own
     }
 )
 """Codes a schema-valid request may get: rules OpenAPI cannot express."""

@@ -14,6 +14,20 @@ from ..errors import ApiError
 from ..models import MAX_METADATA_KEYS, merge_metadata
 from ..pipeline import ApiResponse, RequestContext
 
+PAGE_QUERY = (
+    ("limit", "integer", "1 to 100, default 10."),
+    ("starting_after", "string", "Cursor: objects after this id."),
+    ("ending_before", "string", "Cursor: objects before this id."),
+)
+"""The cursor parameters of every list (spec 4.4), for the OpenAPI document."""
+CREATED_QUERY = (
+    ("created[gt]", "integer", "Created after (epoch seconds)."),
+    ("created[gte]", "integer", "Created at or after (epoch seconds)."),
+    ("created[lt]", "integer", "Created before (epoch seconds)."),
+    ("created[lte]", "integer", "Created at or before (epoch seconds)."),
+)
+"""The ``created`` bounds of a time-ordered list, for the OpenAPI document."""
+
 
 def now() -> int:
     """Wall-clock time as integer epoch seconds (spec 2.4), for stored timestamps."""

@@ -16,7 +16,7 @@ from ..models import EventList, EventObject
 from ..objects import event_object, list_object
 from ..params import parse_time_list
 from ..pipeline import ApiResponse, RequestContext, Route
-from .common import not_found, path_id
+from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 
 __all__ = ["READ_PERMISSIONS", "ROUTES"]
 
@@ -78,14 +78,9 @@ ROUTES = (
         summary="List events, newest first",
         response_model=EventList,
         query=(
-            ("limit", "integer", "1 to 100, default 10."),
-            ("starting_after", "string", "Cursor: events after this id."),
-            ("ending_before", "string", "Cursor: events before this id."),
+            *PAGE_QUERY,
             ("type", "string", "An event type, or a prefix ending in * (monitor.*)."),
-            ("created[gt]", "integer", "Created after (epoch seconds)."),
-            ("created[gte]", "integer", "Created at or after (epoch seconds)."),
-            ("created[lt]", "integer", "Created before (epoch seconds)."),
-            ("created[lte]", "integer", "Created at or before (epoch seconds)."),
+            *CREATED_QUERY,
         ),
     ),
     Route(

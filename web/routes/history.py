@@ -18,7 +18,7 @@ from ..models import AvailabilityObject, CheckList
 from ..objects import check_object, list_object
 from ..params import EPOCH, check_names, choice, parse_time_list, single
 from ..pipeline import ApiResponse, RequestContext, Route
-from .common import not_found, path_id
+from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 
 __all__ = ["ROUTES"]
 
@@ -158,14 +158,9 @@ ROUTES = (
         summary="List a monitor's checks, newest first",
         response_model=CheckList,
         query=(
-            ("limit", "integer", "1 to 100, default 10."),
-            ("starting_after", "string", "Cursor: checks older than this check id."),
-            ("ending_before", "string", "Cursor: checks newer than this check id."),
+            *PAGE_QUERY,
             ("status", "string", "Filter: up or down."),
-            ("created[gt]", "integer", "Filter: created after, epoch seconds."),
-            ("created[gte]", "integer", "Filter: created at or after, epoch seconds."),
-            ("created[lt]", "integer", "Filter: created before, epoch seconds."),
-            ("created[lte]", "integer", "Filter: created at or before, epoch seconds."),
+            *CREATED_QUERY,
         ),
     ),
     Route(

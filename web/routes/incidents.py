@@ -31,7 +31,7 @@ from ..models import (
 from ..objects import incident_object, incident_update_object, list_object
 from ..params import boolean, choice, parse_list_query
 from ..pipeline import ApiResponse, RequestContext, Route
-from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 
 _STATUSES = ("investigating", "identified", "monitoring", "resolved")
 _SEVERITIES = ("critical", "major", "minor", "maintenance")
@@ -211,9 +211,7 @@ ROUTES = (
         summary="List incidents",
         response_model=IncidentList,
         query=(
-            ("limit", "integer", "1 to 100, default 10."),
-            ("starting_after", "string", "Cursor: objects after this id."),
-            ("ending_before", "string", "Cursor: objects before this id."),
+            *PAGE_QUERY,
             ("status", "string", "Filter: " + ", ".join(_STATUSES) + "."),
             ("severity", "string", "Filter: " + ", ".join(_SEVERITIES) + "."),
             ("resolved", "boolean", "Filter: true for resolved, false for open."),
@@ -279,11 +277,7 @@ ROUTES = (
         permission="incidents.read",
         summary="List an incident's timeline, oldest first",
         response_model=IncidentUpdateList,
-        query=(
-            ("limit", "integer", "1 to 100, default 10."),
-            ("starting_after", "string", "Cursor: updates after this id."),
-            ("ending_before", "string", "Cursor: updates before this id."),
-        ),
+        query=PAGE_QUERY,
     ),
     Route(
         name="delete_incident",

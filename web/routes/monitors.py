@@ -31,7 +31,7 @@ from ..models import (
 from ..objects import list_object, monitor_object
 from ..params import choice, parse_list_query, text
 from ..pipeline import ApiResponse, RequestContext, Route, validate
-from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 
 _HTTP_ONLY = ("method", "expected_status_code")
 
@@ -207,12 +207,6 @@ async def _move(ctx: RequestContext, move: Any) -> ApiResponse:
     return ApiResponse(200, monitor_object(record))
 
 
-_PAGE = (
-    ("limit", "integer", "1 to 100, default 10."),
-    ("starting_after", "string", "Cursor: objects after this id."),
-    ("ending_before", "string", "Cursor: objects before this id."),
-)
-
 ROUTES = (
     Route(
         name="list_monitors",
@@ -223,7 +217,7 @@ ROUTES = (
         summary="List monitors",
         response_model=MonitorList,
         query=(
-            *_PAGE,
+            *PAGE_QUERY,
             ("status", "string", "Filter: up, down, pending, paused."),
             ("type", "string", "Filter: http, tcp, dns, ping."),
             ("search", "string", "Case-insensitive substring of the name."),

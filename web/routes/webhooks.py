@@ -32,7 +32,7 @@ from ..webhook_models import (
     WebhookEndpointObject,
     WebhookEndpointUpdate,
 )
-from .common import delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 from .monitors import check_target_policy
 
 __all__ = ["ROUTES"]
@@ -146,12 +146,6 @@ async def list_deliveries(ctx: RequestContext) -> ApiResponse:
     )
 
 
-_PAGE = (
-    ("limit", "integer", "1 to 100, default 10."),
-    ("starting_after", "string", "Cursor: objects after this id."),
-    ("ending_before", "string", "Cursor: objects before this id."),
-)
-
 ROUTES = (
     Route(
         name="list_webhook_endpoints",
@@ -161,7 +155,7 @@ ROUTES = (
         permission="webhooks.read",
         summary="List webhook endpoints",
         response_model=WebhookEndpointList,
-        query=(*_PAGE, ("sort", "string", "created or -created (default).")),
+        query=(*PAGE_QUERY, ("sort", "string", "created or -created (default).")),
     ),
     Route(
         name="create_webhook_endpoint",
@@ -219,7 +213,7 @@ ROUTES = (
         permission="webhooks.read",
         summary="List a webhook endpoint's deliveries, newest first",
         response_model=WebhookDeliveryList,
-        query=(*_PAGE, ("status", "string", "Filter: pending, succeeded, failed.")),
+        query=(*PAGE_QUERY, ("status", "string", "Filter: pending, succeeded, failed.")),
     ),
 )
 """The webhook endpoints."""

@@ -1,0 +1,344 @@
+"""The flags of ``uptrio serve`` and the settings they make (:func:`service_settings`).
+
+Every default comes from the settings dataclasses (``web.settings.ServiceSettings``,
+``store.StoreSettings``, ``store.MaintenanceSettings``, ``engine.EngineSettings``,
+``engine.WebhookSettings``, ``web.deps.WebSettings``): a flag's default is defined once,
+where the setting is. Flags are tables ``(flag, type, default, help)`` read by
+:func:`serve_flags`. Sizes and counts must be at least 1 (:func:`positive_int`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from engine import EngineSettings, Intensity, TargetPolicy, WebhookSettings, nameserver_resolver
+from store import DEFAULT_DATA_DIR, MaintenanceSettings, StoreLocation, StoreSettings
+
+from .deps import WebSettings
+from .settings import ServiceSettings
+
+__all__ = [
+    "data_dir_flag",
+    "parse_nameserver",
+    "positive_float",
+    "positive_int",
+    "serve_flags",
+    "service_settings",
+    "store_flags",
+    "store_location",
+]
+
+_SERVICE = ServiceSettings()
+_STORE = StoreSettings()
+_ENGINE = EngineSettings()
+_WEB = WebSettings()
+_HISTORY = MaintenanceSettings()
+_WEBHOOKS = WebhookSettings()
+
+
+_N = TypeVar("_N", int, float)
+
+
+def _positive(text: str, kind: type[_N]) -> _N:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a {kind.__name__}: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0: {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1, for ``argparse``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    return _positive(text, int)
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0, for ``argparse``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    return _positive(text, float)
+
+
+def parse_nameserver(text: str) -> tuple[str, int]:
+    """``IP[:PORT]`` (IPv6 as ``[IP]:PORT``) for ``--dns-nameserver``; port 53 by default.
+
+    Raises:
+        argparse.ArgumentTypeError: not an IP address with an optional port.
+    """
+    host, port = text, "53"
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":") or "53"
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        ipaddress.ip_address(host)
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not IP[:PORT]: {text!r}") from None
+    return host, number
+
+
+def store_location(args: argparse.Namespace) -> StoreLocation:
+    """The database's location from ``--data-dir`` / ``--database-url``, else
+    ``UPTRIO_DATA_DIR`` / ``UPTRIO_DATABASE_URL``, else the data directory's default."""
+    data_dir = getattr(args, "data_dir", None) or os.environ.get("UPTRIO_DATA_DIR")
+    url = getattr(args, "database_url", None) or os.environ.get("UPTRIO_DATABASE_URL")
+    return StoreLocation(
+        data_dir=Path(data_dir) if data_dir else DEFAULT_DATA_DIR, database_url=url or None
+    )
+
+
+def service_settings(args: argparse.Namespace) -> ServiceSettings:
+    """The service's settings from ``uptrio serve`` flags."""
+    engine = EngineSettings(
+        max_probes_in_flight=args.max_probes_in_flight,
+        shard_count=args.shards,
+        monitor_intensity=Intensity(
+            max_restarts=args.restart_intensity, period_seconds=args.restart_period
+        ),
+    )
+    webhooks = WebhookSettings(
+        poll_seconds=args.webhook_poll_seconds,
+        concurrency=args.webhook_concurrency,
+        per_endpoint_concurrency=args.webhook_per_endpoint_concurrency,
+        timeout_seconds=args.webhook_timeout_seconds,
+        retry_base_seconds=args.webhook_retry_base_seconds,
+        claim_seconds=args.webhook_claim_seconds,
+    )
+    return ServiceSettings(
+        webhooks=None if args.no_webhooks else webhooks,
+        store=StoreSettings(
+            batch_size=args.batch_size,
+            batch_age_seconds=args.batch_age_ms / 1000,
+            buffer_limit=args.store_buffer,
+        ),
+        maintenance=MaintenanceSettings(
+            check_retention_days=args.check_retention_days,
+            rollup_retention_days=args.rollup_retention_days,
+        ),
+        engine=None if args.no_engine else engine,
+        web=WebSettings(
+            max_body_bytes=args.max_body_bytes,
+            token_requests_per_minute=args.token_requests_per_minute,
+            token_requests_per_hour=args.token_requests_per_hour,
+            account_requests_per_minute=args.account_requests_per_minute,
+            auth_failures_per_minute=args.auth_failures_per_minute,
+            idempotency_retention_seconds=args.idempotency_retention_seconds,
+            body_timeout_seconds=args.body_timeout_seconds,
+        ),
+        # dns monitors' names are screened with the nameserver their checks ask.
+        target_policy=TargetPolicy(
+            deny_private=args.deny_private_targets,
+            allow_metadata=args.allow_metadata_targets,
+            dns_resolver=nameserver_resolver(args.dns_nameserver),
+        ),
+        dns_nameserver=args.dns_nameserver,
+        host=args.host,
+        port=args.port,
+        shutdown_seconds=args.shutdown_seconds,
+        database_timeout_seconds=args.database_timeout_seconds,
+    )
+
+
+def data_dir_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", help=f"data directory (default $UPTRIO_DATA_DIR or {DEFAULT_DATA_DIR})"
+    )
+
+
+def store_flags(parser: argparse.ArgumentParser) -> None:
+    data_dir_flag(parser)
+    parser.add_argument(
+        "--database-url", help="external Postgres URL (default $UPTRIO_DATABASE_URL; else embedded)"
+    )
+
+
+_SERVE_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    ("--host", str, _SERVICE.host, "listen address"),
+    ("--port", int, _SERVICE.port, "listen port"),
+    ("--max-body-bytes", positive_int, _WEB.max_body_bytes, "largest request body, bytes"),
+    ("--shutdown-seconds", float, _SERVICE.shutdown_seconds, "graceful shutdown deadline, s"),
+    (
+        "--database-timeout-seconds",
+        float,
+        _SERVICE.database_timeout_seconds,
+        "longest an API request waits on the database before a 500 database_unavailable, s",
+    ),
+    (
+        "--max-probes-in-flight",
+        positive_int,
+        _ENGINE.max_probes_in_flight,
+        "global cap on concurrent probes",
+    ),
+    ("--shards", positive_int, _ENGINE.shard_count, "monitor supervisors"),
+    (
+        "--restart-intensity",
+        positive_int,
+        _ENGINE.monitor_intensity.max_restarts,
+        "monitor restarts one shard tolerates per period",
+    ),
+    (
+        "--restart-period",
+        float,
+        _ENGINE.monitor_intensity.period_seconds,
+        "restart intensity period, s",
+    ),
+    ("--batch-size", positive_int, _STORE.batch_size, "check results per store batch"),
+    (
+        "--batch-age-ms",
+        float,
+        _STORE.batch_age_seconds * 1000,
+        "oldest result age before a batch is written, ms",
+    ),
+    (
+        "--check-retention-days",
+        positive_int,
+        _HISTORY.check_retention_days,
+        "raw checks are kept this many days, then dropped a partition at a time",
+    ),
+    (
+        "--rollup-retention-days",
+        positive_int,
+        _HISTORY.rollup_retention_days,
+        "hourly rollups and status history are kept this many days",
+    ),
+    (
+        "--store-buffer",
+        positive_int,
+        _STORE.buffer_limit,
+        "check results buffered while the database is down; past it the oldest are dropped",
+    ),
+]
+"""``uptrio serve``'s valued flags: (flag, type, default from the settings, help)."""
+
+_SAFETY_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    (
+        "--token-requests-per-minute",
+        positive_int,
+        _WEB.token_requests_per_minute,
+        "requests per token per rolling minute (spec 8)",
+    ),
+    (
+        "--token-requests-per-hour",
+        positive_int,
+        _WEB.token_requests_per_hour,
+        "requests per token per rolling hour (spec 8)",
+    ),
+    (
+        "--account-requests-per-minute",
+        positive_int,
+        _WEB.account_requests_per_minute,
+        "requests per account, all tokens, per rolling minute (spec 8)",
+    ),
+    (
+        "--auth-failures-per-minute",
+        positive_int,
+        _WEB.auth_failures_per_minute,
+        "failed authentications per client address per rolling minute before it gets 429s",
+    ),
+    (
+        "--body-timeout-seconds",
+        positive_float,
+        _WEB.body_timeout_seconds,
+        "longest wait for a request's whole body before a 408 body_timeout, s",
+    ),
+    (
+        "--idempotency-retention-seconds",
+        positive_int,
+        _WEB.idempotency_retention_seconds,
+        "how long idempotency keys replay, s",
+    ),
+]
+"""The request-safety flags of ``uptrio serve``, in the same form."""
+
+_WEBHOOK_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    (
+        "--webhook-poll-seconds",
+        positive_float,
+        _WEBHOOKS.poll_seconds,
+        "seconds between two looks for due webhook deliveries",
+    ),
+    (
+        "--webhook-concurrency",
+        positive_int,
+        _WEBHOOKS.concurrency,
+        "webhook attempts in flight at most, all endpoints together",
+    ),
+    (
+        "--webhook-per-endpoint-concurrency",
+        positive_int,
+        _WEBHOOKS.per_endpoint_concurrency,
+        "webhook attempts in flight at most for one endpoint",
+    ),
+    (
+        "--webhook-timeout-seconds",
+        positive_float,
+        _WEBHOOKS.timeout_seconds,
+        "a webhook attempt's deadline: a 2xx must arrive within it, s",
+    ),
+    (
+        "--webhook-retry-base-seconds",
+        positive_float,
+        _WEBHOOKS.retry_base_seconds,
+        "delay before a failed webhook's first retry, doubling after each, s",
+    ),
+    (
+        "--webhook-claim-seconds",
+        positive_float,
+        _WEBHOOKS.claim_seconds,
+        "how long a claimed delivery is reserved; an attempt never recorded "
+        "(a crash) is retried after it, s",
+    ),
+]
+"""The webhook sender's flags of ``uptrio serve`` (extensions part 2), in the same form."""
+
+
+def serve_flags(serve: argparse.ArgumentParser) -> None:
+    """The flags of ``uptrio serve``; every default comes from the settings dataclasses."""
+    store_flags(serve)
+    safety = serve.add_argument_group("request safety")
+    hooks = serve.add_argument_group("webhooks")
+    for group, flags in ((serve, _SERVE_FLAGS), (safety, _SAFETY_FLAGS), (hooks, _WEBHOOK_FLAGS)):
+        for flag, kind, default, text in flags:
+            group.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
+    serve.add_argument("--no-engine", action="store_true", help="serve the API only; probe nothing")
+    hooks.add_argument(
+        "--no-webhooks",
+        action="store_true",
+        help="send no webhooks (deliveries wait, pending, for a process that sends them)",
+    )
+    serve.add_argument(
+        "--dns-nameserver",
+        type=parse_nameserver,
+        default=None,
+        help="IP[:PORT] for dns checks (default: the system's)",
+    )
+    safety.add_argument(
+        "--deny-private-targets",
+        action="store_true",
+        help="refuse monitors and checks on loopback, private, link-local, unspecified, "
+        "multicast and other non-global addresses",
+    )
+    safety.add_argument(
+        "--allow-metadata-targets",
+        action="store_true",
+        help="allow link-local and cloud metadata addresses (169.254.169.254, ...), "
+        "refused by default",
+    )
