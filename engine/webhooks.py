@@ -1,8 +1,8 @@
 """The webhook sender: an actor under the root supervisor (DESIGN: "Where the next
 capabilities live"; extensions part 2).
 
-Every ``poll_seconds``, and as soon as an attempt ends when the last claim stopped at a
-limit (a backlog), it claims due deliveries (``store.deliveries.claim_due``: ``FOR
+Every ``poll_seconds``, and as soon as an attempt ends while the last claim found some,
+it claims due deliveries (``store.deliveries.claim_due``: ``FOR
 UPDATE SKIP LOCKED``, so several nodes share the work without sending a delivery twice
 at once) and sends each one in a child task:
 
@@ -137,10 +137,10 @@ async def run_webhook_sender(
             claimed = await sender.claim()
             for delivery in claimed:
                 nursery.start_soon(sender.attempt, client, delivery)
-            if sender.capped:  # a limit cut the claim short: more is due once a slot frees
+            if claimed:  # more may be due as soon as an attempt ends (a backlog)
                 with trio.move_on_after(settings.poll_seconds):
                     await sender.slot_freed.wait()
-            else:  # everything due was claimed
+            else:
                 await trio.sleep(settings.poll_seconds)
 
 
@@ -165,9 +165,6 @@ class _Sender:
         self.user_agent = user_agent()
         self.in_flight: Counter[str] = Counter()
         self.slot_freed = trio.Event()
-        self.capped = False
-        """Whether the last claim stopped at a limit (the global room, or an endpoint's),
-        so that more deliveries may be due than it took."""
         # Finished attempts wait here for the recorder (bounded: a database that hangs
         # holds the attempts back instead of growing memory).
         self.finished, self._to_record = trio.open_memory_channel[deliveries.Attempt](
@@ -184,7 +181,6 @@ class _Sender:
         error (logged)."""
         free = self.free
         if free <= 0:
-            self.capped = True
             return []
         try:
             claimed = await self.db.transaction(
@@ -197,14 +193,9 @@ class _Sender:
             )
         except StoreError as exc:
             log.warning("webhook claim failed", error=str(exc))
-            self.capped = False  # the next poll tries again
             return []
         for delivery in claimed:
             self.in_flight[delivery.endpoint_id] += 1
-        per_endpoint = self.settings.per_endpoint_concurrency
-        self.capped = len(claimed) >= free or any(
-            self.in_flight[d.endpoint_id] >= per_endpoint for d in claimed
-        )
         if claimed:
             self.slot_freed = trio.Event()
         return claimed
