@@ -72,13 +72,16 @@ class CreateOutcome:
 
 
 def _body(plan: MonitorPlan, params: BenchParams) -> dict[str, object]:
-    return {
+    body: dict[str, object] = {
         "name": f"bench-{plan.index}",
         "url": plan.url,
         "type": plan.type,
         "interval_seconds": params.interval_seconds,
         "timeout_seconds": params.timeout_seconds,
     }
+    if params.failure_threshold is not None:
+        body["failure_threshold"] = params.failure_threshold
+    return body
 
 
 _RETRYABLE_CODES = frozenset({"database_unavailable", "engine_unavailable"})

@@ -12,6 +12,8 @@ and says in one line how to install the harness's extras when they are missing::
     uptrio bench history [--monitors N] [--days 90] ...
     uptrio bench status-pages [--monitors 10000] [--components 100] [--pages 20]
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
+    uptrio bench webhooks [--monitors 10000] [--flapping 0.01] [--window 120]
+                          [--drain 60] [same options]
 
 Each run writes ``report.json``, ``chart.png`` and the service's log to ``--output``
 (default ``bench-results/<time>-<monitors>-<type>``) and prints the table on stdout;
@@ -21,6 +23,7 @@ the live display goes to stderr.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -57,11 +60,12 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     bench.add_argument(
         "action",
         nargs="?",
-        choices=("run", "sweep", "history", "status-pages"),
+        choices=("run", "sweep", "history", "status-pages", "webhooks"),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
         "availability latency and bytes on disk over a synthetic history; status-pages: "
-        "a status page's cold render and its cached throughput under the load",
+        "a status page's cold render and its cached throughput under the load; webhooks: "
+        "a run without and one with a webhook endpoint and flapping targets, side by side",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -74,6 +78,8 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     load.add_argument("--timeout", type=int, default=5, help="check timeout, s (default 5)")
     load.add_argument(
         "--duration",
+        "--window",
+        dest="duration",
         type=float,
         default=30.0,
         help="measured window, s, rounded to whole intervals (default 30)",
@@ -88,7 +94,19 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     behaviour.add_argument("--failing", type=_share, default=0.0, help="500 / NXDOMAIN / refused")
     behaviour.add_argument("--slow", type=_share, default=0.0, help="answer after --slow-seconds")
     behaviour.add_argument("--refusing", type=_share, default=0.0, help="connection refused")
+    behaviour.add_argument(
+        "--flapping",
+        type=_share,
+        default=0.0,
+        help="http: 200 and 500 in turn, one flip an interval",
+    )
     behaviour.add_argument("--slow-seconds", type=float, default=2.0, help="(default 2)")
+    behaviour.add_argument(
+        "--failure-threshold",
+        type=int,
+        default=None,
+        help="the monitors' failure_threshold (default the API's; webhooks: 1)",
+    )
     parts = bench.add_argument_group("parts")
     parts.add_argument(
         "--http-target",
@@ -145,6 +163,13 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     pages.add_argument("--wrk-rounds", type=int, default=3, help="wrk runs per route (default 3)")
     pages.add_argument("--wrk-connections", type=int, default=32, help="(default 32)")
     pages.add_argument("--wrk-threads", type=int, default=1, help="(default 1)")
+    hooks = bench.add_argument_group("webhooks")
+    hooks.add_argument(
+        "--drain",
+        type=float,
+        default=60.0,
+        help="longest wait after the window for pending deliveries, s (default 60)",
+    )
     sweep = bench.add_argument_group("sweep")
     sweep.add_argument(
         "--counts",
@@ -170,7 +195,9 @@ def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> A
         failing_share=args.failing,
         slow_share=args.slow,
         refusing_share=args.refusing,
+        flapping_share=args.flapping,
         slow_seconds=args.slow_seconds,
+        failure_threshold=args.failure_threshold,
         http_target=args.http_target,
         http_workers=args.http_workers,
         create_concurrency=args.create_concurrency,
@@ -188,6 +215,16 @@ def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> A
         keep_data=args.keep_data,
         profile=args.profile,
     )
+
+
+def _params(args: argparse.Namespace, runs: list[tuple[int, Path]]) -> list[Any] | None:
+    """`params_from_args` for each ``(monitors, output)`` of ``runs``; None, with the
+    reason on stderr, when the parameters are invalid."""
+    try:
+        return [params_from_args(args, monitors, output) for monitors, output in runs]
+    except ValueError as exc:
+        print(f"uptrio bench: {exc}", file=sys.stderr)
+        return None
 
 
 EXTRAS = frozenset({"rich", "psutil", "matplotlib", "numpy"})
@@ -264,24 +301,40 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         return 0
     if args.action == "status-pages":
         return _status_pages(args, stamp)
+    if args.action == "webhooks":
+        from .webhooks import print_comparison, run_webhooks_bench
+
+        base = args.output or Path("bench-results") / f"{stamp}-webhooks-{args.monitors}"
+        webhook_plans = _params(args, [(args.monitors, base)])
+        if webhook_plans is None:
+            return 2
+        result = trio.run(
+            functools.partial(
+                run_webhooks_bench,
+                webhook_plans[0],
+                argv,
+                base,
+                drain_seconds=args.drain,
+                chart=not args.no_chart,
+            )
+        )
+        print_comparison(result)
+        print(f"report: {base / 'webhooks.json'}")
+        return 0
     if args.action == "sweep":
         from .sweep import run_sweep
 
         base = args.output or Path("bench-results") / f"{stamp}-sweep"
-        try:
-            plans = [params_from_args(args, n, base / f"{n}") for n in args.counts]
-        except ValueError as exc:
-            print(f"uptrio bench: {exc}", file=sys.stderr)
+        plans = _params(args, [(n, base / f"{n}") for n in args.counts])
+        if plans is None:
             return 2
         run_sweep(plans, base, argv, chart=not args.no_chart)
         return 0
     output = args.output or Path("bench-results") / f"{stamp}-{args.monitors}-{args.type}"
-    try:
-        params = params_from_args(args, args.monitors, output)
-    except ValueError as exc:
-        print(f"uptrio bench: {exc}", file=sys.stderr)
+    single = _params(args, [(args.monitors, output)])
+    if single is None:
         return 2
-    record = trio.run(run_bench, params, argv)
+    record = trio.run(run_bench, single[0], argv)
     report = build_report(record)
     report["files"] = {"json": str(output / "report.json")}
     if not args.no_chart:

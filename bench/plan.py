@@ -24,7 +24,17 @@ slow        200 after            n/a                         answer after     n/
             ``slow_seconds``                                 ``slow_seconds``
 refusing    refused (a closed    refused (no listener)       REFUSED          n/a
             port)
+flapping    200 and 500 in       n/a                         n/a              n/a
+            turn (path ``/p``)
 ==========  ===================  ==========================  ===============  =====
+
+A flapping http target (`bench.targets.servers`) answers 200 for one interval and 500
+for the next, for ever; it flips half an interval after its monitor's grid points (the
+harness tells the target each monitor's grid once the monitors exist), so each check
+sees the state opposite to the previous check's, and flips are spread over the interval
+as the monitors' phases are. With ``failure_threshold`` 1 every check of a flapping
+monitor is a status change. Like slow targets, they are served by a built-in worker
+(nginx cannot answer by the clock).
 
 A refused connection never reaches a target process, so those monitors are not
 *observable*: the report counts their checks from the service's side only.
@@ -59,7 +69,7 @@ __all__ = [
 ]
 
 MonitorType = Literal["http", "tcp", "dns", "ping"]
-Behaviour = Literal["ok", "failing", "slow", "refusing"]
+Behaviour = Literal["ok", "failing", "slow", "refusing", "flapping"]
 MONITOR_TYPES: tuple[MonitorType, ...] = get_args(MonitorType)
 BEHAVIOURS: tuple[Behaviour, ...] = get_args(Behaviour)
 
@@ -80,9 +90,13 @@ class BenchParams:
         warmup_seconds: seconds between the last monitor created and the window;
             ``None``: one interval plus 2 s, so every monitor has left its creation check
             for its grid.
-        failing_share, slow_share, refusing_share: shares of monitors (0 to 1, summing to
-            at most 1) with that behaviour (see the module docstring).
+        failing_share, slow_share, refusing_share, flapping_share: shares of monitors (0
+            to 1, summing to at most 1) with that behaviour (see the module docstring).
         slow_seconds: how long slow targets wait before answering, seconds.
+        failure_threshold: the monitors' ``failure_threshold`` (``None``: the API's
+            default, 2).
+        postgres_settings: ``(name, value)`` server settings the bench gives the
+            embedded Postgres before the service starts (``ALTER SYSTEM``, restart).
         http_target: ``"builtin"`` (Python workers), ``"nginx"``, or ``"auto"`` (nginx
             when installed).
         http_workers: processes of the built-in http target.
@@ -112,7 +126,10 @@ class BenchParams:
     failing_share: float = 0.0
     slow_share: float = 0.0
     refusing_share: float = 0.0
+    flapping_share: float = 0.0
     slow_seconds: float = 2.0
+    failure_threshold: int | None = None
+    postgres_settings: tuple[tuple[str, str], ...] = ()
     http_target: Literal["auto", "builtin", "nginx"] = "auto"
     http_workers: int = 2
     create_concurrency: int = 8
@@ -137,11 +154,16 @@ class BenchParams:
             raise ValueError("interval_seconds must be 1 to 86,400")
         if not 1 <= self.timeout_seconds <= min(60, self.interval_seconds):
             raise ValueError("timeout_seconds must be 1 to 60 and at most the interval")
-        shares = (self.failing_share, self.slow_share, self.refusing_share)
+        shares = self.shares
         if any(s < 0 for s in shares) or sum(shares) > 1 + 1e-9:
             raise ValueError("behaviour shares must be >= 0 and sum to at most 1")
         if self.duration_seconds <= 0:
             raise ValueError("duration_seconds must be positive")
+
+    @property
+    def shares(self) -> tuple[float, float, float, float]:
+        """The shares of the behaviours after ``ok``, in `BEHAVIOURS` order."""
+        return (self.failing_share, self.slow_share, self.refusing_share, self.flapping_share)
 
     @property
     def warmup(self) -> float:
@@ -170,8 +192,8 @@ class BenchParams:
 
 @dataclass(frozen=True, slots=True)
 class TargetPorts:
-    """Where the targets listen: the http (TCP) port, the port of slow http targets
-    (the same unless nginx serves http), a refusing TCP port, the tcp targets' port, the
+    """Where the targets listen: the http (TCP) port, the port of slow and flapping http
+    targets (the same unless nginx serves http), a refusing TCP port, the tcp targets' port, the
     dns (UDP) port, and the second octet of the run's ping addresses."""
 
     http: int
@@ -209,8 +231,8 @@ class MonitorPlan:
             case "http", "refusing":
                 url, observable = f"http://127.0.0.1:{ports.refused}/m/{i}/o", False
             case "http", _:
-                mode = {"ok": "o", "failing": "f", "slow": "s"}[self.behaviour]
-                port = ports.http_slow if mode == "s" and ports.http_slow else ports.http
+                mode = {"ok": "o", "failing": "f", "slow": "s", "flapping": "p"}[self.behaviour]
+                port = ports.http_slow if mode in ("s", "p") and ports.http_slow else ports.http
                 url = f"http://127.0.0.1:{port}/m/{i}/{mode}"
             case "tcp", _:
                 url = f"{tcp_address(i)}:{ports.tcp}"
@@ -288,9 +310,9 @@ def split_counts(total: int, weights: list[float]) -> list[int]:
 
 _NOT_APPLICABLE: dict[MonitorType, frozenset[Behaviour]] = {
     "http": frozenset(),
-    "tcp": frozenset({"slow"}),
-    "dns": frozenset(),
-    "ping": frozenset({"failing", "slow", "refusing"}),
+    "tcp": frozenset({"slow", "flapping"}),
+    "dns": frozenset({"flapping"}),
+    "ping": frozenset({"failing", "slow", "refusing", "flapping"}),
 }
 
 
@@ -304,9 +326,9 @@ def make_plan(params: BenchParams) -> list[MonitorPlan]:
     for (kind, _), count in zip(params.type_mix, type_counts, strict=True):
         types += [kind] * count
     rng.shuffle(types)
-    shares = [params.failing_share, params.slow_share, params.refusing_share]
+    shares = list(params.shares)
     ok_share = max(0.0, 1.0 - sum(shares))
-    behaviour_counts = split_counts(n, [ok_share, *shares]) if n else [0, 0, 0, 0]
+    behaviour_counts = split_counts(n, [ok_share, *shares]) if n else [0] * len(BEHAVIOURS)
     behaviours: list[Behaviour] = []
     for kind_b, count in zip(BEHAVIOURS, behaviour_counts, strict=True):
         behaviours += [kind_b] * count

@@ -345,7 +345,9 @@ def _consistency(record: RunRecord, target: dict[str, Any]) -> dict[str, Any]:
     )
     observable = _observable(record)
     compared = [
-        p.index for p in record.plans if observable[p.index] and p.behaviour in ("ok", "failing")
+        p.index
+        for p in record.plans
+        if observable[p.index] and p.behaviour in ("ok", "failing", "flapping")
     ]
     mismatched = [i for i in compared if seen.get(i, 0) != stored.get(i, 0)]
     return {

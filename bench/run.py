@@ -15,6 +15,10 @@ points inside, and the service's own counters (scraped at both ends), the store'
 and the targets' logs count the same checks. The service is stopped at a quiet instant
 too, which is why every check the targets saw must be a stored row (the report's
 ``run_consistency``).
+
+A `RunExtension` (``uptrio bench webhooks``) is called after the monitors are created
+(before the warm-up), after the window (a drain, before the SIGTERM) and once the
+service has stopped (its database still up).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import numpy as np
@@ -50,7 +54,27 @@ from .service import (
 )
 from .targets import ArrivalLog, TargetSet, open_targets, stop_process
 
-__all__ = ["PhaseRecord", "RunRecord", "run_bench"]
+__all__ = ["PhaseRecord", "RunExtension", "RunRecord", "run_bench"]
+
+
+class RunExtension(Protocol):
+    """More to do in a run's service phase (e.g. `bench.webhooks.WebhookRun`): called
+    by `run_bench` at three points of the timeline (module docstring)."""
+
+    async def monitors_created(
+        self, base_url: str, token: str, ids: dict[int, str], targets: TargetSet
+    ) -> None:
+        """After the monitors exist, before the warm-up: ``token`` has every permission
+        of the monitors' account; ``ids`` maps plan index to monitor id."""
+
+    async def window_closed(self, bench_db: BenchDatabase, window_end: float) -> None:
+        """After the window (``window_end``, epoch seconds), before the service stops."""
+
+    async def service_stopped(
+        self, bench_db: BenchDatabase, window_start: float, window_end: float
+    ) -> None:
+        """After the service stopped, while its database still runs."""
+
 
 _SAMPLE_SECONDS = 1.0
 
@@ -194,11 +218,14 @@ async def _service_phase(
     out_dir: Path,
     display: Display,
     nursery: trio.Nursery,
+    extension: RunExtension | None,
 ) -> tuple[PhaseRecord, CreateOutcome, dict[int, str], list[str], str | None]:
     record = PhaseRecord(name="service", started_at=time.time())
     interval = float(params.interval_seconds)
     display.set_phase("starting the service")
-    async with open_bench_database(data_dir, params.database_url) as bench_db:
+    async with open_bench_database(
+        data_dir, params.database_url, params.postgres_settings
+    ) as bench_db:
         command = service_command(params, data_dir, targets.ports.dns)
         async with run_service_process(command, out_dir / "service.log") as service:
             groups = {"service": ProcessGroup("service", service.pid, include_children=False)}
@@ -224,6 +251,9 @@ async def _service_phase(
 
                 creation = await create_monitors(service.base_url, pools, plans, params, progress)
                 ids = creation.ids
+                if extension is not None:
+                    display.set_phase("setting up the extension")
+                    await extension.monitors_created(service.base_url, pool_token, ids, targets)
                 phases = phases_by_index(ids, interval, len(plans))
                 offset, gap = quiet_offset(phases, interval)
                 record.quiet_gap_seconds = gap
@@ -261,6 +291,9 @@ async def _service_phase(
                 record.metrics = (before, after)
                 record.cpu = {name: (cpu_start[name], cpu_end[name]) for name in cpu_start}
                 record.peak_rss_hwm = {"service": groups["service"].peak_rss_bytes()}
+                if extension is not None:
+                    display.set_phase("draining")
+                    await extension.window_closed(bench_db, record.window_end)
                 display.set_phase("stopping the service")
                 stop_at = record.window_end
                 if time.time() > record.window_end + gap / 2 - 0.002:
@@ -272,6 +305,8 @@ async def _service_phase(
             finally:
                 sampler.stop()
         display.set_phase("reading the store")
+        if extension is not None:
+            await extension.service_stopped(bench_db, record.window_start, record.window_end)
         record.stored_counts, record.stored_latency_ms = await _stored(
             bench_db, ids, record.window_start, record.window_end
         )
@@ -405,9 +440,12 @@ async def _baseline_phase(
     return record
 
 
-async def run_bench(params: BenchParams, argv: list[str]) -> RunRecord:
+async def run_bench(
+    params: BenchParams, argv: list[str], extension: RunExtension | None = None
+) -> RunRecord:
     """Run one bench (module docstring) and return its raw record; the report is built
-    from it by `bench.report.build_report`.
+    from it by `bench.report.build_report`. ``extension`` adds work to the service
+    phase (`RunExtension`).
 
     Raises:
         RuntimeError: a part failed to start or the API refused a monitor (the message
@@ -431,7 +469,7 @@ async def run_bench(params: BenchParams, argv: list[str]) -> RunRecord:
                 async with open_targets(plans, params, out_dir, max_seconds=budget) as targets:
                     plans = [p.with_ports(targets.ports) for p in plans]
                     service, creation, ids, command, version = await _service_phase(
-                        params, plans, targets, data_dir, out_dir, display, nursery
+                        params, plans, targets, data_dir, out_dir, display, nursery, extension
                     )
                     baseline = None
                     if params.baseline:

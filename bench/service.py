@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,33 +132,44 @@ class BenchDatabase:
             return None
 
 
-def _join_embedded(data_dir: Path) -> Any:
-    """Start or join the embedded Postgres in ``data_dir / "pgdata"`` (blocking)."""
+def _join_embedded(data_dir: Path, settings: Sequence[tuple[str, str]] = ()) -> Any:
+    """Start or join the embedded Postgres in ``data_dir / "pgdata"`` (blocking).
+
+    With ``settings`` (``(name, value)`` pairs, e.g. ``track_commit_timestamp = on``,
+    which only a start reads), they are written with ``ALTER SYSTEM`` and the server is
+    stopped and started again: the bench must be its only user then (it joins before
+    the service starts)."""
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     data_dir.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
         import pgserver
 
-        return pgserver.get_server(  # type: ignore[attr-defined]
-            data_dir.resolve() / "pgdata", cleanup_mode="stop"
-        )
+        pgdata = data_dir.resolve() / "pgdata"
+        server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        if not settings:
+            return server
+        server.psql("".join(f"ALTER SYSTEM SET {name} = '{value}';\n" for name, value in settings))
+        server.cleanup()  # the last user: it stops
+        return pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
 
 
 @asynccontextmanager
 async def open_bench_database(
-    data_dir: Path, database_url: str | None
+    data_dir: Path, database_url: str | None, postgres_settings: Sequence[tuple[str, str]] = ()
 ) -> AsyncIterator[BenchDatabase]:
     """Join (or start) the embedded Postgres in ``data_dir``, or connect to
     ``database_url``; yield a `BenchDatabase`. Must run inside
-    ``trio_asyncio.open_loop()``.
+    ``trio_asyncio.open_loop()``. ``postgres_settings`` are set on the embedded server
+    before anything else uses it (`_join_embedded`); an external server is left as it
+    is.
 
     The service applies the migrations; the bench only uses the pool after it started.
     """
     server: Any = None
     url = database_url
     if url is None:
-        server = await trio.to_thread.run_sync(_join_embedded, data_dir)
+        server = await trio.to_thread.run_sync(_join_embedded, data_dir, postgres_settings)
         url = str(server.get_uri())
     try:
         with trio.fail_after(60):

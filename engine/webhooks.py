@@ -1,7 +1,8 @@
 """The webhook sender: an actor under the root supervisor (DESIGN: "Where the next
 capabilities live"; extensions part 2).
 
-Every ``poll_seconds`` it claims due deliveries (``store.webhooks.claim_due``: ``FOR
+Every ``poll_seconds``, and as soon as an attempt ends while the last claim found some,
+it claims due deliveries (``store.deliveries.claim_due``: ``FOR
 UPDATE SKIP LOCKED``, so several nodes share the work without sending a delivery twice
 at once) and sends each one in a child task:
 
@@ -15,7 +16,8 @@ at once) and sends each one in a child task:
 - a 2xx within ``timeout_seconds`` (10 s) is a success; anything else is a failed attempt
   retried after an exponential back-off with jitter (``store.webhooks``), until 3 days
   after the event;
-- every attempt is recorded (``store.webhooks.record_attempt``).
+- every attempt is recorded, those that finish within a few milliseconds of each other
+  in one transaction (``store.deliveries.record_attempts``).
 
 At least once: a claim moves the delivery's ``next_attempt_at`` ``claim_seconds`` ahead;
 if the process dies before it records the attempt, the delivery is claimed again after
@@ -42,7 +44,7 @@ from typing import Any
 import structlog
 import trio
 
-from store import Database, EventRecord, StoreError, webhooks
+from store import Database, EventRecord, StoreError, deliveries
 
 from .delivery import Answer, DeliveryClient, open_delivery_client
 from .policy import TargetPolicy
@@ -51,6 +53,9 @@ from .signing import SIGNATURE_HEADER, signature_header
 __all__ = ["WebhookSettings", "run_webhook_sender", "user_agent"]
 
 log = structlog.get_logger("uptrio.webhooks")
+
+RECORD_BATCH_SECONDS = 0.005
+"""How long the recorder waits for more finished attempts to record with the first."""
 
 Render = Callable[[EventRecord], bytes]
 """The body of a delivery: the event as ``GET /events/:id`` shows it, JSON (UTF-8)."""
@@ -126,15 +131,17 @@ async def run_webhook_sender(
         ) as client,
         trio.open_nursery() as nursery,
     ):
+        nursery.start_soon(sender.record_finished)
         task_status.started()
         while True:
             claimed = await sender.claim()
             for delivery in claimed:
                 nursery.start_soon(sender.attempt, client, delivery)
-            if not claimed or len(claimed) < sender.free:
+            if claimed:  # more may be due as soon as an attempt ends (a backlog)
+                with trio.move_on_after(settings.poll_seconds):
+                    await sender.slot_freed.wait()
+            else:
                 await trio.sleep(settings.poll_seconds)
-            else:  # the claim was full: more may be due once a slot frees
-                await sender.slot_freed.wait()
 
 
 class _Sender:
@@ -158,13 +165,18 @@ class _Sender:
         self.user_agent = user_agent()
         self.in_flight: Counter[str] = Counter()
         self.slot_freed = trio.Event()
+        # Finished attempts wait here for the recorder (bounded: a database that hangs
+        # holds the attempts back instead of growing memory).
+        self.finished, self._to_record = trio.open_memory_channel[deliveries.Attempt](
+            settings.concurrency
+        )
 
     @property
     def free(self) -> int:
         """Attempts that may still start."""
         return self.settings.concurrency - self.in_flight.total()
 
-    async def claim(self) -> list[webhooks.ClaimedDelivery]:
+    async def claim(self) -> list[deliveries.ClaimedDelivery]:
         """Claim what is due and counts it in flight; [] when full or on a database
         error (logged)."""
         free = self.free
@@ -172,7 +184,7 @@ class _Sender:
             return []
         try:
             claimed = await self.db.transaction(
-                webhooks.claim_due,
+                deliveries.claim_due,
                 now=self.clock(),
                 limit=free,
                 per_endpoint_limit=self.settings.per_endpoint_concurrency,
@@ -188,20 +200,51 @@ class _Sender:
             self.slot_freed = trio.Event()
         return claimed
 
-    async def attempt(self, client: DeliveryClient, delivery: webhooks.ClaimedDelivery) -> None:
-        """Send one delivery and record the attempt (module docstring)."""
+    async def attempt(self, client: DeliveryClient, delivery: deliveries.ClaimedDelivery) -> None:
+        """Send one delivery and hand its outcome to the recorder (module docstring)."""
         try:
             at = self.clock()
             answer = await self._send(client, delivery, at)
-            await self._record(delivery, at, answer)
+            self._log(delivery, answer)
+            await self.finished.send(
+                deliveries.Attempt(
+                    delivery=delivery,
+                    at=at,
+                    succeeded=answer.ok,
+                    response_status=answer.status,
+                    error=answer.error,
+                    duration_ms=answer.duration_ms,
+                    jitter=self.rng.uniform(0.5, 1.5),
+                )
+            )
         finally:
             self.in_flight[delivery.endpoint_id] -= 1
             if self.in_flight[delivery.endpoint_id] <= 0:
                 del self.in_flight[delivery.endpoint_id]
             self.slot_freed.set()
 
+    async def record_finished(self) -> None:
+        """The recorder: take one finished attempt, then whatever else finishes within
+        ``RECORD_BATCH_SECONDS`` (at most ``concurrency``), and record them in one
+        transaction (``store.deliveries.record_attempts``): at 20 deliveries a second that
+        is a few transactions instead of 20. A database error is logged; the attempts'
+        claims lapse and they are made again (at least once)."""
+        async for first in self._to_record:
+            batch = [first]
+            with trio.move_on_after(RECORD_BATCH_SECONDS):
+                while len(batch) < self.settings.concurrency:
+                    batch.append(await self._to_record.receive())
+            try:
+                await self.db.transaction(
+                    deliveries.record_attempts,
+                    batch,
+                    retry_base_seconds=self.settings.retry_base_seconds,
+                )
+            except StoreError as exc:
+                log.warning("webhook attempts not recorded", error=str(exc), count=len(batch))
+
     async def _send(
-        self, client: DeliveryClient, delivery: webhooks.ClaimedDelivery, at: float
+        self, client: DeliveryClient, delivery: deliveries.ClaimedDelivery, at: float
     ) -> Answer:
         """One POST; a bug while building or sending it (not the receiver's doing, which
         :meth:`DeliveryClient.post` answers as data) is logged and answered as
@@ -226,7 +269,8 @@ class _Sender:
             )
             return Answer(status=None, error="internal_error", message=repr(exc), duration_ms=0)
 
-    async def _record(self, delivery: webhooks.ClaimedDelivery, at: float, answer: Answer) -> None:
+    def _log(self, delivery: deliveries.ClaimedDelivery, answer: Answer) -> None:
+        """A success at debug level (20 a second is routine), a failure at info."""
         fields: dict[str, Any] = {
             "delivery": delivery.id,
             "endpoint": delivery.endpoint_id,
@@ -235,20 +279,6 @@ class _Sender:
             "duration_ms": round(answer.duration_ms, 1),
         }
         if answer.ok:
-            log.info("webhook delivered", **fields)
+            log.debug("webhook delivered", **fields)
         else:
             log.info("webhook attempt failed", error=answer.error, reason=answer.message, **fields)
-        try:
-            await self.db.transaction(
-                webhooks.record_attempt,
-                delivery.id,
-                at=at,
-                succeeded=answer.ok,
-                response_status=answer.status,
-                error=answer.error,
-                duration_ms=answer.duration_ms,
-                retry_base_seconds=self.settings.retry_base_seconds,
-                jitter=self.rng.uniform(0.5, 1.5),
-            )
-        except StoreError as exc:  # the claim lapses and the delivery is tried again
-            log.warning("webhook attempt not recorded", error=str(exc), **fields)

@@ -88,6 +88,7 @@ __all__ = [
     "apply_migrations",
     "check_created",
     "checks",
+    "deliveries",
     "events",
     "has_prefix",
     "history",

@@ -123,6 +123,16 @@ class TargetSet:
             total += int((await process.command("stats"))["arrivals"])
         return total
 
+    async def set_flips(self, interval: float, flips: dict[int, float], directory: Path) -> None:
+        """Give every built-in http worker the flapping targets' clock: ``flips[i]`` is
+        when monitor ``i``'s target flips (epoch seconds modulo ``interval``, seconds);
+        see `bench.targets.servers`."""
+        path = directory / "flips.json"
+        path.write_text(json.dumps({"interval": interval, "flips": sorted(flips.items())}))
+        for process in self.processes:
+            if process.kind == "http":
+                await process.command(f"flap {path}")
+
     async def collect(self, directory: Path) -> ArrivalLog:
         """Every arrival logged so far, all targets merged (order: by target)."""
         merged = ArrivalLog()
@@ -206,8 +216,10 @@ async def open_targets(
                     open_nginx(workdir, workers=params.http_workers)
                 )
                 http_port = nginx.port
-                slow = any(p.type == "http" and p.behaviour == "slow" for p in plans)
-                builtin_workers = 1 if slow else 0  # nginx cannot answer late
+                by_clock = any(
+                    p.type == "http" and p.behaviour in ("slow", "flapping") for p in plans
+                )
+                builtin_workers = 1 if by_clock else 0  # nginx cannot answer by the clock
             if builtin_workers:
                 reservation = _reserve_port(reuse_port=True)
                 builtin_port = reservation.getsockname()[1]

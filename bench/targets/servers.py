@@ -11,6 +11,8 @@ command       answer
 (start-up)    ``{"ready": true, "port": P, "available": bool, "reason": str|null}``
 ``stats``     ``{"arrivals": N}``: probes logged so far
 ``dump PATH`` writes the log to PATH (see `write_log`); answers ``{"dumped": N}``
+``flap PATH`` reads the flapping targets' clock from PATH, JSON ``{"interval": I,
+              "flips": [[i, offset], ...]}`` (seconds); answers ``{"flapping": N}``
 end of input  the process exits (so a dead parent never leaves a target behind); it
               also exits by itself after ``--max-seconds`` (a bound on every loop)
 ============  ==========================================================================
@@ -19,7 +21,10 @@ What each server sees, and so what is measurable per monitor type (the index ``i
 monitor is carried by what it probes):
 
 - ``http``: ``GET /m/<i>/<mode>`` on 127.0.0.1:PORT, ``mode`` ``o`` (200), ``f`` (500),
-  ``s`` (200 after ``--slow-seconds``). Logged when the request head is complete.
+  ``s`` (200 after ``--slow-seconds``), ``p`` (flapping: 200 in the intervals
+  ``[offset + 2kI, offset + (2k+1)I)``, 500 in the others, by wall time, with ``I`` and
+  the monitor's ``offset`` given by ``flap``; 200 until then). Logged when the request
+  head is complete.
   Several workers share the port through ``SO_REUSEPORT`` (the kernel spreads the
   connections), so one Python process is never the bottleneck.
 - ``tcp``: one listening socket per ok monitor, each on its own loopback address
@@ -117,6 +122,8 @@ class _Loop:
         self.handlers: dict[int, Callable[[int], None]] = {}
         self.timers: list[tuple[float, int, Callable[[], None]]] = []
         self.log = ArrivalLog()
+        self.flip_interval = 0.0
+        self.flips: dict[int, float] = {}
         self.stop_at = time.monotonic() + max_seconds
         self.running = True
         self._seq = 0
@@ -153,6 +160,13 @@ class _Loop:
             while self.timers and self.timers[0][0] <= now:
                 heapq.heappop(self.timers)[2]()
 
+    def flapped_down(self, index: int, at: float) -> bool:
+        """Whether the flapping target ``index`` answers 500 at wall time ``at``."""
+        offset = self.flips.get(index)
+        if offset is None or self.flip_interval <= 0:
+            return False
+        return int((at - offset) // self.flip_interval) % 2 == 1
+
     def _on_control(self, _events: int) -> None:
         try:
             chunk = os.read(0, 4096)
@@ -172,6 +186,11 @@ class _Loop:
         elif line.startswith("dump "):
             write_log(self.log, Path(line[5:]))
             answer(dumped=len(self.log))
+        elif line.startswith("flap "):
+            clock = json.loads(Path(line[5:]).read_text())
+            self.flip_interval = float(clock["interval"])
+            self.flips = {int(i): float(offset) for i, offset in clock["flips"]}
+            answer(flapping=len(self.flips))
         elif line == "exit":
             self.running = False
 
@@ -231,6 +250,8 @@ def serve_http(loop: _Loop, port: int, slow_seconds: float) -> int:
             mode = parts[3][:1]
             if mode == b"s":
                 loop.call_at(at + slow_seconds, functools.partial(finish, conn, _HTTP_OK))
+            elif mode == b"p":
+                finish(conn, _HTTP_FAIL if loop.flapped_down(int(parts[2]), at) else _HTTP_OK)
             else:
                 finish(conn, _HTTP_FAIL if mode == b"f" else _HTTP_OK)
 

@@ -125,3 +125,42 @@ def test_bench_history_reports_latency_sizes_and_a_partition_drop(tmp_path: Path
     assert all(0 < row["p50_ms"] <= row["max_ms"] for row in report["availability"])
     assert report["drop_partition"]["rows"] > 0 and report["drop_partition"]["seconds"] >= 0
     assert "availability, one monitor" in done.stdout
+
+
+def test_bench_webhooks_delivers_every_event_of_flapping_monitors(tmp_path: Path) -> None:
+    """``uptrio bench webhooks`` at a tiny scale: 20 monitors every second, a quarter
+    flapping, a real endpoint on the bench's receiver. It asserts consistency, not speed:
+    every event of the window has a delivery that reached the receiver, signed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
+    output = tmp_path / "webhooks"
+    done = subprocess.run(
+        [sys.executable, "-m", "web.cli", "bench", "webhooks", "--monitors", "20",
+         "--interval", "1", "--timeout", "1", "--window", "2", "--warmup", "1",
+         "--flapping", "0.25", "--api-rps", "0", "--http-target", "builtin",
+         "--serve-arg=--webhook-per-endpoint-concurrency=16", "--drain", "10",
+         "--no-progress", "--no-chart", "--output", str(output)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "commit to receiver" in done.stdout, done.stdout
+    result: dict[str, Any] = json.loads((output / "webhooks.json").read_text())
+    assert result["reference"]["total_ms_per_check"] > 0
+    assert result["webhooks"]["total_ms_per_check"] > 0
+    assert result["cpu_ratio"] is not None
+    figures = result["webhook_figures"]
+    assert figures["track_commit_timestamp"] == "on"
+    # 5 flapping monitors, one status change each per second: a down or an up, and the
+    # incident it opens or resolves
+    types = figures["events_by_type"]
+    assert set(types) == {"monitor.down", "monitor.up", "incident.created", "incident.resolved"}
+    assert 10 <= figures["events_written"] <= 30, types
+    assert figures["deliveries"] == {"succeeded": figures["events_written"], "pending": 0,
+                                     "failed": 0}  # fmt: skip
+    assert figures["received"] == figures["events_written"] and figures["lost"] == 0
+    assert figures["whole_run"]["succeeded_not_received"] == 0
+    latency = figures["status_change_latency_ms"]
+    assert latency["count"] == types["monitor.down"] + types["monitor.up"]
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
+    signatures = figures["signatures"]
+    assert signatures["checked"] >= 1 and signatures["valid"] == signatures["checked"]
+    assert result["reference"]["missed"] == result["webhooks"]["missed"] == 0

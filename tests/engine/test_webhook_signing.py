@@ -9,7 +9,7 @@ import hmac
 import pytest
 
 from engine import signature_header
-from store import webhooks
+from store import EventRecord, deliveries
 
 
 def test_the_signature_has_one_v1_per_secret_over_timestamp_dot_body() -> None:
@@ -25,10 +25,53 @@ def test_the_signature_has_one_v1_per_secret_over_timestamp_dot_body() -> None:
 
 
 def test_the_back_off_doubles_from_the_base_times_the_jitter() -> None:
-    delay = webhooks.retry_delay_seconds
+    delay = deliveries.retry_delay_seconds
     assert [delay(n, 60, 1.0) for n in (1, 2, 3, 4)] == [60, 120, 240, 480]
     assert delay(1, 60, 0.5) == 30 and delay(3, 0.5, 1.5) == 3
     # with the default base and no jitter, 12 retries fit in 3 days and 13 do not
     assert sum(delay(n, 60, 1.0) for n in range(1, 13)) < 3 * 86_400
     assert sum(delay(n, 60, 1.0) for n in range(1, 14)) > 3 * 86_400
     assert delay(10_000, 60, 1.0) < float("inf")
+
+
+def _attempt(*, succeeded: bool, attempts: int, at: float, give_up_at: int) -> deliveries.Attempt:
+    event = EventRecord(
+        id="evt_1",
+        account_id="acct_1",
+        type="monitor.down",
+        resource_id="mon_1",
+        created=0,
+        object={},
+        previous=None,
+        request_id=None,
+        idempotency_key=None,
+    )
+    claimed = deliveries.ClaimedDelivery(
+        id="whd_1",
+        endpoint_id="we_1",
+        url="http://127.0.0.1:9/",
+        secrets=["whsec_1"],
+        event=event,
+        attempts=attempts,
+        give_up_at=give_up_at,
+    )
+    return deliveries.Attempt(
+        delivery=claimed,
+        at=at,
+        succeeded=succeeded,
+        response_status=200 if succeeded else 500,
+        error=None if succeeded else "unexpected_status",
+        duration_ms=1.0,
+        jitter=1.0,
+    )
+
+
+def test_an_attempt_settles_succeeded_retried_or_failed_past_give_up() -> None:
+    done = _attempt(succeeded=True, attempts=0, at=100.0, give_up_at=10_000)
+    assert done.outcome(60) == ("succeeded", None)
+    first = _attempt(succeeded=False, attempts=0, at=100.0, give_up_at=10_000)
+    assert first.outcome(60) == ("pending", 160.0)
+    third = _attempt(succeeded=False, attempts=2, at=100.0, give_up_at=10_000)
+    assert third.outcome(60) == ("pending", 340.0)
+    late = _attempt(succeeded=False, attempts=2, at=100.0, give_up_at=300)
+    assert late.outcome(60) == ("failed", None)

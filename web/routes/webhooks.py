@@ -18,7 +18,7 @@ import dataclasses
 from typing import Any
 
 from engine import InvalidTarget, parse_target
-from store import WebhookEndpointRecord, new_id, webhooks
+from store import WebhookEndpointRecord, deliveries, new_id, webhooks
 
 from ..errors import ApiError
 from ..models import EmptyBody, merge_metadata
@@ -131,7 +131,7 @@ async def list_deliveries(ctx: RequestContext) -> ApiResponse:
     )
     page = dataclasses.replace(query.page, descending=True)
     result = await ctx.deps.db.run(
-        webhooks.list_deliveries, ctx.account_id, endpoint_id, page, **query.filters
+        deliveries.list_deliveries, ctx.account_id, endpoint_id, page, **query.filters
     )
     if result is None:
         raise not_found("we", endpoint_id)

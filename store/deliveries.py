@@ -1,0 +1,290 @@
+"""Webhook deliveries (extensions part 2; asyncio side: run them through
+:class:`store.Database`): listing them, and the sender's two statements (``engine.webhooks``).
+
+- :func:`claim_due` picks due deliveries (``FOR UPDATE SKIP LOCKED``, so several
+  senders, in one process or on several nodes, never claim the same delivery at once)
+  and moves their ``next_attempt_at`` past the attempt's deadline: a sender that dies
+  mid-attempt leaves the delivery to be claimed again once that time passes (at least
+  once).
+- :func:`record_attempts` settles finished attempts, several in one statement:
+  ``succeeded``, or a retry after an exponential back-off with jitter
+  (:func:`retry_delay_seconds`), or ``failed`` once the next attempt would fall after
+  ``give_up_at`` (3 days after the event).
+
+Deliveries are never created here: the trigger ``events_fan_out`` of migration 0004
+writes them with their events. Endpoints are :mod:`store.webhooks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .database import Connection
+from .pagination import Page, PageRequest, fetch_page
+from .records import EventRecord, WebhookDeliveryRecord, WebhookEndpointRecord, column_names
+from .webhooks import get_endpoint, valid_secrets
+
+__all__ = [
+    "Attempt",
+    "ClaimedDelivery",
+    "claim_due",
+    "list_deliveries",
+    "record_attempts",
+    "retry_delay_seconds",
+]
+
+_ENDPOINT_COLUMNS = column_names(WebhookEndpointRecord)
+_EVENT_COLUMNS = column_names(EventRecord)
+_DELIVERY_SELECT = ", ".join(
+    f"t.{c}"
+    for c in (
+        "id",
+        "account_id",
+        "endpoint_id",
+        "event_id",
+        "status",
+        "attempts",
+        "last_attempt_at",
+        "last_response_status",
+        "last_error",
+        "last_duration_ms",
+        "next_attempt_at",
+        "created",
+        "give_up_at",
+    )
+)
+
+
+async def list_deliveries(
+    connection: Connection,
+    account_id: str,
+    endpoint_id: str,
+    page: PageRequest,
+    *,
+    status: str | None = None,
+) -> Page[WebhookDeliveryRecord] | None:
+    """One page of the endpoint's deliveries, newest first (``created``, then insertion
+    order), filtered by exact ``status``. None when the account has no such endpoint.
+
+    Raises:
+        CursorNotFound: the cursor names no delivery of the account.
+    """
+    if await get_endpoint(connection, account_id, endpoint_id) is None:
+        return None
+    filters: list[tuple[str, object]] = [("t.endpoint_id = {}", endpoint_id)]
+    if status is not None:
+        filters.append(("t.status = {}", status))
+    rows, has_more = await fetch_page(
+        connection,
+        table="webhook_deliveries",
+        select=_DELIVERY_SELECT,
+        account_id=account_id,
+        filters=filters,
+        page=page,
+    )
+    return Page([WebhookDeliveryRecord.from_row(r) for r in rows], has_more)
+
+
+# ---- the sender's side -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimedDelivery:
+    """What a sender needs to make one attempt.
+
+    Attributes:
+        id: the ``whd_`` id.
+        endpoint_id: the ``we_`` id.
+        url: the endpoint's url as it was at the claim.
+        secrets: the secrets valid at the claim (current first; :func:`valid_secrets`).
+        event: the event to deliver.
+        attempts: attempts made before this one.
+        give_up_at: epoch seconds after which no attempt is scheduled.
+    """
+
+    id: str
+    endpoint_id: str
+    url: str
+    secrets: list[str]
+    event: EventRecord
+    attempts: int
+    give_up_at: int
+
+
+_CLAIM = f"""
+WITH candidates AS (
+    SELECT d.id, d.endpoint_id, d.next_attempt_at, d.seq
+    FROM webhook_deliveries d
+    WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+      AND d.endpoint_id <> ALL($2::text[])
+      AND EXISTS (SELECT 1 FROM webhook_endpoints w
+                  WHERE w.id = d.endpoint_id AND w.status = 'enabled')
+    ORDER BY d.next_attempt_at
+    LIMIT $3
+), ranked AS (
+    SELECT c.id, c.next_attempt_at, c.seq,
+           row_number() OVER (PARTITION BY c.endpoint_id
+                              ORDER BY c.next_attempt_at, c.seq) AS rank,
+           coalesce(room.n, $4) AS room
+    FROM candidates c
+    LEFT JOIN unnest($5::text[], $6::int[]) AS room (endpoint_id, n)
+           ON room.endpoint_id = c.endpoint_id
+), picked AS (
+    SELECT id FROM ranked WHERE rank <= room
+    ORDER BY rank, next_attempt_at, seq
+    LIMIT $7
+), locked AS (
+    SELECT d.id FROM webhook_deliveries d
+    WHERE d.id IN (SELECT id FROM picked)
+      AND d.status = 'pending' AND d.next_attempt_at <= $1
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE webhook_deliveries AS d SET next_attempt_at = $8
+FROM locked, webhook_endpoints w, events e
+WHERE d.id = locked.id AND w.id = d.endpoint_id AND e.id = d.event_id
+  AND w.status = 'enabled'
+RETURNING d.id AS delivery_id, d.attempts, d.give_up_at, d.next_attempt_at AS claimed_until,
+          {", ".join(f"w.{c} AS w_{c}" for c in _ENDPOINT_COLUMNS)},
+          {", ".join(f"e.{c} AS e_{c}" for c in _EVENT_COLUMNS)}
+"""
+
+
+async def claim_due(
+    connection: Connection,
+    *,
+    now: float,
+    limit: int,
+    per_endpoint_limit: int,
+    busy_endpoints: Mapping[str, int],
+    claim_seconds: float,
+    scan: int = 1000,
+) -> list[ClaimedDelivery]:
+    """Claim up to ``limit`` due deliveries (``next_attempt_at <= now``, epoch seconds)
+    of enabled endpoints, fairly across endpoints, and move their ``next_attempt_at`` to
+    ``now + claim_seconds``. Run it in a transaction of its own.
+
+    Fairness: ``busy_endpoints`` maps endpoint ids to the attempts this sender already
+    has in flight for them; an endpoint gets at most ``per_endpoint_limit`` minus that
+    (endpoints at their limit are skipped), and the claims go round-robin over the
+    endpoints (each one's oldest first, then each one's second, ...), so one endpoint's
+    backlog never takes another's turn. The round-robin looks at the ``scan`` oldest due
+    deliveries of the endpoints not at their limit (index ``webhook_deliveries_due``),
+    which keeps the query cheap whatever the backlog.
+
+    Concurrency: the rows are locked ``FOR UPDATE SKIP LOCKED`` and re-checked once
+    locked, so two senders never claim the same delivery; a claim that is never settled
+    (a sender that died) becomes due again at ``now + claim_seconds``.
+
+    Returns:
+        The claimed deliveries, in claim order.
+    """
+    full = [e for e, n in busy_endpoints.items() if n >= per_endpoint_limit]
+    partial = {
+        e: per_endpoint_limit - n for e, n in busy_endpoints.items() if 0 < n < per_endpoint_limit
+    }
+    rows = await connection.fetch(
+        _CLAIM,
+        now,
+        full,
+        max(scan, limit),
+        per_endpoint_limit,
+        list(partial),
+        list(partial.values()),
+        limit,
+        now + claim_seconds,
+    )
+    claimed = []
+    for row in rows:
+        endpoint = WebhookEndpointRecord.from_row({c: row[f"w_{c}"] for c in _ENDPOINT_COLUMNS})
+        event = EventRecord.from_row({c: row[f"e_{c}"] for c in _EVENT_COLUMNS})
+        claimed.append(
+            ClaimedDelivery(
+                id=row["delivery_id"],
+                endpoint_id=endpoint.id,
+                url=endpoint.url,
+                secrets=valid_secrets(endpoint, now),
+                event=event,
+                attempts=row["attempts"],
+                give_up_at=row["give_up_at"],
+            )
+        )
+    return claimed
+
+
+def retry_delay_seconds(failed_attempts: int, base_seconds: float, jitter: float) -> float:
+    """Seconds from a failed attempt to the next one (extensions part 2: exponential
+    back-off with jitter, first retry after ``--webhook-retry-base-seconds``, doubling):
+    ``base_seconds * 2 ** (failed_attempts - 1) * jitter``, ``jitter`` a random factor in
+    [0.5, 1.5) drawn by the caller. With the default 60 s base the retries come after
+    about 1, 2, 4, 8, ... minutes; the 12th would fall past 3 days. Pure."""
+    return base_seconds * 2.0 ** min(max(failed_attempts - 1, 0), 40) * jitter
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt:
+    """One finished attempt of a claimed delivery, to record.
+
+    Attributes:
+        delivery: what was claimed (its ``attempts`` before this one, ``give_up_at``).
+        at: when it started, epoch seconds.
+        succeeded: a 2xx arrived in time.
+        response_status: the HTTP status, or None without an answer.
+        error: the error code, or None on success.
+        duration_ms: how long it took, milliseconds.
+        jitter: the back-off's random factor in [0.5, 1.5), drawn by the sender.
+    """
+
+    delivery: ClaimedDelivery
+    at: float
+    succeeded: bool
+    response_status: int | None
+    error: str | None
+    duration_ms: float
+    jitter: float
+
+    def outcome(self, retry_base_seconds: float) -> tuple[str, float | None]:
+        """The delivery's status and ``next_attempt_at`` (epoch seconds, or None) after
+        this attempt: ``succeeded``; else a retry after :func:`retry_delay_seconds`, or
+        ``failed`` once that would fall after ``give_up_at`` (extensions part 2). Pure."""
+        if self.succeeded:
+            return "succeeded", None
+        failed = self.delivery.attempts + 1
+        next_attempt_at = self.at + retry_delay_seconds(failed, retry_base_seconds, self.jitter)
+        if next_attempt_at > self.delivery.give_up_at:
+            return "failed", None
+        return "pending", next_attempt_at
+
+
+async def record_attempts(
+    connection: Connection, attempts: Sequence[Attempt], *, retry_base_seconds: float
+) -> int:
+    """Record finished attempts in one statement (the sender batches them: one
+    transaction a few milliseconds instead of one a delivery): ``attempts`` + 1, the
+    ``last_*`` fields, and the status and next attempt of :meth:`Attempt.outcome`; a
+    retry of an endpoint disabled meanwhile stays pending but unscheduled (NULL).
+
+    A delivery that is gone (endpoint or event deleted) or already settled (another
+    sender's attempt after a lapsed claim succeeded first) is left alone. Returns the
+    number of deliveries written.
+    """
+    outcomes = [a.outcome(retry_base_seconds) for a in attempts]
+    status = await connection.execute(
+        "UPDATE webhook_deliveries AS d SET attempts = d.attempts + 1, status = u.status, "
+        "next_attempt_at = CASE WHEN u.status = 'pending' AND w.status <> 'enabled' "
+        "THEN NULL ELSE u.next_attempt_at END, last_attempt_at = u.at, "
+        "last_response_status = u.response_status, last_error = u.error, "
+        "last_duration_ms = u.duration_ms "
+        "FROM unnest($1::text[], $2::text[], $3::float8[], $4::bigint[], $5::int[], "
+        "$6::text[], $7::float8[]) AS u(id, status, next_attempt_at, at, response_status, "
+        "error, duration_ms), webhook_endpoints AS w "
+        "WHERE d.id = u.id AND d.status = 'pending' AND w.id = d.endpoint_id",
+        [a.delivery.id for a in attempts],
+        [o[0] for o in outcomes],
+        [o[1] for o in outcomes],
+        [int(a.at) for a in attempts],
+        [a.response_status for a in attempts],
+        [a.error for a in attempts],
+        [a.duration_ms for a in attempts],
+    )
+    return int(status.rsplit(" ", 1)[-1])
