@@ -131,15 +131,13 @@ def test_bench_webhooks_delivers_every_event_of_flapping_monitors(tmp_path: Path
     """``uptrio bench webhooks`` at a tiny scale: 20 monitors every second, a quarter
     flapping, a real endpoint on the bench's receiver. It asserts consistency, not speed:
     every event of the window has a delivery that reached the receiver, signed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
     output = tmp_path / "webhooks"
-    done = subprocess.run(
-        [sys.executable, "-m", "web.cli", "bench", "webhooks", "--monitors", "20",
-         "--interval", "1", "--timeout", "1", "--window", "2", "--warmup", "1",
-         "--flapping", "0.25", "--api-rps", "0", "--http-target", "builtin",
-         "--serve-arg=--webhook-per-endpoint-concurrency=16", "--drain", "10",
-         "--no-progress", "--no-chart", "--output", str(output)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False,
+    done = uptrio(
+        "bench", "webhooks", "--monitors", "20", "--interval", "1", "--timeout", "1",
+        "--window", "2", "--warmup", "1", "--flapping", "0.25", "--api-rps", "0",
+        "--http-target", "builtin", "--serve-arg=--webhook-per-endpoint-concurrency=16",
+        "--drain", "10", "--no-progress", "--no-chart", "--output", str(output),
+        timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "commit to receiver" in done.stdout, done.stdout
