@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck install clean
+.PHONY: serve test lint typecheck install test-tools clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+# Debian programs that only the test suite drives: headless Chromium and its driver
+# (tests/browser) and wrk (`uptrio bench status-pages`, smoke-tested in tests/bench).
+# Installed with apt-get when one is missing (a fresh machine runs as root); nothing to
+# do when all are there. `make serve` needs none of them.
+TEST_TOOLS := chromium=/usr/bin/chromium chromium-driver=/usr/bin/chromedriver wrk=/usr/bin/wrk
+
+test-tools:
+	@missing=""; for tool in $(TEST_TOOLS); do \
+	  [ -x "$${tool#*=}" ] || missing="$$missing $${tool%%=*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "make test needs the Debian packages$$missing: run as root, or" \
+	         "apt-get install$$missing" >&2; exit 1; fi; \
+	  echo "installing the Debian packages$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $$missing >/dev/null; fi
+
+test: lint typecheck test-tools
 	$(BIN)/pytest
 
 clean:

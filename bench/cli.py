@@ -9,6 +9,9 @@ and says in one line how to install the harness's extras when they are missing::
                  [--interval 10] [--timeout 5] [--duration 30] [--warmup S]
                  [--failing 0.0] [--slow 0.0] [--refusing 0.0] [--baseline] ...
     uptrio bench sweep [--counts 1000,5000,10000,20000] [same options]
+    uptrio bench history [--monitors N] [--days 90] ...
+    uptrio bench status-pages [--monitors 10000] [--components 100] [--pages 20]
+                 [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench webhooks [--monitors 10000] [--flapping 0.01] [--window 120]
                           [--drain 60] [same options]
 
@@ -57,11 +60,12 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     bench.add_argument(
         "action",
         nargs="?",
-        choices=("run", "sweep", "history", "webhooks"),
+        choices=("run", "sweep", "history", "status-pages", "webhooks"),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
-        "availability latency and bytes on disk over a synthetic history; webhooks: a run "
-        "without and one with a webhook endpoint and flapping targets, side by side",
+        "availability latency and bytes on disk over a synthetic history; status-pages: "
+        "a status page's cold render and its cached throughput under the load; webhooks: "
+        "a run without and one with a webhook endpoint and flapping targets, side by side",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -148,6 +152,17 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     past.add_argument(
         "--requests", type=int, default=200, help="availability requests per case (default 200)"
     )
+    pages = bench.add_argument_group("status-pages (with --days of history)")
+    pages.add_argument(
+        "--components", type=int, default=100, help="components of a page (default 100)"
+    )
+    pages.add_argument(
+        "--pages", type=int, default=20, help="pages rendered cold, one each (default 20)"
+    )
+    pages.add_argument("--wrk-seconds", type=float, default=10.0, help="per wrk run (default 10)")
+    pages.add_argument("--wrk-rounds", type=int, default=3, help="wrk runs per route (default 3)")
+    pages.add_argument("--wrk-connections", type=int, default=32, help="(default 32)")
+    pages.add_argument("--wrk-threads", type=int, default=1, help="(default 1)")
     hooks = bench.add_argument_group("webhooks")
     hooks.add_argument(
         "--drain",
@@ -216,6 +231,35 @@ EXTRAS = frozenset({"rich", "psutil", "matplotlib", "numpy"})
 """What ``pip install -e '.[bench]'`` brings beyond the service's own dependencies."""
 
 
+def _status_pages(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench status-pages`` (bench.status_pages)."""
+    import trio
+
+    from .status_pages import PageBenchOptions, print_status_pages, run_status_pages_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-status-pages"
+    if not 1 <= args.components <= 100 or args.pages < 1 or args.monitors < args.components:
+        print(
+            "uptrio bench: --components 1 to 100, at most --monitors; --pages at least 1",
+            file=sys.stderr,
+        )
+        return 2
+    options = PageBenchOptions(
+        components=args.components,
+        days=args.days,
+        pages=args.pages,
+        seconds=args.wrk_seconds,
+        rounds=args.wrk_rounds,
+        connections=args.wrk_connections,
+        threads=args.wrk_threads,
+    )
+    params = params_from_args(args, args.monitors, base)
+    report = trio.run(run_status_pages_bench, params, options, base)
+    print_status_pages(report)
+    print(f"report: {base / 'status-pages.json'}")
+    return 0
+
+
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
     (0 when the run completed, whatever it measured; 2 for bad parameters or when the
@@ -255,6 +299,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         print_history(report)
         print(f"report: {base / 'history.json'}")
         return 0
+    if args.action == "status-pages":
+        return _status_pages(args, stamp)
     if args.action == "webhooks":
         from .webhooks import print_comparison, run_webhooks_bench
 

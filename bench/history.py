@@ -39,7 +39,7 @@ from .service import (
     serve_command,
 )
 
-__all__ = ["run_history_bench"]
+__all__ = ["load_history", "print_history", "run_history_bench"]
 
 DAY = 86_400
 _LOAD_SECONDS = 3600.0
@@ -47,10 +47,11 @@ _LOAD_SECONDS = 3600.0
 RANGES_DAYS = (1, 30, 90, 400)
 
 
-async def _load(
+async def load_history(
     bench_db: BenchDatabase, monitors: int, days: int, raw_days: int, raw_interval: int, now: int
 ) -> dict[str, float]:
-    """Bulk-load the synthetic history; returns the seconds each part took."""
+    """Bulk-load the synthetic history of the module docstring (``monitors`` paused
+    monitors ``mon_hist…`` named ``history <k>``); returns the seconds each part took."""
     took: dict[str, float] = {}
     first_hour = now - now % 3600 - days * DAY
     start = first_hour - 3600
@@ -219,7 +220,7 @@ async def run_history_bench(
         now = int(time.time())
         async with trio_asyncio.open_loop(), open_bench_database(data_dir, None) as bench_db:
             (token,) = await mint_tokens(data_dir, None, "bench", 1)  # migrates, too
-            took = await _load(bench_db, monitors, days, raw_days, raw_interval, now)
+            took = await load_history(bench_db, monitors, days, raw_days, raw_interval, now)
             sizes = await _sizes(bench_db)
             command = serve_command(data_dir, "--no-engine", log_level="warning")
             async with run_service_process(command, output / "service.log") as service:

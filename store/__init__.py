@@ -16,6 +16,7 @@ from . import (
     incidents,
     monitors,
     rollups,
+    status_pages,
     webhooks,
 )
 from .actor import (
@@ -43,6 +44,7 @@ from .records import (
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    StatusPageRecord,
     TokenContext,
     TokenRecord,
     WebhookDeliveryRecord,
@@ -71,6 +73,7 @@ __all__ = [
     "Page",
     "PageRequest",
     "StatusChange",
+    "StatusPageRecord",
     "StoreActor",
     "StoreError",
     "StoreLocation",
@@ -102,5 +105,6 @@ __all__ = [
     "run_maintenance",
     "schema_version",
     "start_embedded",
+    "status_pages",
     "webhooks",
 ]

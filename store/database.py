@@ -67,7 +67,7 @@ async def _init_connection(connection: Connection) -> None:
 def _translate(exc: Exception) -> StoreError | None:
     """Map an asyncpg or socket error to a store error; None for anything else."""
     if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
-        return IntegrityConflict(str(exc))
+        return IntegrityConflict(str(exc), getattr(exc, "constraint_name", None))
     if isinstance(exc, _UNAVAILABLE):
         return DatabaseUnavailable(f"database unavailable: {exc.__class__.__name__}: {exc}")
     if isinstance(exc, asyncpg.PostgresError):

@@ -40,4 +40,13 @@ class CursorNotFound(StoreError):
 
 
 class IntegrityConflict(StoreError):
-    """A unique or foreign-key constraint refused the write."""
+    """A unique or foreign-key constraint refused the write.
+
+    Attributes:
+        constraint: the name of the constraint that refused it (for example
+            ``status_pages_slug_key``), or None when the server did not name one.
+    """
+
+    def __init__(self, message: str, constraint: str | None = None) -> None:
+        super().__init__(message)
+        self.constraint = constraint

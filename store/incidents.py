@@ -17,7 +17,7 @@ from typing import Any
 from .database import Connection
 from .events import EventCause, record_event
 from .ids import new_id
-from .owned import delete_owned, insert_owned, update_owned
+from .owned import delete_owned, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import IncidentRecord, IncidentUpdateRecord
 
@@ -81,11 +81,13 @@ async def get_incident(
     connection: Connection, account_id: str, incident_id: str, *, for_update: bool = False
 ) -> IncidentRecord | None:
     """The incident of the account, or None. ``for_update`` locks it."""
-    lock = " FOR UPDATE" if for_update else ""
-    row = await connection.fetchrow(
-        f"SELECT {_SELECT} FROM incidents t WHERE t.id = $1 AND t.account_id = $2{lock}",
-        incident_id,
-        account_id,
+    row = await select_owned(
+        connection,
+        table="incidents",
+        select=_SELECT,
+        account_id=account_id,
+        row_id=incident_id,
+        for_update=for_update,
     )
     return None if row is None else IncidentRecord.from_row(row)
 

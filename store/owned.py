@@ -1,4 +1,4 @@
-"""Writes shared by the account-owned tables (``monitors``, ``incidents``,
+"""Reads and writes shared by the account-owned tables (``monitors``, ``incidents``,
 ``webhook_endpoints``).
 
 Both are updated the same way (lock, diff, write only what changed, bump ``updated``) and
@@ -54,6 +54,26 @@ async def insert_owned(
     return await connection.fetchrow(
         f"INSERT INTO {table} AS t ({', '.join(names)}) VALUES ({placeholders}) RETURNING {select}",
         *(values[n] for n in names),
+    )
+
+
+async def select_owned(
+    connection: Connection,
+    *,
+    table: str,
+    select: str,
+    account_id: str,
+    row_id: str,
+    for_update: bool = False,
+) -> Any:
+    """The account's row ``row_id`` of ``table`` as ``select`` (over ``t``) reads it, or
+    None when the account has no such row. ``for_update`` locks it until the transaction
+    ends."""
+    lock = " FOR UPDATE" if for_update else ""
+    return await connection.fetchrow(
+        f"SELECT {select} FROM {table} t WHERE t.id = $1 AND t.account_id = $2{lock}",
+        row_id,
+        account_id,
     )
 
 

@@ -118,7 +118,7 @@ async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> 
     """Keep the sort keys of a row about to be deleted, as a cursor tombstone, and purge
     tombstones older than 24 hours (asyncio side)."""
     # the tombstone's ``name`` serves sorts by name or title; tables without one keep ''
-    name = {"incidents": "title", "monitors": "name"}.get(table, "''")
+    name = {"incidents": "title", "monitors": "name", "status_pages": "name"}.get(table, "''")
     await connection.execute(
         "INSERT INTO cursor_tombstones (id, account_id, created, updated, name, seq, deleted_at) "
         f"SELECT id, account_id, created, updated, {name}, seq, $2 FROM {table} WHERE id = $1 "

@@ -201,6 +201,23 @@ class WebhookDeliveryRecord(_FromRow):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StatusPageRecord(_FromRow):
+    """A status page (extensions part 5). ``slug`` is unique over the service;
+    ``components`` is the ordered list of ``{"monitor": "mon_...", "name": display name,
+    "group": str or None}``."""
+
+    id: str
+    account_id: str
+    name: str
+    slug: str
+    description: str | None
+    components: list[dict[str, Any]]
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CheckRecord(_FromRow):
     """One check result (DESIGN's check object). ``response_time_ms`` in milliseconds."""
 

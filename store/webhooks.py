@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .database import Connection
-from .owned import delete_owned, insert_owned, update_owned
+from .owned import delete_owned, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import WebhookEndpointRecord
 
@@ -91,12 +91,13 @@ async def get_endpoint(
     connection: Connection, account_id: str, endpoint_id: str, *, for_update: bool = False
 ) -> WebhookEndpointRecord | None:
     """The account's endpoint, or None. ``for_update`` locks it."""
-    lock = " FOR UPDATE" if for_update else ""
-    row = await connection.fetchrow(
-        f"SELECT {_ENDPOINT_SELECT} FROM webhook_endpoints t "
-        f"WHERE t.id = $1 AND t.account_id = $2{lock}",
-        endpoint_id,
-        account_id,
+    row = await select_owned(
+        connection,
+        table="webhook_endpoints",
+        select=_ENDPOINT_SELECT,
+        account_id=account_id,
+        row_id=endpoint_id,
+        for_update=for_update,
     )
     return None if row is None else WebhookEndpointRecord.from_row(row)
 

@@ -39,6 +39,7 @@ from .ops import Operations, add_operational_routes
 from .params import check_names, check_utf8
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
+from .status_public import add_status_page_routes
 from .throttle import rate_limit, throttle_failed_authentication
 from .versioning import CURRENT_VERSION, HEADER, resolve_version
 
@@ -276,4 +277,5 @@ def create_app(
         return _json_response(200, document)
 
     add_operational_routes(app, deps, ops)
+    add_status_page_routes(app, deps)
     return app

@@ -44,8 +44,13 @@ PERMISSIONS = (
     "webhooks.create",
     "webhooks.update",
     "webhooks.delete",
+    "status_pages.read",
+    "status_pages.create",
+    "status_pages.update",
+    "status_pages.delete",
 )
-"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2)."""
+"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2;
+``status_pages.*``: extensions part 5)."""
 
 SECRET_ENV = "UPTRIO_JWT_SECRET"
 

@@ -17,6 +17,7 @@ from engine import TargetPolicy
 from store import Database, MaintenanceSettings, MonitorRecord
 
 from .ratelimit import RateLimiter
+from .status_cache import PageCache
 
 
 class MonitorEngine(Protocol):
@@ -81,8 +82,11 @@ class Dependencies:
         target_policy: which addresses monitors may point at (:mod:`engine.policy`).
         history: retention of checks and rollups (``store.MaintenanceSettings``), for the
             availability endpoint's "unknown" past the cutoffs.
-        clock: wall-clock time in epoch seconds, for idempotency keys' age and the
-            ``X-RateLimit-Reset`` header; tests inject their own.
+        clock: wall-clock time in epoch seconds, for idempotency keys' age, the
+            ``X-RateLimit-Reset`` header and what a public status page reads as "now";
+            tests inject their own.
+        status_cache: the process's rendered public status pages
+            (:mod:`web.status_cache`: at most one render per page per 10 s).
     """
 
     db: Database
@@ -94,3 +98,4 @@ class Dependencies:
     target_policy: TargetPolicy = field(default_factory=TargetPolicy)
     history: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     clock: Callable[[], float] = time.time
+    status_cache: PageCache = field(default_factory=PageCache)

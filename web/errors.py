@@ -126,7 +126,21 @@ CODES: dict[str, tuple[int, str]] = {
         422,
         "enabled_events holds something that is no event type, family prefix (monitor.*) or *.",
     ),
-    "unknown_monitor": (422, "monitors names a monitor the account does not have."),
+    "unknown_monitor": (
+        422,
+        "monitors (an incident's) or components (a status page's) names a monitor the "
+        "account does not have.",
+    ),
+    "invalid_slug": (
+        422,
+        "A status page's slug is not 3 to 60 characters of a-z, 0-9 and -, or starts or "
+        "ends with -.",
+    ),
+    "slug_taken": (
+        422,
+        "Another status page (of any account) already has this slug: slugs are unique over "
+        "the service.",
+    ),
     "metadata_too_many_keys": (422, "metadata would have more than 50 keys."),
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
     "metadata_value_too_long": (422, "A metadata value is longer than 500 characters."),

@@ -16,6 +16,7 @@ from store import (
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    StatusPageRecord,
     WebhookDeliveryRecord,
     WebhookEndpointRecord,
 )
@@ -174,6 +175,24 @@ def webhook_delivery_object(r: WebhookDeliveryRecord) -> dict[str, Any]:
         "last_attempt": last_attempt,
         "next_attempt_at": None if next_at is None else math.ceil(next_at),
         "created": r.created,
+    }
+
+
+def status_page_object(r: StatusPageRecord) -> dict[str, Any]:
+    """A status page (extensions part 5); each component ``{"monitor", "name", "group"}``."""
+    return {
+        "id": r.id,
+        "object": "status_page",
+        "name": r.name,
+        "slug": r.slug,
+        "description": r.description,
+        "components": [
+            {"monitor": c["monitor"], "name": c["name"], "group": c.get("group")}
+            for c in r.components
+        ],
+        "created": r.created,
+        "updated": r.updated,
+        "metadata": r.metadata,
     }
 
 

@@ -54,7 +54,12 @@ _REPLAYED = {
         "the same Idempotency-Key (spec 4.5).",
     }
 }
-_CURSOR_PREFIXES = {"list_monitors": "mon", "list_incidents": "inc", "list_checks": "chk"}
+_CURSOR_PREFIXES = {
+    "list_monitors": "mon",
+    "list_incidents": "inc",
+    "list_checks": "chk",
+    "list_status_pages": "stp",
+}
 _QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("list_monitors", "status"): {"enum": list(get_args(MonitorStatus))},
     ("list_monitors", "type"): {"enum": list(get_args(MonitorType))},
@@ -63,6 +68,15 @@ _QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("list_incidents", "status"): {"enum": list(get_args(IncidentStatus))},
     ("list_incidents", "severity"): {"enum": list(get_args(Severity))},
     ("list_incidents", "sort"): {"pattern": "^-?(created|updated|title)$"},
+    ("list_status_pages", "sort"): {"pattern": "^-?(created|updated|name)$"},
+    ("list_webhook_endpoints", "sort"): {"pattern": "^-?created$"},
+    ("list_webhook_deliveries", "status"): {"enum": ["pending", "succeeded", "failed"]},
+    # ASCII, 1-100 characters, a * only at the end (web/routes/events.py)
+    ("list_events", "type"): {
+        "minLength": 1,
+        "maxLength": 100,
+        "pattern": "^[\\x00-\\x29\\x2b-\\x7f]{0,99}\\*?$",
+    },
 }
 """What the query parameters accept beyond their JSON type (web/params.py parses them)."""
 _CREATED_LINKS = {
@@ -76,7 +90,10 @@ _CREATED_LINKS = {
     ),
     "create_incident": ("get_incident", "update_incident", "delete_incident", "resolve_incident"),
 }
-"""OpenAPI links from a create to the operations on the created object (stateful tests)."""
+"""OpenAPI links from a create to the operations on the created object (stateful tests).
+None from status pages: their slug is unique over the service, so against the one live
+server of the stateful test a replayed create fails (``slug_taken``) where it first
+succeeded, and hypothesis refuses the run as flaky."""
 
 
 def _path(route: Route) -> str:
@@ -108,6 +125,8 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
             schema.update(minimum=1, maximum=100, default=10)
         if name in ("starting_after", "ending_before") and route.name in _CURSOR_PREFIXES:
             schema["pattern"] = f"^{_CURSOR_PREFIXES[route.name]}_[a-z0-9]{{1,64}}$"
+        if name.startswith("created["):  # epoch seconds, as web/params.py reads them
+            schema.update(minimum=0, maximum=99_999_999_999)
         schema.update(_QUERY_SCHEMAS.get((route.name, name), {}))
         parameters.append(
             {

@@ -8,15 +8,12 @@ chosen by the OS, a time limit on the whole run (the command's own ``timeout``).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import uptrio
 
 # Figures read from the service's /metrics: absent (and reported missing) only while the
 # service has no such endpoint.
@@ -30,41 +27,30 @@ _METRICS_FIGURES = (
 
 
 def _bench(tmp_path: Path) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
     output = tmp_path / "out"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "web.cli",
-            "bench",
-            "--monitors",
-            "200",
-            "--type",
-            "mix",
-            "--interval",
-            "2",
-            "--timeout",
-            "1",
-            "--duration",
-            "4",
-            "--warmup",
-            "1",
-            "--api-rps",
-            "4",
-            "--http-target",
-            "builtin",
-            "--baseline",
-            "--no-progress",
-            "--output",
-            str(output),
-        ],
-        capture_output=True,
-        text=True,
+    done = uptrio(
+        "bench",
+        "--monitors",
+        "200",
+        "--type",
+        "mix",
+        "--interval",
+        "2",
+        "--timeout",
+        "1",
+        "--duration",
+        "4",
+        "--warmup",
+        "1",
+        "--api-rps",
+        "4",
+        "--http-target",
+        "builtin",
+        "--baseline",
+        "--no-progress",
+        "--output",
+        str(output),
         timeout=90,
-        cwd=ROOT,
-        env=env,
-        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "checks/s achieved" in done.stdout, done.stdout
@@ -123,13 +109,10 @@ def test_bench_reports_every_figure_and_counts_agree(tmp_path: Path) -> None:
 
 
 def test_bench_history_reports_latency_sizes_and_a_partition_drop(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
     output = tmp_path / "history"
-    done = subprocess.run(
-        [sys.executable, "-m", "web.cli", "bench", "history", "--monitors", "20",
-         "--days", "3", "--raw-days", "1", "--raw-interval", "300", "--requests", "3",
-         "--output", str(output)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False,
+    done = uptrio(
+        "bench", "history", "--monitors", "20", "--days", "3", "--raw-days", "1",
+        "--raw-interval", "300", "--requests", "3", "--output", str(output), timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     report: dict[str, Any] = json.loads((output / "history.json").read_text())
@@ -148,15 +131,13 @@ def test_bench_webhooks_delivers_every_event_of_flapping_monitors(tmp_path: Path
     """``uptrio bench webhooks`` at a tiny scale: 20 monitors every second, a quarter
     flapping, a real endpoint on the bench's receiver. It asserts consistency, not speed:
     every event of the window has a delivery that reached the receiver, signed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
     output = tmp_path / "webhooks"
-    done = subprocess.run(
-        [sys.executable, "-m", "web.cli", "bench", "webhooks", "--monitors", "20",
-         "--interval", "1", "--timeout", "1", "--window", "2", "--warmup", "1",
-         "--flapping", "0.25", "--api-rps", "0", "--http-target", "builtin",
-         "--serve-arg=--webhook-per-endpoint-concurrency=16", "--drain", "10",
-         "--no-progress", "--no-chart", "--output", str(output)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False,
+    done = uptrio(
+        "bench", "webhooks", "--monitors", "20", "--interval", "1", "--timeout", "1",
+        "--window", "2", "--warmup", "1", "--flapping", "0.25", "--api-rps", "0",
+        "--http-target", "builtin", "--serve-arg=--webhook-per-endpoint-concurrency=16",
+        "--drain", "10", "--no-progress", "--no-chart", "--output", str(output),
+        timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "commit to receiver" in done.stdout, done.stdout

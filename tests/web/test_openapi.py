@@ -51,8 +51,8 @@ async def test_openapi_document_describes_every_route_without_auth(
         documented = {(path, method) for path, ops in doc["paths"].items() for method in ops}
         assert documented == expected
         # spec part 4; extensions parts 1 (events, 2), 2 (webhooks, 7), 3 (incident updates, 2)
-        # and 4 (availability)
-        assert len(expected) == 26
+        # 4 (availability) and 5 (status pages, 5)
+        assert len(expected) == 31
 
         for route in ROUTES:
             op = doc["paths"][re.sub(r"<(\w+)>", r"{\1}", route.path)][route.method.lower()]

@@ -80,6 +80,25 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
         200,
     ),
     ("DELETE", "/webhook-endpoints/{we}", "webhooks.delete", "delete webhook endpoint", None, 204),
+    ("GET", "/status-pages", "status_pages.read", "list status pages", None, 200),
+    ("GET", "/status-pages/{stp}", "status_pages.read", "get status page", None, 200),
+    (
+        "POST",
+        "/status-pages",
+        "status_pages.create",
+        "create status page",
+        {"name": "Second", "slug": "second-page"},
+        201,
+    ),
+    (
+        "PATCH",
+        "/status-pages/{stp}",
+        "status_pages.update",
+        "update status page",
+        {"name": "Renamed"},
+        200,
+    ),
+    ("DELETE", "/status-pages/{stp}", "status_pages.delete", "delete status page", None, 204),
 ]
 
 
@@ -92,7 +111,8 @@ def test_the_matrix_names_every_permission_and_route() -> None:
             p.replace("{mon}", "{}")
             .replace("{inc}", "{}")
             .replace("{evt}", "{}")
-            .replace("{we}", "{}"),
+            .replace("{we}", "{}")
+            .replace("{stp}", "{}"),
             perm,
         )
         for m, p, perm, *_ in ENDPOINTS
@@ -116,9 +136,13 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             ),
             201,
         )
+        page = expect(
+            await api.post("/status-pages", json={"name": "First", "slug": "first-page"}), 201
+        )
         kind = "incident" if permission == "incidents.read" else "monitor"  # one it may read
         event = expect(await api.get("/events", query={"type": f"{kind}.created"}))["data"][0]
         ids = {"mon": monitor["id"], "inc": incident["id"], "evt": event["id"], "we": hook["id"]}
+        ids["stp"] = page["id"]
         for method, template, needed, name, body, success in ENDPOINTS:
             path = template.format(**ids)
             response = await limited.request(method, path, json=body)
@@ -147,6 +171,12 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             assert (hook_left[1]["description"] == "n") is (permission == "webhooks.update")
         hooks = expect(await api.get("/webhook-endpoints"))["data"]
         assert len(hooks) == {"webhooks.create": 2, "webhooks.delete": 0}.get(permission, 1)
+        page_left = await api.get(f"/status-pages/{page['id']}")
+        assert page_left[0] == (404 if permission == "status_pages.delete" else 200)
+        if permission != "status_pages.delete":
+            assert (page_left[1]["name"] == "Renamed") is (permission == "status_pages.update")
+        pages = expect(await api.get("/status-pages"))["data"]
+        assert len(pages) == {"status_pages.create": 2, "status_pages.delete": 0}.get(permission, 1)
         monitors = expect(await api.get("/monitors"))["data"]
         incidents = expect(await api.get("/incidents"))["data"]
         assert len(monitors) == {"monitors.create": 2, "monitors.delete": 0}.get(permission, 1)

@@ -47,6 +47,7 @@ SEMANTIC_REFUSALS = frozenset(
         "cursor_conflict",  # both cursors at once
         "incident_not_open",  # resolve on a resolved incident
         "unknown_monitor",  # an incident's monitors must be the account's own
+        "slug_taken",  # a status page's slug is unique over the service
     }
 )
 """Codes a schema-valid request may get: rules OpenAPI cannot express."""
@@ -61,6 +62,10 @@ def _serve(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
         "--token-requests-per-hour",
         "1000000",
         "--account-requests-per-minute",
+        "1000000",
+        # schemathesis sends every example once more with a made-up token (ignored_auth):
+        # with 31 operations that passes the default 60 failed logins a minute
+        "--auth-failures-per-minute",
         "1000000",
     )
     command.insert(len(CLI), "--log-level=warning")  # a global option, before ``serve``
@@ -149,8 +154,8 @@ SETTINGS = settings(
 def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[str, str]) -> None:
     operations = [result.ok() for result in api_schema.get_all_operations()]
     # spec part 4; extensions parts 1 (events, 2), 2 (webhooks, 7), 3 (incident updates, 2)
-    # and 4 (availability)
-    assert len(operations) == 26
+    # 4 (availability) and 5 (status pages, 5)
+    assert len(operations) == 31
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
@@ -168,7 +173,10 @@ def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[st
 
 
 def test_stateful_create_get_update_delete(api_schema: Any, auth: dict[str, str]) -> None:
-    machine = api_schema.as_state_machine()
+    # Status pages are left to the test above: their slug is unique over the service, so
+    # on this one live server a replayed create can fail where it first succeeded, and
+    # their rules alone change which paths hypothesis explores here.
+    machine = api_schema.exclude(path_regex="^/status-pages").as_state_machine()
 
     class Machine(machine):  # type: ignore[misc, valid-type]
         def get_call_kwargs(self, case: Any) -> dict[str, Any]:

@@ -78,7 +78,13 @@ async def delete_owned(
 
 def not_found(prefix: str, value: str) -> ApiError:
     """The 404 for an id of ``prefix`` that the account does not have."""
-    kind = {"mon": "monitor", "inc": "incident", "evt": "event", "we": "webhook endpoint"}[prefix]
+    kind = {
+        "mon": "monitor",
+        "inc": "incident",
+        "evt": "event",
+        "we": "webhook endpoint",
+        "stp": "status page",
+    }[prefix]
     return ApiError("resource_missing", f"no such {kind}: {value[:80]!r}", param="id")
 
 

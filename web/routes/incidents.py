@@ -37,20 +37,20 @@ _STATUSES = ("investigating", "identified", "monitoring", "resolved")
 _SEVERITIES = ("critical", "major", "minor", "maintenance")
 
 
-async def own_monitors(ctx: RequestContext, monitor_ids: list[str]) -> list[str]:
+async def own_monitors(
+    ctx: RequestContext, monitor_ids: list[str], *, param: str = "monitors"
+) -> list[str]:
     """``monitor_ids`` without duplicates, each one of the account's own monitors.
 
     Raises:
-        ApiError: 422 ``unknown_monitor`` (``param`` ``monitors``) naming the first id
-            that is not.
+        ApiError: 422 ``unknown_monitor`` (``param``: ``monitors``, or the caller's field,
+            such as a status page's ``components``) naming the first id that is not.
     """
     unique = list(dict.fromkeys(monitor_ids))
     if unique:
         foreign = await ctx.deps.db.run(incidents.foreign_monitors, ctx.account_id, unique)
         if foreign:
-            raise ApiError(
-                "unknown_monitor", f"no such monitor: {foreign[0][:80]!r}", param="monitors"
-            )
+            raise ApiError("unknown_monitor", f"no such monitor: {foreign[0][:80]!r}", param=param)
     return unique
 
 

@@ -1,0 +1,257 @@
+"""What a public status page shows, as plain data (extensions part 5): pure functions
+from a ``store.status_pages.PublicPage`` to the summary that ``summary.json`` serves and
+the HTML template renders. No I/O, no clock: tested without either.
+
+**Public, and nothing else.** A component shows its display name and group, never its
+monitor's name, url, id, type or metadata. An incident shows its title, status,
+severity, times and its timeline's statuses, times and messages, never its id, its
+metadata, its postmortem or its description, and the timeline's first entry (written on
+create, carrying the description, which for an incident a monitor opened names the
+failing check and its error message) is shown without its message. Texts the engine
+generated from a monitor's name (the title ``"<name> is down"``, the resolution message
+``"<name> is up again after <duration>"``) are shown with the component's display name
+instead (:func:`public_text`).
+
+**Component states** (``data-state`` in the HTML), from the monitor's status:
+
+==============  ==================================================================
+``major_outage``  the monitor is ``down``
+``degraded``      ``up`` or ``pending``, and named by an open incident
+``operational``   ``up``
+``unknown``       ``pending`` (no check has decided yet): "No data yet"
+``paused``        ``paused``: "Not monitored"
+==============  ==================================================================
+
+**Overall state**, the worst of what the components and the open incidents say:
+``major_outage`` when every monitored component (neither paused nor unknown; at least
+one) is in ``major_outage``, or an open ``critical`` incident affects the page;
+``partial_outage`` when some component is in ``major_outage``, or an open ``major``
+incident affects the page; ``degraded`` when a component is ``degraded`` or any other
+open incident (``minor``, ``maintenance``) affects the page; else ``operational``.
+
+**Daily bars.** Each of the 90 UTC days has ``uptime_percent`` = up / (up + down) * 100
+(null: neither, "no data"), shown rounded *down* to two decimals (a day with one down
+second never reads 100.00 %), and a level: ``none`` (no data), ``full`` (no down
+second), ``partial`` (99 % or more), ``low`` (under 99 %).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from store import IncidentRecord, IncidentUpdateRecord, status_pages
+
+__all__ = [
+    "COMPONENT_LABELS",
+    "LEVEL_LABELS",
+    "OVERALL_LABELS",
+    "component_state",
+    "day_level",
+    "format_percent",
+    "overall_state",
+    "public_text",
+    "summary",
+]
+
+OVERALL_LABELS = {
+    "operational": "All systems operational",
+    "degraded": "Degraded performance",
+    "partial_outage": "Partial outage",
+    "major_outage": "Major outage",
+}
+COMPONENT_LABELS = {
+    "operational": "Operational",
+    "degraded": "Degraded",
+    "major_outage": "Major outage",
+    "unknown": "No data yet",
+    "paused": "Not monitored",
+}
+LEVEL_LABELS = {
+    "none": "no data",
+    "full": "no downtime",
+    "partial": "some downtime",
+    "low": "significant downtime",
+}
+_RANK = {"operational": 0, "degraded": 1, "partial_outage": 2, "major_outage": 3}
+_SEVERITY_STATE = {
+    "critical": "major_outage",
+    "major": "partial_outage",
+    "minor": "degraded",
+    "maintenance": "degraded",
+}
+_RECOVERED = re.compile(r" is up again after (\d+[dhms](?: \d+[hms])?)\Z")
+_OTHER_SERVICE = "A monitored service"
+
+
+def component_state(monitor_status: str, in_open_incident: bool) -> str:
+    """A component's state from its monitor's status (module docstring's table)."""
+    if monitor_status == "down":
+        return "major_outage"
+    if monitor_status == "paused":
+        return "paused"
+    if in_open_incident:
+        return "degraded"
+    return "operational" if monitor_status == "up" else "unknown"
+
+
+def overall_state(component_states: Sequence[str], open_severities: Sequence[str]) -> str:
+    """The page's state from its components' states and the severities of the open
+    incidents affecting it (module docstring)."""
+    monitored = [s for s in component_states if s not in ("paused", "unknown")]
+    found = "operational"
+    if monitored and all(s == "major_outage" for s in monitored):
+        found = "major_outage"
+    elif "major_outage" in monitored:
+        found = "partial_outage"
+    elif "degraded" in monitored:
+        found = "degraded"
+    for severity in open_severities:
+        candidate = _SEVERITY_STATE.get(severity, "degraded")
+        if _RANK[candidate] > _RANK[found]:
+            found = candidate
+    return found
+
+
+def day_level(up_seconds: int, down_seconds: int) -> tuple[str, float | None]:
+    """A day's ``(level, uptime_percent)`` (module docstring; percent None: no data)."""
+    known = up_seconds + down_seconds
+    if known == 0:
+        return "none", None
+    percent = up_seconds * 100.0 / known
+    if down_seconds == 0:
+        return "full", percent
+    return ("partial" if percent >= 99.0 else "low"), percent
+
+
+def format_percent(percent: float | None) -> str:
+    """``"99.95%"``, rounded down to two decimals; ``"no data"`` for None."""
+    if percent is None:
+        return "no data"
+    return f"{math.floor(percent * 100 + 1e-9) / 100:.2f}%"
+
+
+def public_text(
+    text: str | None,
+    incident: IncidentRecord,
+    display: str,
+    opener: str | None,
+    *,
+    title: bool = False,
+) -> str | None:
+    """``text`` (the ``title`` of ``incident``, or a timeline message) as a public page
+    shows it: for an incident a monitor opened, the texts the engine generated from the
+    monitor's name read ``display`` (the component's name) instead: a title ending in
+    ``" is down"`` (or the engine's title cut at 200 characters; ``opener`` is the
+    opening monitor's current name, if known), a message ``"... is up again after
+    <duration>"``. Whatever else a person wrote is shown as written.
+    """
+    if text is None or incident.monitor_id is None:
+        return text
+    generated = opener is not None and text == (opener + " is down")[:200]
+    if title and (text.endswith(" is down") or generated):
+        return f"{display} is down"
+    recovered = _RECOVERED.search(text)
+    if recovered is not None:
+        return f"{display} is up again after {recovered.group(1)}"
+    return text
+
+
+def _iso_date(epoch: int) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+
+
+def summary(data: status_pages.PublicPage) -> dict[str, Any]:
+    """The public summary of a page (the body of ``summary.json`` and what the HTML
+    renders)::
+
+        {"object": "status_page_summary", "generated_at": epoch s,
+         "page": {"name", "slug", "description"},
+         "state": overall state, "state_label": words,
+         "components": [{"name", "group", "state", "state_label",
+                         "uptime_percent": 90-day figure or null,
+                         "days": [{"date": "YYYY-MM-DD", "uptime_percent",
+                                   "level"}] x 90, oldest first}],
+         "incidents": {"open": [...], "resolved": [...]}}
+
+    An incident is ``{"title", "status", "severity", "created", "updated",
+    "resolved_at", "components": [display names], "updates": [{"status", "message",
+    "created"}] oldest first}``. Components whose monitor no longer exists are left out.
+    """
+    page = data.page
+    components = [c for c in page.components if c["monitor"] in data.monitors]
+    open_incidents = [i for i in data.incidents if i.resolved_at is None]
+    in_open = {m for i in open_incidents for m in i.monitors}
+    shown: list[dict[str, Any]] = []
+    for c in components:
+        monitor = data.monitors[c["monitor"]]
+        state = component_state(monitor.status, c["monitor"] in in_open)
+        days, up_total, down_total = [], 0, 0
+        for start, (up, down) in zip(data.day_starts, data.days[c["monitor"]], strict=True):
+            level, percent = day_level(up, down)
+            up_total, down_total = up_total + up, down_total + down
+            days.append(
+                {"date": _iso_date(start), "uptime_percent": _round(percent), "level": level}
+            )
+        shown.append(
+            {
+                "name": c["name"],
+                "group": c.get("group"),
+                "state": state,
+                "state_label": COMPONENT_LABELS[state],
+                "uptime_percent": _round(day_level(up_total, down_total)[1]),
+                "days": days,
+            }
+        )
+    state = overall_state([c["state"] for c in shown], [i.severity for i in open_incidents])
+    names: dict[str, str] = {}
+    for c in components:
+        names.setdefault(c["monitor"], c["name"])
+    return {
+        "object": "status_page_summary",
+        "generated_at": data.now,
+        "page": {"name": page.name, "slug": page.slug, "description": page.description},
+        "state": state,
+        "state_label": OVERALL_LABELS[state],
+        "components": shown,
+        "incidents": {
+            "open": [_incident(i, data, names) for i in open_incidents],
+            "resolved": [_incident(i, data, names) for i in data.incidents if i.resolved_at],
+        },
+    }
+
+
+def _round(percent: float | None) -> float | None:
+    """A percentage for JSON: rounded down to three decimals (never 100 with downtime)."""
+    return None if percent is None else math.floor(percent * 1000 + 1e-9) / 1000
+
+
+def _incident(
+    i: IncidentRecord, data: status_pages.PublicPage, names: dict[str, str]
+) -> dict[str, Any]:
+    """One incident as the public sees it (see :func:`summary`)."""
+    affected = list(dict.fromkeys(names[m] for m in i.monitors if m in names))
+    display = names.get(i.monitor_id or "") or (affected[0] if affected else _OTHER_SERVICE)
+    opener = data.opener_names.get(i.monitor_id or "")
+    timeline: list[IncidentUpdateRecord] = data.updates.get(i.id, [])
+    return {
+        "title": public_text(i.title, i, display, opener, title=True),
+        "status": i.status,
+        "severity": i.severity,
+        "created": i.created,
+        "updated": i.updated,
+        "resolved_at": i.resolved_at,
+        "components": affected,
+        "updates": [
+            {
+                "status": u.status,
+                # the first entry carries the description: never public (module docstring)
+                "message": None if k == 0 else public_text(u.message, i, display, opener),
+                "created": u.created,
+            }
+            for k, u in enumerate(timeline)
+        ],
+    }
