@@ -34,6 +34,10 @@ class Resource(Protocol):
     def id(self) -> str:
         """The resource's prefixed id."""
 
+    @property
+    def account_id(self) -> str:
+        """The account the resource, and so the event, belongs to."""
+
     def snapshot(self) -> dict[str, Any]:
         """The record's fields as JSON-able values."""
 
@@ -61,20 +65,20 @@ async def record_event(
     *,
     type: str,
     record: Resource,
-    account_id: str,
     created: int,
     cause: EventCause | None,
     previous: Mapping[str, Any] | None = None,
 ) -> str:
     """Write event ``type`` about ``record`` (its snapshot as it is right after the
-    change) in the caller's transaction; ``previous`` maps changed fields to their old
-    values. Returns the ``evt_`` id."""
+    change; the event belongs to the record's account) in the caller's transaction;
+    ``previous`` maps changed fields to their old values; ``created`` is epoch seconds.
+    Returns the ``evt_`` id."""
     cause = cause or EventCause()
     event_id = new_id("evt")
     await connection.execute(
         f"INSERT INTO events ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         event_id,
-        account_id,
+        record.account_id,
         type,
         record.id,
         created,

@@ -70,7 +70,6 @@ async def insert_incident(
         connection,
         type="incident.created",
         record=record,
-        account_id=record.account_id,
         created=record.created,
         cause=cause,
     )
@@ -163,7 +162,6 @@ async def update_incident(
         connection,
         type="incident.resolved" if moved and record.status == "resolved" else "incident.updated",
         record=record,
-        account_id=account_id,
         created=now,
         cause=cause,
         previous=previous,
@@ -191,7 +189,6 @@ async def delete_incident(
         connection,
         type="incident.deleted",
         record=record,
-        account_id=account_id,
         created=now,
         cause=cause,
     )
@@ -238,7 +235,6 @@ async def post_update(
         connection,
         type="incident.update_posted",
         record=update,
-        account_id=account_id,
         created=now,
         cause=cause,
     )

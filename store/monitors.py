@@ -73,7 +73,6 @@ async def insert_monitor(
         connection,
         type="monitor.created",
         record=record,
-        account_id=record.account_id,
         created=record.created,
         cause=cause,
     )
@@ -161,7 +160,6 @@ async def update_monitor(
             connection,
             type="monitor.updated",
             record=record,
-            account_id=account_id,
             created=now,
             cause=cause,
             previous=previous,
@@ -239,7 +237,6 @@ async def _move(
             connection,
             type="monitor.paused" if to == "paused" else "monitor.resumed",
             record=record,
-            account_id=account_id,
             created=now,
             cause=cause,
             previous={"status": old_status},
@@ -268,7 +265,6 @@ async def delete_monitor(
         connection,
         type="monitor.deleted",
         record=record,
-        account_id=account_id,
         created=now,
         cause=cause,
     )
