@@ -1,4 +1,5 @@
-"""Uptrio's engine: monitor actors under supervisors, probing real targets.
+"""Uptrio's engine: monitor actors under supervisors, probing real targets, and heartbeat
+actors waiting for the pings of jobs.
 
 Imports ``store`` (records, the store actor) and nothing of ``web``; other packages
 import only the names below (checked by the import contracts in ``pyproject.toml``).
@@ -7,6 +8,9 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
 from .engine import Engine, run_engine
 from .health import Health, after_check
+from .heartbeat import PING_KINDS, HeartbeatState, Ping, run_heartbeat
+from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
+from .mailbox import Mailbox
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
 from .policy import TargetPolicy
@@ -30,6 +34,7 @@ from .targets import InvalidTarget, parse_target
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "PING_KINDS",
     "SIGNATURE_HEADER",
     "ActorRef",
     "ActorUnavailable",
@@ -43,8 +48,13 @@ __all__ = [
     "EngineSlot",
     "EngineStatistics",
     "Health",
+    "HeartbeatGroup",
+    "HeartbeatHandle",
+    "HeartbeatState",
     "Intensity",
     "InvalidTarget",
+    "Mailbox",
+    "Ping",
     "ProbeResult",
     "ProbeSpec",
     "Prober",
@@ -61,6 +71,7 @@ __all__ = [
     "parse_target",
     "probe_spec",
     "run_engine",
+    "run_heartbeat",
     "run_webhook_sender",
     "shard_of",
     "signature_header",

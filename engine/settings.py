@@ -31,6 +31,10 @@ class EngineSettings:
         gc_freeze_delay_seconds: seconds after a monitor is saved before the heap is frozen
             (`freeze_heap`); the heap is also frozen once the shards have loaded their
             monitors. None never freezes.
+        heartbeat_inbox_size: messages a heartbeat actor's mailbox holds; past it a ping
+            is refused (500, retry) rather than queued.
+        ping_timeout_seconds: how long a ping waits for its heartbeat's actor to hand it
+            to the store before it is answered 500 (retry), seconds.
     """
 
     max_probes_in_flight: int = 1000
@@ -42,3 +46,5 @@ class EngineSettings:
     monitor_inbox_size: int = 16
     gc_young_threshold: int | None = 50_000
     gc_freeze_delay_seconds: float | None = 10.0
+    heartbeat_inbox_size: int = 16
+    ping_timeout_seconds: float = 5.0

@@ -38,7 +38,7 @@ from .ids import check_created, has_prefix, new_check_id, new_id
 from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
 from .maintenance import MaintenanceSettings, maintain, run_maintenance
 from .migrate import LATEST_VERSION, apply_migrations, schema_version
-from .pagination import Page, PageRequest
+from .pagination import CreatedBounds, Page, PageRequest
 from .pings import HeartbeatChange
 from .records import (
     AccountRecord,
@@ -63,6 +63,7 @@ __all__ = [
     "CheckRecord",
     "CheckWriter",
     "Connection",
+    "CreatedBounds",
     "CursorNotFound",
     "Database",
     "DatabaseUnavailable",

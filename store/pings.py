@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .alerting import HEARTBEAT_MOVES, apply_moves
 from .database import Connection
-from .pagination import seq_page_newest_first
+from .pagination import CreatedBounds, seq_page_newest_first
 from .records import PingRecord, column_names
 
 __all__ = ["HeartbeatChange", "list_pings", "write_ping_batch"]
@@ -125,10 +125,13 @@ async def list_pings(
     limit: int,
     starting_after: str | None = None,
     ending_before: str | None = None,
+    kind: str | None = None,
+    bounds: CreatedBounds = CreatedBounds(),
 ) -> tuple[list[PingRecord], bool]:
     """Pings of ``heartbeat_id``, newest first (by ``created``, then arrival), ``limit``
     (1-100) of them after ``starting_after`` or before ``ending_before`` (spec 4.4; at
-    most one of the two). Returns ``(pings, has_more)``, ``has_more`` in the direction of
+    most one of the two), of ``kind`` only when given, within ``bounds`` on ``created``
+    (epoch seconds). Returns ``(pings, has_more)``, ``has_more`` in the direction of
     travel as in :mod:`store.pagination`.
 
     Raises:
@@ -140,6 +143,8 @@ async def list_pings(
         select=_COLUMNS,
         scope=["heartbeat_id = $1"],
         scope_args=[heartbeat_id],
+        filters=[] if kind is None else [("kind = {}", kind)],
+        bounds=bounds,
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
