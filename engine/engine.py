@@ -147,9 +147,9 @@ class Engine:
         """
         await self._remove(heartbeat_id)
 
-    def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
+    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
         """The heartbeat whose ping key is ``ping_key`` (paused ones included), or None:
-        a dictionary lookup, no query."""
+        a dictionary lookup, no query (and no checkpoint)."""
         return self._keys.get(ping_key)
 
     async def _save(self, record: MonitorRecord | HeartbeatRecord) -> None:

@@ -134,4 +134,4 @@ class EngineSlot:
         engine = self.current
         if engine is None:
             engine = await self._running()
-        return engine.find_heartbeat(ping_key)
+        return await engine.find_heartbeat(ping_key)
