@@ -40,7 +40,7 @@ from store import CheckWriter, HeartbeatChange, HeartbeatRecord, PingRecord, new
 
 from .mailbox import Mailbox
 
-__all__ = ["PING_KINDS", "HeartbeatState", "Ping", "Retune", "run_heartbeat"]
+__all__ = ["PING_KINDS", "HeartbeatConfig", "HeartbeatState", "Ping", "Retune", "run_heartbeat"]
 
 log = structlog.get_logger("uptrio.engine")
 
@@ -66,10 +66,34 @@ class Ping:
 
 
 @dataclass(frozen=True, slots=True)
+class HeartbeatConfig:
+    """What the engine keeps of a heartbeat's record: no more than its actor and its ping
+    key need (the engine holds one per heartbeat; the name, metadata and times of the
+    full record cost some 300 bytes more). Periods in seconds."""
+
+    id: str
+    ping_key: str
+    period_seconds: int
+    grace_seconds: int
+    run_epoch: int
+
+    @classmethod
+    def of(cls, record: HeartbeatRecord) -> HeartbeatConfig:
+        """The config of ``record``."""
+        return cls(
+            record.id,
+            record.ping_key,
+            record.period_seconds,
+            record.grace_seconds,
+            record.run_epoch,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Retune:
     """The heartbeat was updated (committed; same run): take its new settings."""
 
-    heartbeat: HeartbeatRecord
+    config: HeartbeatConfig
 
 
 HeartbeatMessage = Ping | Retune
@@ -83,10 +107,16 @@ class HeartbeatState:
     trio clock seconds (``math.inf``: none).
     """
 
-    __slots__ = ("deadline", "last_success", "record", "started", "status")
+    __slots__ = ("config", "deadline", "last_success", "started", "status")
 
-    def __init__(self, record: HeartbeatRecord, now: float, wall: float) -> None:
-        self.record = record
+    def __init__(
+        self,
+        record: HeartbeatRecord,
+        now: float,
+        wall: float,
+        config: HeartbeatConfig | None = None,
+    ) -> None:
+        self.config = HeartbeatConfig.of(record) if config is None else config
         self.status = record.status if record.status in ("up", "down") else "pending"
         self.started: float | None = None
         # the latest success on the trio clock (from the stored one, epoch seconds)
@@ -97,7 +127,7 @@ class HeartbeatState:
     def _deadline(self) -> float:
         if self.status != "up":
             return math.inf
-        return self.last_success + self.record.period_seconds + self.record.grace_seconds
+        return self.last_success + self.config.period_seconds + self.config.grace_seconds
 
     def ping(
         self, kind: str, source_ip: str | None, now: float, wall: float
@@ -109,10 +139,9 @@ class HeartbeatState:
         elif self.started is not None:
             duration_ms = round((now - self.started) * 1000, 3)
             self.started = None
-        record = self.record
         ping = PingRecord(
             id=new_id("png"),
-            heartbeat_id=record.id,
+            heartbeat_id=self.config.id,
             kind=kind,
             created=int(wall),
             duration_ms=duration_ms,
@@ -128,20 +157,20 @@ class HeartbeatState:
 
     def deadline_passed(self, wall: float) -> HeartbeatChange | None:
         """The deadline came without a success ping: the move into ``down``."""
-        record = self.record
-        late = record.period_seconds + record.grace_seconds
+        config = self.config
+        late = config.period_seconds + config.grace_seconds
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(wall - late))
         return self._move(
             "down",
             wall,
-            f"No ping for {late} s (period {record.period_seconds} s + grace "
-            f"{record.grace_seconds} s): the last success ping was before {since}.",
+            f"No ping for {late} s (period {config.period_seconds} s + grace "
+            f"{config.grace_seconds} s): the last success ping was before {since}.",
         )
 
-    def retune(self, record: HeartbeatRecord) -> None:
+    def retune(self, config: HeartbeatConfig) -> None:
         """New settings of the same run: the deadline follows the new period and grace
         (it may lie in the past: then the heartbeat goes down at once)."""
-        self.record = record
+        self.config = config
         self.deadline = self._deadline()
 
     def _move(self, to: str, wall: float, detail: str) -> HeartbeatChange | None:
@@ -151,55 +180,95 @@ class HeartbeatState:
         if before == to:
             return None
         log.info(
-            "heartbeat status changed", heartbeat=self.record.id, from_status=before, to_status=to
+            "heartbeat status changed", heartbeat=self.config.id, from_status=before, to_status=to
         )
         return HeartbeatChange(
-            heartbeat_id=self.record.id,
+            heartbeat_id=self.config.id,
             move_id=new_id("hbm"),
             from_status=before,
             to_status=to,
-            run_epoch=self.record.run_epoch,
+            run_epoch=self.config.run_epoch,
             created=int(wall),
             detail=detail,
         )
 
 
 async def run_heartbeat(
-    record: HeartbeatRecord, mailbox: Mailbox[HeartbeatMessage], writer: CheckWriter
+    record: HeartbeatRecord,
+    mailbox: Mailbox[HeartbeatMessage],
+    writer: CheckWriter,
+    config: HeartbeatConfig | None = None,
 ) -> None:
     """Run one heartbeat (module docstring) until its mailbox is closed (pause, delete,
     stop); what is still in it is given back to the closer, who settles the pings.
     Hands pings and moves to ``writer`` (the store actor), waiting when its inbox is full
     (back-pressure; pings then wait in the mailbox or are refused when it is full).
 
-    Raises only for bugs (its group's supervisor restarts it); ``trio.Cancelled``
-    propagates (a ping taken but not yet handed over is settled as not recorded).
+    ``config`` is the record's :class:`HeartbeatConfig` when the caller keeps one (then
+    both share it). Raises only for bugs (its group's supervisor restarts it);
+    ``trio.Cancelled`` propagates (a ping taken but not yet handed over is settled as not
+    recorded).
+
+    Memory (issue 16: a node holds 10,000 of these waiting): one cancel scope per
+    deadline, not per message (a success ping moves the scope's deadline), so a ping
+    leaves no new long-lived object behind; and nothing of a handled message stays
+    referenced while the actor waits for the next.
     """
-    state = HeartbeatState(record, trio.current_time(), time.time())
+    state = HeartbeatState(record, trio.current_time(), time.time(), config)
+    del record, config  # the state holds what it needs
     while True:
-        message: HeartbeatMessage | None = None
+        unwritten: _Unwritten | None = None
         try:
             if state.deadline == math.inf:
-                message = await mailbox.receive()
+                unwritten = _handle(state, await mailbox.receive(), writer)
             else:
-                with trio.move_on_at(state.deadline):
-                    message = await mailbox.receive()
+                with trio.move_on_at(state.deadline) as waiting:
+                    # Only a ping the store cannot take at once leaves the scope early,
+                    # so that waiting for room there is never cut short by the deadline.
+                    while unwritten is None and state.deadline != math.inf:
+                        unwritten = _handle(state, await mailbox.receive(), writer)
+                        waiting.deadline = state.deadline
+                if waiting.cancelled_caught:  # the deadline came
+                    change = state.deadline_passed(time.time())
+                    unwritten = _Unwritten(None, change, None)
         except trio.EndOfChannel:
             return
-        if message is None:  # the deadline came
-            change = state.deadline_passed(time.time())
-            if change is not None and not writer.write_ping_nowait(None, change):
-                await writer.write_ping(None, change)
-        elif isinstance(message, Ping):
-            handed = False
-            try:
-                ping, change = state.ping(
-                    message.kind, message.source_ip, trio.current_time(), time.time()
-                )
-                if not writer.write_ping_nowait(ping, change):
-                    await writer.write_ping(ping, change)
-                handed = True
-            finally:
-                message.settle(handed)
-        else:
-            state.retune(message.heartbeat)
+        if unwritten is not None:
+            await unwritten.hand_over(writer)
+
+
+@dataclass(slots=True)
+class _Unwritten:
+    """A ping or a move the store's inbox had no room for; its ping message, if any,
+    waits to be settled."""
+
+    ping: PingRecord | None
+    change: HeartbeatChange | None
+    message: Ping | None
+
+    async def hand_over(self, writer: CheckWriter) -> None:
+        """Wait for room in the store's inbox, then settle the ping message (not
+        recorded when this is cancelled first)."""
+        handed = False
+        try:
+            if self.ping is not None or self.change is not None:
+                await writer.write_ping(self.ping, self.change)
+            handed = True
+        finally:
+            if self.message is not None:
+                self.message.settle(handed)
+
+
+def _handle(
+    state: HeartbeatState, message: HeartbeatMessage, writer: CheckWriter
+) -> _Unwritten | None:
+    """Apply ``message`` to the state and hand what it causes to the store; what the
+    store had no room for is returned, to be handed over outside the deadline's scope."""
+    if isinstance(message, Retune):
+        state.retune(message.config)
+        return None
+    ping, change = state.ping(message.kind, message.source_ip, trio.current_time(), time.time())
+    if not writer.write_ping_nowait(ping, change):
+        return _Unwritten(ping, change, message)
+    message.settle(True)
+    return None

@@ -42,7 +42,7 @@ import trio
 from store import CheckWriter, Database, HeartbeatRecord, PingRecord, heartbeats, new_id
 
 from .actor import ActorUnavailable
-from .heartbeat import HeartbeatMessage, Ping, Retune, run_heartbeat
+from .heartbeat import HeartbeatConfig, HeartbeatMessage, Ping, Retune, run_heartbeat
 from .loading import load_when_available
 from .mailbox import Mailbox
 
@@ -51,17 +51,17 @@ __all__ = ["HeartbeatGroup", "HeartbeatHandle"]
 
 @dataclass(slots=True, eq=False)
 class HeartbeatHandle:
-    """A heartbeat as the engine holds it: its latest record, its group, and its actor's
-    mailbox (None while paused: no actor)."""
+    """A heartbeat as the engine holds it: what it keeps of its latest record, its group,
+    and its actor's mailbox (None while paused: no actor)."""
 
-    record: HeartbeatRecord
+    config: HeartbeatConfig
     group: HeartbeatGroup
     mailbox: Mailbox[HeartbeatMessage] | None
 
     @property
     def heartbeat_id(self) -> str:
         """The ``hbt_`` id."""
-        return self.record.id
+        return self.config.id
 
     async def ping(self, kind: str, source_ip: str | None) -> bool:
         """Hand a ping of ``kind`` (success, fail, start) from ``source_ip`` to the
@@ -75,7 +75,7 @@ class HeartbeatHandle:
             if mailbox is None:
                 record = PingRecord(
                     id=new_id("png"),
-                    heartbeat_id=self.record.id,
+                    heartbeat_id=self.config.id,
                     kind=kind,
                     created=int(time.time()),
                     duration_ms=None,
@@ -138,17 +138,14 @@ class HeartbeatGroup:
         self._closing = trio.Event()
         for handle in self.handles.values():  # an earlier incarnation's
             self._stop(handle)
-            if self.keys.get(handle.record.ping_key) is handle:
-                del self.keys[handle.record.ping_key]
+            if self.keys.get(handle.config.ping_key) is handle:
+                del self.keys[handle.config.ping_key]
         self.handles.clear()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery, self._touched = nursery, set()
                 try:
-                    loaded = await load_when_available(self._load, self.name)
-                    for record in loaded:
-                        if self._owns(record.id) and record.id not in self._touched:
-                            self._start(record)
+                    await self._start_loaded()
                 finally:
                     self._touched = None
                 task_status.started(self)
@@ -177,11 +174,11 @@ class HeartbeatGroup:
             handle is not None
             and handle.mailbox is not None
             and record.status != "paused"
-            and handle.record.run_epoch == record.run_epoch
+            and handle.config.run_epoch == record.run_epoch
         ):
-            handle.record = record
+            handle.config = HeartbeatConfig.of(record)
             try:
-                handle.mailbox.put(Retune(record))
+                handle.mailbox.put(Retune(handle.config))
                 return
             except (trio.WouldBlock, ActorUnavailable):
                 pass  # full or gone: start it afresh with this record
@@ -196,17 +193,21 @@ class HeartbeatGroup:
         handle = self.handles.pop(heartbeat_id, None)
         if handle is not None:
             self._stop(handle)
-            if self.keys.get(handle.record.ping_key) is handle:
-                del self.keys[handle.record.ping_key]
+            if self.keys.get(handle.config.ping_key) is handle:
+                del self.keys[handle.config.ping_key]
 
     def _start(self, record: HeartbeatRecord) -> None:
         assert self._nursery is not None
-        mailbox = None if record.status == "paused" else Mailbox[HeartbeatMessage](self._inbox_size)
-        handle = HeartbeatHandle(record, self, mailbox)
+        # not Mailbox[...](...): a subscripted call costs every instance 64 bytes more
+        mailbox: Mailbox[HeartbeatMessage] | None = (
+            None if record.status == "paused" else Mailbox(self._inbox_size)
+        )
+        config = HeartbeatConfig.of(record)
+        handle = HeartbeatHandle(config, self, mailbox)
         self.handles[record.id] = handle
-        self.keys[record.ping_key] = handle
+        self.keys[config.ping_key] = handle
         if mailbox is not None:
-            self._nursery.start_soon(run_heartbeat, record, mailbox, self.writer)
+            self._nursery.start_soon(run_heartbeat, record, mailbox, self.writer, config)
 
     @staticmethod
     def _stop(handle: HeartbeatHandle) -> None:
@@ -215,5 +216,13 @@ class HeartbeatGroup:
                 if isinstance(message, Ping):
                     message.settle(False)
 
+    async def _start_loaded(self) -> None:
+        """Load the heartbeats and start the group's own (a function of its own, so the
+        list of everything loaded is not kept in the incarnation's frame)."""
+        for record in await load_when_available(self._load, self.name):
+            touched = self._touched
+            if touched is not None and record.id not in touched:
+                self._start(record)
+
     async def _load(self) -> list[HeartbeatRecord]:
-        return await self._db.run(heartbeats.load_heartbeats)
+        return await self._db.run(heartbeats.load_heartbeats, self._owns)

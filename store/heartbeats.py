@@ -13,6 +13,8 @@ moves (``up``, ``down``) are written by the store actor (:mod:`store.pings`).
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -187,12 +189,42 @@ async def delete_heartbeat(
     return await _HEARTBEATS.delete(connection, account_id, heartbeat_id, now, cause)
 
 
-async def load_heartbeats(connection: Connection) -> list[HeartbeatRecord]:
-    """Every heartbeat, paused ones included (the engine keeps every ping key in memory;
-    it runs an actor for those not paused). The one query by which the engine learns
-    its heartbeats."""
-    rows = await connection.fetch(f"SELECT {_SELECT} FROM heartbeats t ORDER BY t.seq")
-    return [HeartbeatRecord.from_row(r) for r in rows]
+async def load_heartbeats(
+    connection: Connection, keep: Callable[[str], bool] | None = None, *, chunk: int = 1000
+) -> list[HeartbeatRecord]:
+    """Every heartbeat whose id ``keep`` accepts (all when None), paused ones included
+    (the engine keeps every ping key in memory; it runs an actor for those not paused).
+    The one query by which the engine learns its heartbeats.
+
+    Read ``chunk`` rows at a time (keyset on ``seq``) and filtered as they come, so a
+    shard that keeps an eighth of 10,000 heartbeats never holds all of them at once: the
+    engine's memory after a load is what it keeps, not what it read (issue 16)."""
+    kept: list[HeartbeatRecord] = []
+    after = 0
+    while True:
+        rows = await connection.fetch(
+            f"SELECT t.seq, {_SELECT} FROM heartbeats t WHERE t.seq > $1 "
+            f"ORDER BY t.seq LIMIT {int(chunk)}",
+            after,
+        )
+        for row in rows:
+            if keep is None or keep(row["id"]):
+                kept.append(_interned(HeartbeatRecord.from_row(row)))
+        if len(rows) < chunk:
+            return kept
+        after = rows[-1]["seq"]
+
+
+def _interned(record: HeartbeatRecord) -> HeartbeatRecord:
+    """``record`` with its account, status and severity strings shared with every other
+    record's (``sys.intern``): the engine holds every heartbeat's record, and these
+    values repeat (about 200 bytes a heartbeat less)."""
+    return dataclasses.replace(
+        record,
+        account_id=sys.intern(record.account_id),
+        status=sys.intern(record.status),
+        incident_severity=sys.intern(record.incident_severity),
+    )
 
 
 _HEARTBEATS: EventedTable[HeartbeatRecord] = EventedTable(
