@@ -8,9 +8,11 @@ limit lifted; one heartbeat is created through the API, and ``wrk`` loads ``/hea
 :mod:`bench.status_pages`). Every ping answered 200 went through the key lookup in
 memory, the per-key rate limit, the heartbeat's actor and the store actor's inbox; the
 store writes them in batches meanwhile. After the runs the service is stopped cleanly and
-the stored pings are counted against wrk's completed requests (a ping answered 200 is
-never lost: stored ≥ answered), and the store's ``uptrio_store_commit_delay_seconds``
-(a ping's hand-over to its batch's commit) is read from ``/metrics``.
+the store's ``uptrio_store_commit_delay_seconds`` (a ping's hand-over to its batch's
+commit) is read from ``/metrics``. The other durability choice is measured beside it: the
+service again with ``--ping-ack committed`` (a ping's 200 waits for its batch's commit),
+wrk on the same ping URL (``ping_committed``). At the end the stored pings are counted
+against wrk's completed 200s (a ping answered 200 is never lost: stored ≥ answered).
 
 **Memory** (goal: 10,000 heartbeats with 60 s periods held by one node at ≤ 5 KB
 each). The service is started again on the same database; after a warm-up its resident
@@ -151,10 +153,26 @@ async def _throughput(
             metrics = (await client.get("/metrics")).text
         service.terminate()
         exit_status = await service.wait_stopped()
+    # the other durability choice, measured beside: the 200 waits for the batch's commit
+    committed = serve_command(data_dir, *_FLAGS, "--ping-ack", "committed", log_level="warning")
+    async with run_service_process(committed, output / "service-committed.log") as service:
+        key = beat["ping_url"].rsplit("/", 1)[1]
+        runs["ping_committed"] = [
+            await run_wrk(
+                f"{service.base_url}/ping/{key}",
+                options.seconds,
+                options.connections,
+                options.threads,
+            )
+            for _ in range(options.wrk_rounds)
+        ]
+        service.terminate()
+        await service.wait_stopped()
     figures = {name: wrk_totals(rounds) for name, rounds in runs.items()}
-    figures["ping"]["ratio_to_healthz"] = round(
-        figures["ping"]["requests_per_second"] / figures["healthz"]["requests_per_second"], 3
-    )
+    for name in ("ping", "ping_committed"):
+        figures[name]["ratio_to_healthz"] = round(
+            figures[name]["requests_per_second"] / figures["healthz"]["requests_per_second"], 3
+        )
     return {
         "heartbeat": beat["id"],
         "wrk": {
@@ -165,7 +183,9 @@ async def _throughput(
         },
         "rounds": runs,
         "figures": figures,
-        "answered": sum(r["requests"] - r["non_2xx_3xx"] for r in runs["ping"]),
+        "answered": sum(
+            r["requests"] - r["non_2xx_3xx"] for r in runs["ping"] + runs["ping_committed"]
+        ),
         "commit_delay": _histogram(metrics, "uptrio_store_commit_delay_seconds"),
         "service_exit_status": exit_status,
     }
@@ -337,11 +357,11 @@ def print_heartbeats(report: dict[str, Any]) -> None:
         f"throughput: wrk -t{wrk['threads']} -c{wrk['connections']}, {wrk['rounds']} rounds "
         f"of {wrk['seconds']:g} s per route, in turns"
     )
-    print("  route   | requests/s | vs /healthz | p50 ms | p99 ms | errors")
+    print("  route          | requests/s | vs /healthz | p50 ms | p99 ms | errors")
     for name, row in throughput["figures"].items():
         errors = row["non_2xx_3xx"] + row["socket_errors"]
         print(
-            f"  {name:<7} | {row['requests_per_second']:>10,.0f} | "
+            f"  {name:<14} | {row['requests_per_second']:>10,.0f} | "
             f"{row.get('ratio_to_healthz', 1.0):>10.0%} | {row['p50_ms']:>6} | "
             f"{row['p99_ms']:>6} | {errors}"
         )

@@ -264,6 +264,7 @@ async def run_engine(
             keys=keys,
             inbox_size=settings.heartbeat_inbox_size,
             ping_timeout_seconds=settings.ping_timeout_seconds,
+            ping_ack_committed=settings.ping_ack_committed,
         )
 
     def on_restart(child_id: str, exc: Exception | None) -> None:

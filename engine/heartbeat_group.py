@@ -39,7 +39,15 @@ from dataclasses import dataclass
 
 import trio
 
-from store import CheckWriter, Database, HeartbeatRecord, PingRecord, heartbeats, new_id
+from store import (
+    CheckWriter,
+    Database,
+    HeartbeatRecord,
+    PingRecord,
+    StoreError,
+    heartbeats,
+    new_id,
+)
 
 from .actor import ActorUnavailable
 from .heartbeat import HeartbeatConfig, HeartbeatMessage, Ping, Retune, run_heartbeat
@@ -66,32 +74,46 @@ class HeartbeatHandle:
     async def ping(self, kind: str, source_ip: str | None) -> bool:
         """Hand a ping of ``kind`` (success, fail, start) from ``source_ip`` to the
         heartbeat's actor and wait until it is in the store's path (True), at most the
-        engine's ``ping_timeout_seconds``. False: not taken (the actor is gone or
-        restarting, its mailbox is full, or the store did not take it in time); the
-        sender should retry. A paused heartbeat's ping goes to the store directly."""
+        engine's ``ping_timeout_seconds``; with the engine's ``ping_ack_committed``, until
+        the batch holding it is committed (group commit: ``CheckWriter.flush``). False:
+        not taken (the actor is gone or restarting, its mailbox is full, or the store did
+        not take it, or commit it, in time); the sender should retry. A paused
+        heartbeat's ping goes to the store directly."""
         group = self.group
         with trio.move_on_after(group.ping_timeout_seconds):
-            mailbox = self.mailbox
-            if mailbox is None:
-                record = PingRecord(
-                    id=new_id("png"),
-                    heartbeat_id=self.config.id,
-                    kind=kind,
-                    created=int(time.time()),
-                    duration_ms=None,
-                    source_ip=source_ip,
-                )
-                if not group.writer.write_ping_nowait(record):
-                    await group.writer.write_ping(record)
-                return True
-            message = Ping(kind, source_ip)
-            try:
-                mailbox.put(message)
-            except (trio.WouldBlock, ActorUnavailable):
+            if not await self._hand_over(kind, source_ip):
                 return False
-            await message.done.wait()
-            return message.recorded
+            if group.ping_ack_committed:
+                try:
+                    await group.writer.flush(group.ping_timeout_seconds)
+                except (TimeoutError, StoreError):
+                    return False
+            return True
         return False
+
+    async def _hand_over(self, kind: str, source_ip: str | None) -> bool:
+        """The ping to the actor (or, paused, to the store); True once the store has it."""
+        group = self.group
+        mailbox = self.mailbox
+        if mailbox is None:
+            record = PingRecord(
+                id=new_id("png"),
+                heartbeat_id=self.config.id,
+                kind=kind,
+                created=int(time.time()),
+                duration_ms=None,
+                source_ip=source_ip,
+            )
+            if not group.writer.write_ping_nowait(record):
+                await group.writer.write_ping(record)
+            return True
+        message = Ping(kind, source_ip)
+        try:
+            mailbox.put(message)
+        except (trio.WouldBlock, ActorUnavailable):
+            return False
+        await message.done.wait()
+        return message.recorded
 
 
 class HeartbeatGroup:
@@ -111,11 +133,13 @@ class HeartbeatGroup:
         keys: dict[str, HeartbeatHandle],
         inbox_size: int,
         ping_timeout_seconds: float,
+        ping_ack_committed: bool = False,
     ) -> None:
         self.name = name
         self.writer = writer
         self.keys = keys
         self.ping_timeout_seconds = ping_timeout_seconds
+        self.ping_ack_committed = ping_ack_committed
         self.handles: dict[str, HeartbeatHandle] = {}
         self._owns = owns
         self._db = db

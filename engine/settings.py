@@ -38,6 +38,9 @@ class EngineSettings:
             lifted) ever fills one.
         ping_timeout_seconds: how long a ping waits for its heartbeat's actor to hand it
             to the store before it is answered 500 (retry), seconds.
+        ping_ack_committed: answer a ping only once the batch holding it is committed
+            (``--ping-ack committed``), instead of once the store actor has it
+            (``buffered``, the default; README, Heartbeats: the durability choice).
     """
 
     max_probes_in_flight: int = 1000
@@ -51,3 +54,4 @@ class EngineSettings:
     gc_freeze_delay_seconds: float | None = 10.0
     heartbeat_inbox_size: int = 256
     ping_timeout_seconds: float = 5.0
+    ping_ack_committed: bool = False

@@ -128,6 +128,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         monitor_intensity=Intensity(
             max_restarts=args.restart_intensity, period_seconds=args.restart_period
         ),
+        ping_ack_committed=args.ping_ack == "committed",
     )
     webhooks = WebhookSettings(
         poll_seconds=args.webhook_poll_seconds,
@@ -353,6 +354,14 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         "--no-webhooks",
         action="store_true",
         help="send no webhooks (deliveries wait, pending, for a process that sends them)",
+    )
+    serve.add_argument(
+        "--ping-ack",
+        choices=("buffered", "committed"),
+        default="committed" if _ENGINE.ping_ack_committed else "buffered",
+        help="when a ping is answered 200: once the store actor holds it (buffered, the "
+        "default: written within --batch-age-ms, kept through a database outage) or once "
+        "its batch is committed (committed: group commit)",
     )
     serve.add_argument(
         "--public-url",

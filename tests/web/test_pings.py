@@ -185,3 +185,21 @@ async def test_without_an_engine_a_ping_is_not_recorded(api: Api, deps: Dependen
         async with app.test_app() as test_app:
             status, body, headers = await ping(test_app.test_client(), beat["ping_url"])
             assert_error((status, body, headers), 500, "ping_not_recorded")
+
+
+async def test_with_committed_acknowledgements_a_ping_is_stored_before_its_200(
+    api: Api, db: Database, deps: Dependencies, nursery: trio.Nursery
+) -> None:
+    with trio.fail_after(20):
+        beat = await create_heartbeat(api)
+        slow = StoreSettings(batch_age_seconds=0.5)  # buffered, the 200 would come first
+        writer = await nursery.start(partial(run_check_writer, db, slow))
+        settings = EngineSettings(shard_count=1, ping_ack_committed=True)
+        committing = await nursery.start(run_engine, db, writer, Prober(), settings)
+        app = create_app(dataclasses.replace(deps, engine=committing))
+        async with app.test_app() as test_app:
+            began = trio.current_time()
+            status, _, _ = await ping(test_app.test_client(), beat["ping_url"])
+            assert status == 200 and trio.current_time() - began >= 0.4  # a batch's age
+            stored = expect(await api.get(f"/heartbeats/{beat['id']}/pings"))["data"]
+            assert [p["kind"] for p in stored] == ["success"]  # no flush: committed already
