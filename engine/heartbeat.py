@@ -164,7 +164,7 @@ class HeartbeatState:
             "down",
             wall,
             f"No ping for {late} s (period {config.period_seconds} s + grace "
-            f"{config.grace_seconds} s): the last success ping was before {since}.",
+            f"{config.grace_seconds} s) since the last success ping, at {since}.",
         )
 
     def retune(self, config: HeartbeatConfig) -> None:

@@ -14,7 +14,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from engine import Mailbox, Ping, run_heartbeat
+from engine import ActorUnavailable, Mailbox, Ping, run_heartbeat
 from engine.heartbeat import HeartbeatConfig, HeartbeatMessage, Retune
 from store import CheckWriter, HeartbeatRecord, WriterStatistics
 from store.buffer import WritePing
@@ -162,3 +162,34 @@ async def test_retune_moves_the_deadline_and_closing_ends_the_actor(
         assert waiting.done.is_set() and not waiting.recorded
         with pytest.raises(trio.EndOfChannel):
             await beat.mailbox.receive()
+
+
+async def test_the_mailbox_refuses_when_full_or_closed_and_wakes_its_receiver(
+    autojump_clock: MockClock, nursery: trio.Nursery
+) -> None:
+    with trio.fail_after(10):
+        mailbox: Mailbox[int] = Mailbox(2)
+        got: list[int] = []
+
+        async def receiver() -> None:
+            while True:
+                try:
+                    got.append(await mailbox.receive())
+                except trio.EndOfChannel:
+                    got.append(-1)
+                    return
+
+        nursery.start_soon(receiver)
+        await trio.sleep(1)  # parked, waiting
+        mailbox.put(1)
+        mailbox.put(2)
+        with pytest.raises(trio.WouldBlock):
+            mailbox.put(3)  # full: refused at once, not queued
+        await trio.sleep(1)
+        assert got == [1, 2] and len(mailbox) == 0
+        mailbox.put(4)
+        assert mailbox.close() == [4]  # undelivered, handed back
+        with pytest.raises(ActorUnavailable):
+            mailbox.put(5)
+        await trio.sleep(1)
+        assert got == [1, 2, -1]
