@@ -43,12 +43,22 @@ def monitor_object(r: MonitorRecord) -> dict[str, Any]:
         "incident_severity": r.incident_severity,
         "request_headers": r.request_headers,
         "request_body": r.request_body,
-        "assertions": r.assertions,
+        "assertions": None if r.assertions is None else [_assertion(a) for a in r.assertions],
         "tls_expiry_days": r.tls_expiry_days,
         "last_checked_at": r.last_checked_at,
         "created": r.created,
         "updated": r.updated,
         "metadata": r.metadata,
+    }
+
+
+def _assertion(stored: dict[str, Any]) -> dict[str, Any]:
+    """An assertion in its documented key order (jsonb stores keys in its own order)."""
+    return {
+        "source": stored["source"],
+        "property": stored.get("property"),
+        "comparison": stored["comparison"],
+        "target": stored.get("target"),
     }
 
 
