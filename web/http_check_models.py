@@ -11,7 +11,7 @@ patterns, the enums); the README ("Assertions and TLS expiry") states the rest.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
@@ -20,8 +20,10 @@ from engine import (
     MAX_ASSERTIONS,
     MAX_REQUEST_BODY_CHARS,
     MAX_REQUEST_HEADERS,
+    Comparison,
     InvalidAssertion,
     InvalidRequestHeaders,
+    Source,
     check_assertions,
     check_request_headers,
 )
@@ -36,17 +38,6 @@ __all__ = [
     "stored_assertions",
 ]
 
-Source = Literal["status_code", "response_time_ms", "header", "body", "json_body"]
-Comparison = Literal[
-    "equals",
-    "not_equals",
-    "contains",
-    "not_contains",
-    "less_than",
-    "greater_than",
-    "is_empty",
-    "is_not_empty",
-]
 _TARGET_SCHEMA: dict[str, Any] = {
     "anyOf": [
         {"type": "string", "maxLength": 1000},

@@ -50,7 +50,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 from jsonpath_ng.ext.parser import parse as parse_jsonpath
 
@@ -59,8 +59,10 @@ __all__ = [
     "MAX_ASSERTIONS",
     "SOURCES",
     "Assertion",
+    "Comparison",
     "InvalidAssertion",
     "Response",
+    "Source",
     "check_assertions",
     "compile_assertions",
     "failed_assertion",
@@ -72,8 +74,8 @@ __all__ = [
 MAX_ASSERTIONS: Final = 20
 """Assertions a monitor may have (extensions part 7)."""
 
-SOURCES: Final = ("status_code", "response_time_ms", "header", "body", "json_body")
-COMPARISONS: Final = (
+Source = Literal["status_code", "response_time_ms", "header", "body", "json_body"]
+Comparison = Literal[
     "equals",
     "not_equals",
     "contains",
@@ -82,7 +84,9 @@ COMPARISONS: Final = (
     "greater_than",
     "is_empty",
     "is_not_empty",
-)
+]
+SOURCES: Final = get_args(Source)
+COMPARISONS: Final = get_args(Comparison)
 _NUMERIC_SOURCES = frozenset({"status_code", "response_time_ms"})
 _NUMERIC_ONLY = frozenset({"equals", "not_equals", "less_than", "greater_than"})
 _ORDERED = frozenset({"less_than", "greater_than"})

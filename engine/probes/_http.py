@@ -35,11 +35,10 @@ One check, hop by hop:
    redirect is not followed when its status *is* ``expected_status_code``: the monitor
    then checks the redirect (with assertions too).
 
-Up: with assertions, every assertion holds (``_assertions``; else ``assertion_failed``);
-without, the final status equals ``expected_status_code``, or is 2xx when that is
-``None`` (else ``unexpected_status``). Then, for a final response over TLS, its
-certificate's notAfter (``tls_expires_at``) is more than ``tls_expiry_days`` away (else
-``tls_expiring``; a certificate already expired fails the handshake: ``tls_error``).
+Up (``_assertions.verdict``): every assertion holds (``assertion_failed``), or without
+any, the status is ``expected_status_code`` (2xx when ``None``; ``unexpected_status``);
+then over TLS the certificate's notAfter (``tls_expires_at``) is more than
+``tls_expiry_days`` away (``tls_expiring``; an expired one fails the handshake).
 
 Response time: from just before the first connection attempt (after the first name
 resolution) to the end of reading the final response, in milliseconds; later redirect
@@ -70,7 +69,15 @@ import trio
 from ._assertions import BODY, HEAD_ONLY, Assertion, Response, needs, tls_expiring, verdict
 from ._request import USER_AGENT, Headers, Prepared, prepare, same_origin, without_credentials
 from ._result import ProbeFailure, ProbeResult
-from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve
+from ._tcp import (
+    Address,
+    AddressPolicy,
+    connect,
+    describe,
+    os_failure,
+    resolve,
+    stream_failure,
+)
 
 __all__ = ["ASSERTION_BODY_BYTES", "BODY_LIMIT_BYTES", "MAX_REDIRECTS", "USER_AGENT", "probe_http"]
 
@@ -214,7 +221,7 @@ async def _exchange(
         try:
             await stream.do_handshake()
         except trio.BrokenResourceError as exc:
-            raise _broken(exc, where, handshake=True) from None
+            raise stream_failure(exc, where, handshake=True) from None
         certificate = stream.getpeercert()
         expires_at = _epoch_seconds(certificate["notAfter"]) if certificate else None
         try:
@@ -224,7 +231,7 @@ async def _exchange(
             )
             return status, location, expires_at
         except trio.BrokenResourceError as exc:
-            raise _broken(exc, where, handshake=False) from None
+            raise stream_failure(exc, where, handshake=False) from None
         except ProbeFailure as failure:
             failure.tls_expires_at = expires_at
             raise
@@ -443,19 +450,3 @@ async def _read_with_h11(
             )
     assert status is not None
     return status, location
-
-
-def _broken(exc: trio.BrokenResourceError, where: str, *, handshake: bool) -> ProbeFailure:
-    """Translate a broken stream (trio wraps the OS or TLS error as ``__cause__``)."""
-    cause = exc.__cause__
-    if isinstance(cause, ssl.SSLCertVerificationError):
-        return ProbeFailure(
-            "tls_error", f"TLS certificate of {where} not accepted: {cause.verify_message}"
-        )
-    if isinstance(cause, ssl.SSLError):
-        return ProbeFailure("tls_error", f"TLS with {where} failed: {cause.reason or cause}")
-    if isinstance(cause, OSError):
-        return os_failure(cause, where)
-    if handshake:
-        return ProbeFailure("tls_error", f"{where} closed the connection during the TLS handshake")
-    return ProbeFailure("connection_reset", f"connection to {where} broken: {cause or exc}")

@@ -11,28 +11,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from functools import partial
+from typing import Any
 
 import pytest
 import trio
 
 from engine import Engine, EngineSettings, Prober, run_engine
-from store import CheckWriter, Database, StoreSettings, run_check_writer
+from store import CheckWriter, Database
 from tests.api import Api
 from tests.engine.test_assertions import server_context
 from tests.engine.test_story import checks_of, wait_status
 from tests.targets import HttpTarget, TlsPair
 
 FAST = {"interval_seconds": 1, "timeout_seconds": 1, "failure_threshold": 1}
-
-
-@pytest.fixture
-async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[CheckWriter]:
-    writer: CheckWriter = await nursery.start(
-        partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
-    )
-    yield writer
 
 
 @pytest.fixture
@@ -44,41 +35,30 @@ async def engine(db: Database, nursery: trio.Nursery, writer: CheckWriter, tls: 
     return engine
 
 
+async def create(api: Api, url: str, assertion: dict[str, Any]) -> dict[str, Any]:
+    code, monitor, _ = await api.post(
+        "/monitors",
+        json={"name": url, "type": "http", "url": url, "assertions": [assertion], **FAST},
+    )
+    assert code == 201, monitor
+    return monitor  # type: ignore[no-any-return]
+
+
 async def test_keyword_and_jsonpath_assertions_follow_the_target(
     api: Api, http_target: HttpTarget
 ) -> None:
     http_target.responses["/"] = (200, [], b"<h1>Welcome to Acme</h1>")
     http_target.responses["/health"] = (200, [], json.dumps({"status": "ok"}).encode())
+    keyword = {"source": "body", "comparison": "contains", "target": "Welcome"}
+    jsonpath = {
+        "source": "json_body",
+        "property": "$.status",
+        "comparison": "equals",
+        "target": "ok",
+    }
     with trio.fail_after(20):
-        code, page, _ = await api.post(
-            "/monitors",
-            json={
-                "name": "home",
-                "type": "http",
-                "url": http_target.url("/"),
-                "assertions": [{"source": "body", "comparison": "contains", "target": "Welcome"}],
-                **FAST,
-            },
-        )
-        assert code == 201, page
-        code, health, _ = await api.post(
-            "/monitors",
-            json={
-                "name": "health",
-                "type": "http",
-                "url": http_target.url("/health"),
-                "assertions": [
-                    {
-                        "source": "json_body",
-                        "property": "$.status",
-                        "comparison": "equals",
-                        "target": "ok",
-                    }
-                ],
-                **FAST,
-            },
-        )
-        assert code == 201, health
+        page = await create(api, http_target.url("/"), keyword)
+        health = await create(api, http_target.url("/health"), jsonpath)
         await wait_status(api, page["id"], "up")
         await wait_status(api, health["id"], "up")
 

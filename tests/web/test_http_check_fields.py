@@ -1,7 +1,8 @@
 """The http monitor fields of extensions part 7 through the API: ``request_headers``,
 ``request_body``, ``assertions``, ``tls_expiry_days`` (defaults, null on other types, the
 422s of the README's error table, PATCH rules), ``tls_expires_at`` on checks, and the
-migration that gives existing monitors the defaults.
+migration that gives existing monitors the defaults. (Null on the other types:
+tests/web/test_monitors.py.)
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import trio
 
 from store import CheckRecord, Database, apply_migrations, checks, new_id, open_database
 from tests.api import Api
-from tests.web.helpers import VALID_URLS, assert_error, create_monitor, expect
+from tests.web.helpers import assert_error, create_monitor, expect
 from web.models import CheckList, MonitorObject
 
 HTTPS = {"name": "api", "type": "http", "url": "https://example.com/health"}
@@ -56,37 +57,6 @@ async def test_http_defaults_and_round_trip(api: Api) -> None:
         assert expect(await api.get(f"/monitors/{full['id']}")) == full
         explicit_null = await create_monitor(api, **HTTPS, tls_expiry_days=None)
         assert explicit_null["tls_expiry_days"] is None
-
-
-async def test_the_fields_are_null_on_other_types_and_refused_there(api: Api) -> None:
-    with trio.fail_after(10):
-        monitor = await create_monitor(api, type="tcp", url=VALID_URLS["tcp"])
-        for field in ("request_headers", "request_body", "assertions", "tls_expiry_days"):
-            assert monitor[field] is None
-        sent: dict[str, Any] = {
-            "request_headers": {},
-            "request_body": "x",
-            "assertions": [],
-            "tls_expiry_days": 14,
-        }
-        for field, value in sent.items():
-            assert_error(
-                await api.post(
-                    "/monitors",
-                    json={"name": "x", "type": "tcp", "url": VALID_URLS["tcp"], field: value},
-                ),
-                422,
-                "invalid_value",
-                param=field,
-            )
-            assert_error(
-                await api.patch(f"/monitors/{monitor['id']}", json={field: value}),
-                422,
-                "invalid_value",
-                param=field,
-            )
-        same = expect(await api.patch(f"/monitors/{monitor['id']}", json=dict.fromkeys(sent)))
-        assert same == monitor
 
 
 async def test_validation_errors(api: Api) -> None:
