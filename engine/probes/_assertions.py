@@ -1,7 +1,8 @@
 """What makes an http response up (extensions part 7): the status rule, assertions and
-certificate expiry (`verdict`, `tls_expiring`); the assertions' rules, checked once when a
-monitor is saved (`compile_assertions`, `check_assertions`: the API's 422s), and their
-evaluation after every check (`failed_assertion`).
+certificate expiry (`status_verdict`, `assertion_verdict`, `tls_expiring`); the
+assertions' rules, checked once when a monitor is saved (`compile_assertions`,
+`check_assertions`: the API's 422s), and their evaluation after every check
+(`failed_assertion`).
 
 One assertion is ``{"source", "property", "comparison", "target"}``:
 
@@ -52,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
+import trio
 from jsonpath_ng.ext.parser import parse as parse_jsonpath
 
 __all__ = [
@@ -63,16 +65,20 @@ __all__ = [
     "InvalidAssertion",
     "Response",
     "Source",
+    "assertion_verdict",
     "check_assertions",
     "compile_assertions",
     "failed_assertion",
     "needs",
+    "status_verdict",
     "tls_expiring",
-    "verdict",
 ]
 
 MAX_ASSERTIONS: Final = 20
 """Assertions a monitor may have (extensions part 7)."""
+
+INLINE_BODY_BYTES: Final = 16 * 1024
+"""Bodies up to this size are judged in the event loop; larger ones in a worker thread."""
 
 Source = Literal["status_code", "response_time_ms", "header", "body", "json_body"]
 Comparison = Literal[
@@ -253,30 +259,37 @@ class Response:
     """The body parsed as JSON, once."""
 
 
-def verdict(
-    status: int,
-    response_time_ms: float,
-    expected_status_code: int | None,
-    assertions: Sequence[Assertion],
-    seen: Response | None,
-) -> tuple[str | None, str | None]:
-    """(error code, message) of a final response, or (None, None) when it is up: with
-    ``assertions``, they decide (``assertion_failed``); without, the status must be
-    ``expected_status_code`` or, when that is None, 2xx (``unexpected_status``).
-    ``seen`` holds the head and body the assertions need (None when they need neither).
-    """
-    if not assertions:
-        if expected_status_code is None:
-            if 200 <= status < 300:
-                return None, None
-            return "unexpected_status", f"expected a 2xx status, got {status}"
-        if status == expected_status_code:
+def status_verdict(status: int, expected_status_code: int | None) -> tuple[str | None, str | None]:
+    """(error code, message) of a final ``status`` for a monitor without assertions, or
+    (None, None) when it is up: ``expected_status_code``, or any 2xx when that is None
+    (``unexpected_status``)."""
+    if expected_status_code is None:
+        if 200 <= status < 300:
             return None, None
-        return "unexpected_status", f"expected status {expected_status_code}, got {status}"
+        return "unexpected_status", f"expected a 2xx status, got {status}"
+    if status == expected_status_code:
+        return None, None
+    return "unexpected_status", f"expected status {expected_status_code}, got {status}"
+
+
+async def assertion_verdict(
+    assertions: Sequence[Assertion], status: int, response_time_ms: float, seen: Response | None
+) -> tuple[str | None, str | None]:
+    """(``"assertion_failed"``, message) when an assertion fails on the final response,
+    else (None, None). ``seen`` holds the head and body the assertions need (None when
+    they need neither).
+
+    A body over `INLINE_BODY_BYTES` is judged in a worker thread (`trio.to_thread`; it
+    is not abandoned on cancellation): a JSONPath such as ``$..*`` over 1 MiB of JSON
+    takes about 0.4 s of CPU, which must not stop every other check of the process.
+    """
     if seen is None:
         seen = Response()
     seen.status, seen.response_time_ms = status, response_time_ms
-    message = failed_assertion(assertions, seen)
+    if len(seen.body) > INLINE_BODY_BYTES:
+        message = await trio.to_thread.run_sync(failed_assertion, assertions, seen)
+    else:
+        message = failed_assertion(assertions, seen)
     return (None, None) if message is None else ("assertion_failed", message)
 
 

@@ -35,7 +35,7 @@ One check, hop by hop:
    redirect is not followed when its status *is* ``expected_status_code``: the monitor
    then checks the redirect (with assertions too).
 
-Up (``_assertions.verdict``): every assertion holds (``assertion_failed``), or without
+Up (``_assertions``): every assertion holds (``assertion_failed``), or without
 any, the status is ``expected_status_code`` (2xx when ``None``; ``unexpected_status``);
 then over TLS the certificate's notAfter (``tls_expires_at``) is more than
 ``tls_expiry_days`` away (``tls_expiring``; an expired one fails the handshake).
@@ -66,18 +66,11 @@ from urllib.parse import urljoin
 import h11
 import trio
 
-from ._assertions import BODY, HEAD_ONLY, Assertion, Response, needs, tls_expiring, verdict
+from . import _assertions as rules
+from ._assertions import BODY, HEAD_ONLY, Assertion, Response
 from ._request import USER_AGENT, Headers, Prepared, prepare, same_origin, without_credentials
 from ._result import ProbeFailure, ProbeResult
-from ._tcp import (
-    Address,
-    AddressPolicy,
-    connect,
-    describe,
-    os_failure,
-    resolve,
-    stream_failure,
-)
+from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve, stream_failure
 
 __all__ = ["ASSERTION_BODY_BYTES", "BODY_LIMIT_BYTES", "MAX_REDIRECTS", "USER_AGENT", "probe_http"]
 
@@ -133,7 +126,7 @@ async def probe_http(
         ProbeFailure: when no usable final response arrives (module docstring).
     """
     method = method or "GET"
-    need = needs(assertions) if assertions else HEAD_ONLY
+    need = rules.needs(assertions) if assertions else HEAD_ONLY
     started: float | None = None
     for hops in range(MAX_REDIRECTS + 1):
         try:
@@ -167,9 +160,12 @@ async def probe_http(
                 method, body = "GET", None
             continue
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        code, message = verdict(status, elapsed_ms, expected_status_code, assertions, capture)
+        if assertions:
+            code, message = await rules.assertion_verdict(assertions, status, elapsed_ms, capture)
+        else:
+            code, message = rules.status_verdict(status, expected_status_code)
         if code is None and expires_at is not None and tls_expiry_days is not None:
-            code, message = tls_expiring(plan.host, expires_at, tls_expiry_days)
+            code, message = rules.tls_expiring(plan.host, expires_at, tls_expiry_days)
         return ProbeResult(
             ok=code is None,
             response_time_ms=elapsed_ms,
