@@ -10,7 +10,21 @@ from .health import Health, after_check
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
 from .policy import TargetPolicy
-from .probes import Prober, ProbeResult, ProbeSpec, nameserver_resolver
+from .probes import (
+    MAX_ASSERTIONS,
+    MAX_REQUEST_BODY_CHARS,
+    MAX_REQUEST_HEADERS,
+    Comparison,
+    InvalidAssertion,
+    InvalidRequestHeaders,
+    Prober,
+    ProbeResult,
+    ProbeSpec,
+    Source,
+    check_assertions,
+    check_request_headers,
+    nameserver_resolver,
+)
 from .settings import EngineSettings
 from .shard import shard_of
 from .signing import SIGNATURE_HEADER, signature_header
@@ -30,6 +44,9 @@ from .targets import InvalidTarget, parse_target
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "MAX_ASSERTIONS",
+    "MAX_REQUEST_BODY_CHARS",
+    "MAX_REQUEST_HEADERS",
     "SIGNATURE_HEADER",
     "ActorRef",
     "ActorUnavailable",
@@ -38,17 +55,21 @@ __all__ = [
     "CheckObserver",
     "ChildInfo",
     "ChildSpec",
+    "Comparison",
     "Engine",
     "EngineSettings",
     "EngineSlot",
     "EngineStatistics",
     "Health",
     "Intensity",
+    "InvalidAssertion",
+    "InvalidRequestHeaders",
     "InvalidTarget",
     "ProbeResult",
     "ProbeSpec",
     "Prober",
     "RestartType",
+    "Source",
     "Supervisor",
     "SupervisorEscalation",
     "SupervisorStatistics",
@@ -56,6 +77,8 @@ __all__ = [
     "WebhookSettings",
     "after_check",
     "ask",
+    "check_assertions",
+    "check_request_headers",
     "nameserver_resolver",
     "open_supervisor",
     "parse_target",
