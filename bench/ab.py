@@ -6,6 +6,7 @@ and ``store`` modules and runs them in this process.
 Usage::
 
     .venv/bin/python -m bench.ab probe [--against HEAD] [--rounds 6] [--checks 3000]
+    .venv/bin/python -m bench.ab https [--against HEAD] [--rounds 6] [--checks 3000]
     .venv/bin/python -m bench.ab actor [--against HEAD] [--rounds 6] [--monitors 5000]
 
 Whole-service runs on a shared 2-core machine vary by ±10 % from run to run, more than
@@ -17,6 +18,10 @@ medians of the rounds are compared. CPU is `time.process_time` (this process onl
 - ``probe``: `engine.probes._http.probe_http` against the built-in http target (a child
   process), at concurrency 1 (checks one at a time, as 1,000 checks/s spread over a
   second mostly are) and 50; microseconds of CPU per check.
+- ``https``: the same over TLS, against a one-process trio target serving a self-signed
+  certificate for 127.0.0.1 (made by the ``openssl`` command line); the new module is
+  called with ``tls_expiry_days=14`` (extensions part 7: the certificate's expiry read and
+  checked on every https check).
 - ``actor``: `engine.monitor.run_monitor` with a prober that answers at once (the
   engine's own cost: actor loop, probe task, limiter, records, the store's inbox),
   ``--monitors`` actors every 1 s; microseconds of CPU per check.
@@ -92,16 +97,22 @@ async def _alternate(old: ModuleType, new: ModuleType, rounds: int, measure: Mea
     )
 
 
-async def _probe_ab(revision: str, rounds: int, checks: int, port: int) -> None:
+async def _probe_ab(
+    revision: str,
+    rounds: int,
+    checks: int,
+    url: str,
+    context: ssl.SSLContext,
+    new_options: dict[str, Any],
+) -> None:
     import engine.probes._http as new
 
     old = load_revision("engine.probes._http", revision)
-    url = f"http://127.0.0.1:{port}/m/1/o"
-    context = ssl.create_default_context()
     for concurrency in (1, 50):
 
         async def measure(module: ModuleType, concurrency: int = concurrency) -> float:
             left = checks
+            options = new_options if module is new else {}
 
             async def worker() -> None:
                 nonlocal left
@@ -113,6 +124,7 @@ async def _probe_ab(revision: str, rounds: int, checks: int, port: int) -> None:
                         expected_status_code=200,
                         ssl_context=context,
                         policy=None,
+                        **options,
                     )
                     assert result.ok, result
 
@@ -123,7 +135,50 @@ async def _probe_ab(revision: str, rounds: int, checks: int, port: int) -> None:
             return (time.process_time() - started) / checks * 1e6
 
         summary = await _alternate(old, new, rounds, measure)
-        print(f"probe_http, concurrency {concurrency:2}: {summary}")
+        print(f"probe_http {url[:5]}, concurrency {concurrency:2}: {summary}")
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    """(certificate, key) PEM files for 127.0.0.1, valid 30 days, made by ``openssl``."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    command = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
+    command += " -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1"
+    subprocess.run(
+        [*command.split(), "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True
+    )
+    return cert, key
+
+
+async def _tls_target(cert: str, key: str) -> None:
+    """The https target (a child process): one ``200 ok`` per connection, its port printed
+    as JSON, until its standard input closes."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    async def handle(stream: trio.SSLStream[trio.SocketStream]) -> None:
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    return
+                head += chunk
+            await stream.send_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+            )
+        except trio.BrokenResourceError:
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    [tcp] = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    listeners = [trio.SSLListener(tcp, context)]
+    print(json.dumps({"port": tcp.socket.getsockname()[1]}))
+    sys.stdout.flush()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, handle, listeners)
+        await trio.to_thread.run_sync(sys.stdin.read)  # the parent closes it to stop us
+        nursery.cancel_scope.cancel()
 
 
 async def _actor_ab(revision: str, rounds: int, monitors: int) -> None:
@@ -202,28 +257,40 @@ def main(argv: list[str] | None = None) -> None:
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__)
-    parser.add_argument("what", choices=("probe", "actor"))
+    parser.add_argument("what", choices=("probe", "https", "actor", "_tls-target"))
+    parser.add_argument("files", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("--against", default="HEAD", help="git revision of the old code")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--checks", type=int, default=3000, help="probe: checks per round")
     parser.add_argument("--monitors", type=int, default=5000, help="actor: actors")
     args = parser.parse_args(argv)
-    if args.what == "probe":
-        target = subprocess.Popen(  # the built-in http target, until stdin closes
-            [sys.executable, "-m", "bench.targets", "http"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+    if args.what == "actor":
+        trio.run(_actor_ab, args.against, args.rounds, args.monitors)
+        return
+    if args.what == "_tls-target":
+        trio.run(_tls_target, *args.files)
+        return
+    context = ssl.create_default_context()
+    with tempfile.TemporaryDirectory(prefix="uptrio-ab-") as directory:
+        if args.what == "probe":  # the built-in http target, until stdin closes
+            command = [sys.executable, "-m", "bench.targets", "http"]
+        else:
+            cert, key = _self_signed(Path(directory))
+            context.load_verify_locations(cert)
+            command = [sys.executable, "-m", "bench.ab", "_tls-target", str(cert), str(key)]
+        target = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             assert target.stdout is not None
             port = int(json.loads(target.stdout.readline())["port"])
-            trio.run(_probe_ab, args.against, args.rounds, args.checks, port)
+            if args.what == "probe":
+                url, options = f"http://127.0.0.1:{port}/m/1/o", {}
+            else:
+                url, options = f"https://127.0.0.1:{port}/", {"tls_expiry_days": 14}
+            trio.run(_probe_ab, args.against, args.rounds, args.checks, url, context, options)
         finally:
             if target.stdin is not None:
                 target.stdin.close()
             target.wait(timeout=10)
-    else:
-        trio.run(_actor_ab, args.against, args.rounds, args.monitors)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,21 @@ from .mailbox import Mailbox
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
 from .policy import TargetPolicy
-from .probes import Prober, ProbeResult, ProbeSpec, nameserver_resolver
+from .probes import (
+    MAX_ASSERTIONS,
+    MAX_REQUEST_BODY_CHARS,
+    MAX_REQUEST_HEADERS,
+    Comparison,
+    InvalidAssertion,
+    InvalidRequestHeaders,
+    Prober,
+    ProbeResult,
+    ProbeSpec,
+    Source,
+    check_assertions,
+    check_request_headers,
+    nameserver_resolver,
+)
 from .settings import EngineSettings
 from .shard import shard_of
 from .signing import SIGNATURE_HEADER, signature_header
@@ -34,6 +48,9 @@ from .targets import InvalidTarget, parse_target
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "MAX_ASSERTIONS",
+    "MAX_REQUEST_BODY_CHARS",
+    "MAX_REQUEST_HEADERS",
     "PING_KINDS",
     "SIGNATURE_HEADER",
     "ActorRef",
@@ -43,6 +60,7 @@ __all__ = [
     "CheckObserver",
     "ChildInfo",
     "ChildSpec",
+    "Comparison",
     "Engine",
     "EngineSettings",
     "EngineSlot",
@@ -52,6 +70,8 @@ __all__ = [
     "HeartbeatHandle",
     "HeartbeatState",
     "Intensity",
+    "InvalidAssertion",
+    "InvalidRequestHeaders",
     "InvalidTarget",
     "Mailbox",
     "Ping",
@@ -59,6 +79,7 @@ __all__ = [
     "ProbeSpec",
     "Prober",
     "RestartType",
+    "Source",
     "Supervisor",
     "SupervisorEscalation",
     "SupervisorStatistics",
@@ -66,6 +87,8 @@ __all__ = [
     "WebhookSettings",
     "after_check",
     "ask",
+    "check_assertions",
+    "check_request_headers",
     "nameserver_resolver",
     "open_supervisor",
     "parse_target",

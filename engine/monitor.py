@@ -37,7 +37,7 @@ from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, new_che
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
 from .observer import CheckObserver
-from .probes import Prober, ProbeResult, ProbeSpec
+from .probes import Prober, ProbeResult, ProbeSpec, compile_assertions
 from .schedule import grid_phase, missed_between, next_deadline
 
 log = structlog.get_logger("uptrio.engine")
@@ -125,13 +125,18 @@ class MonitorDeps:
 
 
 def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
-    """What to probe for ``monitor``."""
+    """What to probe for ``monitor``: built once per configuration (start, Reconfigure),
+    assertions compiled here (``probes._assertions``), never per check."""
     return ProbeSpec(
         type=monitor.type,  # type: ignore[arg-type]
         url=monitor.url,
         timeout_seconds=float(monitor.timeout_seconds),
         method=monitor.method,
         expected_status_code=monitor.expected_status_code,
+        request_headers=tuple((monitor.request_headers or {}).items()),
+        request_body=monitor.request_body,
+        assertions=compile_assertions(monitor.assertions or ()),
+        tls_expiry_days=monitor.tls_expiry_days,
     )
 
 
@@ -210,6 +215,7 @@ class _Monitor:
             error_code=result.error_code,
             error_message=result.error_message,
             created=created,
+            tls_expires_at=result.tls_expires_at,
         )
         before = self.health.status
         self.health = after_check(

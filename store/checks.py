@@ -32,7 +32,8 @@ from .records import CheckRecord
 from .rollups import CLOSE_PERIODS
 
 _CHECK_COLUMNS = (
-    "id, monitor_id, status, response_time_ms, status_code, error_code, error_message, created"
+    "id, monitor_id, status, response_time_ms, status_code, error_code, error_message, "
+    "created, tls_expires_at"
 )
 
 
@@ -70,7 +71,7 @@ async def write_check_batch(
             "WITH ins AS ("
             f"INSERT INTO checks ({_CHECK_COLUMNS}) "
             f"SELECT {_CHECK_COLUMNS} FROM unnest($1::text[], $2::text[], $3::text[], "
-            "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[]) "
+            "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::bigint[]) "
             f"WITH ORDINALITY AS u({_CHECK_COLUMNS}, ord) "
             "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id) "
             "ORDER BY ord ON CONFLICT DO NOTHING "
@@ -98,6 +99,7 @@ async def write_check_batch(
             [c.error_code for c in checks],
             [c.error_message for c in checks],
             [c.created for c in checks],
+            [c.tls_expires_at for c in checks],
         )
         inserted = int(result)
     if changes:

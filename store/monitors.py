@@ -35,6 +35,10 @@ _COLUMNS = (
     "metadata",
     "auto_incidents",
     "incident_severity",
+    "request_headers",
+    "request_body",
+    "assertions",
+    "tls_expiry_days",
 )
 _SELECT = (
     ", ".join(f"t.{c}" for c in _COLUMNS)
@@ -54,6 +58,10 @@ UPDATABLE = frozenset(
         "metadata",
         "auto_incidents",
         "incident_severity",
+        "request_headers",
+        "request_body",
+        "assertions",
+        "tls_expiry_days",
     }
 )
 """Columns :func:`update_monitor` may change."""

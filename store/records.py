@@ -76,6 +76,8 @@ class MonitorRecord(_FromRow):
 
     ``run_epoch`` grows with every create, pause and resume; the engine writes a status
     only for the epoch it runs (see :func:`store.checks.write_check_batch`).
+    ``request_headers``, ``request_body``, ``assertions`` and ``tls_expiry_days`` (days)
+    are http's (extensions part 7; migration 0006): None on the other types.
     """
 
     id: str
@@ -97,6 +99,10 @@ class MonitorRecord(_FromRow):
     last_checked_at: int | None
     auto_incidents: bool = True
     incident_severity: str = "major"
+    request_headers: dict[str, str] | None = None
+    request_body: str | None = None
+    assertions: list[dict[str, Any]] | None = None
+    tls_expiry_days: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -259,7 +265,9 @@ class StatusPageRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckRecord(_FromRow):
-    """One check result (DESIGN's check object). ``response_time_ms`` in milliseconds."""
+    """One check result (DESIGN's check object). ``response_time_ms`` in milliseconds;
+    ``tls_expires_at`` the certificate's expiry (epoch seconds) of an https check, else
+    None (extensions part 7)."""
 
     id: str
     monitor_id: str
@@ -269,6 +277,7 @@ class CheckRecord(_FromRow):
     error_code: str | None
     error_message: str | None
     created: int
+    tls_expires_at: int | None = None
 
 
 def column_names(record: type[_FromRow]) -> list[str]:

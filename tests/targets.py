@@ -166,13 +166,15 @@ class HttpRequest:
     """One request an `HttpTarget` received.
 
     ``at`` is `trio.current_time()` in seconds when the request head arrived; header
-    names are lowercase, values decoded as Latin-1.
+    names are lowercase, values decoded as Latin-1; ``body`` fills as the body arrives
+    (complete once the response is sent).
     """
 
     method: str
     path: str
     headers: dict[str, str]
     at: float
+    body: bytearray = field(default_factory=bytearray)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +216,8 @@ class HttpTarget(_SwitchableListener):
 
     Routes (in ``"ok"`` and ``"slow"``):
 
+    - ``responses[path] = (status, headers, body)``: answer exactly that (headers as
+      ``(name, value)`` pairs; ``Content-Length`` and ``Connection`` are added);
     - ``redirects[path] = (status, location)``: answer ``status`` with that ``Location``
       (any string: absolute, ``/absolute-path`` or ``relative``);
     - ``/redirect/<n>`` with n > 0: ``302`` to the *relative* location ``<n-1>``, so
@@ -241,6 +245,7 @@ class HttpTarget(_SwitchableListener):
         self.slow_seconds = slow_seconds
         self.ssl_context = ssl_context
         self.redirects: dict[str, tuple[int, str]] = {}
+        self.responses: dict[str, tuple[int, list[tuple[str, str]], bytes]] = {}
         self.requests: list[HttpRequest] = []
 
     @property
@@ -269,6 +274,7 @@ class HttpTarget(_SwitchableListener):
             await transport.do_handshake()
         conn = h11.Connection(h11.SERVER)
         request: h11.Request | None = None
+        body = bytearray()
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
@@ -281,8 +287,11 @@ class HttpTarget(_SwitchableListener):
                         path=event.target.decode(),
                         headers={k.decode(): v.decode("latin-1") for k, v in event.headers},
                         at=trio.current_time(),
+                        body=body,
                     )
                 )
+            elif isinstance(event, h11.Data):
+                body += event.data
             elif isinstance(event, h11.EndOfMessage):
                 break
             elif isinstance(event, h11.ConnectionClosed):
@@ -302,6 +311,9 @@ class HttpTarget(_SwitchableListener):
     def _route(self, path: str, mode: str) -> tuple[int, list[tuple[str, str]], bytes]:
         if mode == "error":
             return 500, [], b"error\n"
+        if path in self.responses:
+            status, headers, body = self.responses[path]
+            return status, list(headers), body
         if path in self.redirects:
             status, location = self.redirects[path]
             return status, [("Location", location)], b""

@@ -145,6 +145,27 @@ CODES: dict[str, tuple[int, str]] = {
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
     "metadata_value_too_long": (422, "A metadata value is longer than 500 characters."),
     "metadata_invalid": (422, "metadata is not an object of string values."),
+    "invalid_request_header": (
+        422,
+        "request_headers holds a name that is no RFC 9110 token, a name twice (any case), or a "
+        "value that is not visible ASCII, spaces and tabs (a CR or LF, a control character, "
+        "leading or trailing whitespace, more than 4,096 characters).",
+    ),
+    "request_header_not_allowed": (
+        422,
+        "request_headers sets Host, Content-Length, Transfer-Encoding or Connection (any "
+        "case): the probe owns them.",
+    ),
+    "invalid_assertion": (
+        422,
+        "An assertion breaks a rule: its property, comparison or target does not fit its "
+        "source (the message names it: assertions[1]: ...), or there are more than 20.",
+    ),
+    "invalid_jsonpath": (
+        422,
+        "A json_body assertion's property is not a JSONPath (starting with $) that "
+        "jsonpath-ng accepts.",
+    ),
     "target_not_allowed": (
         422,
         "url points at an address the target policy refuses (metadata, or private with "

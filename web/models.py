@@ -19,6 +19,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
+from .http_check_models import (
+    AssertionObject,
+    Assertions,
+    RequestBody,
+    RequestHeaders,
+    TlsExpiryDays,
+)
+
 MAX_METADATA_KEYS = 50
 MAX_METADATA_KEY_LENGTH = 40
 MAX_METADATA_VALUE_LENGTH = 500
@@ -140,6 +148,10 @@ class MonitorCreate(BaseModel):
     incident_severity: Severity = Field(
         default="major", description="Severity of the incidents the monitor opens."
     )
+    request_headers: RequestHeaders | None = None
+    request_body: RequestBody | None = None
+    assertions: Assertions | None = None
+    tls_expiry_days: TlsExpiryDays | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -159,6 +171,10 @@ class MonitorUpdate(BaseModel):
     success_threshold: Threshold | Absent = None
     auto_incidents: bool | Absent = None
     incident_severity: Severity | Absent = None
+    request_headers: RequestHeaders | None = None
+    request_body: RequestBody | None = None
+    assertions: Assertions | None = None
+    tls_expiry_days: TlsExpiryDays | None = None
     metadata: Metadata | Absent = None
 
 
@@ -217,7 +233,8 @@ class EmptyBody(BaseModel):
 
 
 class MonitorObject(BaseModel):
-    """A monitor (spec 2.1). ``method`` and ``expected_status_code`` are null unless http."""
+    """A monitor (spec 2.1). ``method``, ``expected_status_code`` and the fields of
+    extensions part 7 (``request_headers`` to ``tls_expiry_days``) are null unless http."""
 
     id: str = Field(pattern=r"^mon_[a-z0-9]+$")
     object: Literal["monitor"]
@@ -233,6 +250,10 @@ class MonitorObject(BaseModel):
     success_threshold: int
     auto_incidents: bool
     incident_severity: Severity
+    request_headers: dict[str, str] | None
+    request_body: str | None
+    assertions: list[AssertionObject] | None
+    tls_expiry_days: int | None
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
     updated: int
@@ -312,6 +333,9 @@ class CheckObject(BaseModel):
     response_time_ms: float
     status_code: int | None
     error: CheckError | None
+    tls_expires_at: int | None = Field(
+        description="https: when the final response's certificate expires (epoch seconds)."
+    )
     created: int
 
 

@@ -44,6 +44,10 @@ def monitor_object(r: MonitorRecord) -> dict[str, Any]:
         "success_threshold": r.success_threshold,
         "auto_incidents": r.auto_incidents,
         "incident_severity": r.incident_severity,
+        "request_headers": r.request_headers,
+        "request_body": r.request_body,
+        "assertions": None if r.assertions is None else [_assertion(a) for a in r.assertions],
+        "tls_expiry_days": r.tls_expiry_days,
         "last_checked_at": r.last_checked_at,
         "created": r.created,
         "updated": r.updated,
@@ -82,6 +86,16 @@ def ping_object(r: PingRecord) -> dict[str, Any]:
         "created": r.created,
         "duration_ms": r.duration_ms,
         "source_ip": r.source_ip,
+    }
+
+
+def _assertion(stored: dict[str, Any]) -> dict[str, Any]:
+    """An assertion in its documented key order (jsonb stores keys in its own order)."""
+    return {
+        "source": stored["source"],
+        "property": stored.get("property"),
+        "comparison": stored["comparison"],
+        "target": stored.get("target"),
     }
 
 
@@ -169,6 +183,7 @@ def check_object(r: CheckRecord) -> dict[str, Any]:
         "response_time_ms": r.response_time_ms,
         "status_code": r.status_code,
         "error": error,
+        "tls_expires_at": r.tls_expires_at,
         "created": r.created,
     }
 

@@ -274,7 +274,8 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
         param = str(location[0]) if location else None
         if param == "metadata" and code == "invalid_type":
             code = "metadata_invalid"
-        raise ApiError(code, _message(first, code, param), param=param) from None
+        where = param if code == "metadata_invalid" else _location(location)
+        raise ApiError(code, _message(first, code, where), param=param) from None
     for name, value in data.items():
         if _has_nul(value):
             # Postgres stores no U+0000 in text or jsonb: refuse it here, not with a 500
@@ -284,6 +285,17 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
                 param=name,
             )
     return validated
+
+
+def _location(location: Any) -> str | None:
+    """A pydantic error location as the message names it: ``assertions[0].source``,
+    ``request_headers.X-Api-Key``; None for the body itself. (``param`` stays the
+    top-level field.)"""
+    if not location:
+        return None
+    parts = [str(location[0])]
+    parts += [f"[{part}]" if isinstance(part, int) else f".{part}" for part in location[1:]]
+    return "".join(parts)
 
 
 def _has_nul(value: Any) -> bool:

@@ -17,26 +17,57 @@ one of `ERROR_CODES` (table in ``_result.py``); it raises only for bugs, and let
 - ``_prober``: `Prober`, the timeout and the translation of failures into results;
 - ``_tcp``: resolution, the address policy, TCP connects (happy eyeballs), the tcp probe;
 - ``_http``: the http probe (h11 over trio streams, redirects, TLS);
+- ``_request``: what an http check sends, and the rules on a monitor's request headers;
+- ``_assertions``: what makes an http response up: status rule, assertions (their rules,
+  shared with the API's validation), certificate expiry;
 - ``_dns``: the dns probe (dnspython on trio), and `nameserver_resolver` for the target
   policy's create-time screen of dns monitors;
 - ``_ping``: the ping probe (ICMP sockets on trio).
 """
 
+from ._assertions import (
+    MAX_ASSERTIONS,
+    Assertion,
+    Comparison,
+    InvalidAssertion,
+    Source,
+    check_assertions,
+    compile_assertions,
+)
 from ._dns import nameserver_resolver
-from ._http import BODY_LIMIT_BYTES, MAX_REDIRECTS, USER_AGENT
+from ._http import ASSERTION_BODY_BYTES, BODY_LIMIT_BYTES, MAX_REDIRECTS
 from ._prober import Prober
+from ._request import (
+    MAX_REQUEST_BODY_CHARS,
+    MAX_REQUEST_HEADERS,
+    USER_AGENT,
+    InvalidRequestHeaders,
+    check_request_headers,
+)
 from ._result import ERROR_CODES, ErrorCode, ProbeResult, ProbeSpec
 from ._tcp import AddressPolicy
 
 __all__ = [
+    "ASSERTION_BODY_BYTES",
     "BODY_LIMIT_BYTES",
     "ERROR_CODES",
+    "MAX_ASSERTIONS",
     "MAX_REDIRECTS",
+    "MAX_REQUEST_BODY_CHARS",
+    "MAX_REQUEST_HEADERS",
     "USER_AGENT",
     "AddressPolicy",
+    "Assertion",
+    "Comparison",
     "ErrorCode",
+    "InvalidAssertion",
+    "InvalidRequestHeaders",
     "ProbeResult",
     "ProbeSpec",
     "Prober",
+    "Source",
+    "check_assertions",
+    "check_request_headers",
+    "compile_assertions",
     "nameserver_resolver",
 ]

@@ -5,9 +5,9 @@ Why not httpx: httpx costs about 0.5 CPU ms per GET, and the engine's budget is
 measured"); ``bench/probe_micro.py`` compares the two (about 0.15 against 0.57 CPU ms
 per check on loopback, before the fast path below). A check needs little of a general
 client: one request on a fresh connection, the status, a bounded body read. What keeps
-it cheap: the parsed URL and the request bytes (serialised by h11) are cached per (url,
-method), IP literals skip getaddrinfo, plain http to one address is spoken on a
-non-blocking socket with `trio.lowlevel` waits (`_exchange_plain`), https goes through
+it cheap: the parsed URL and the request bytes (serialised by h11) are cached per
+request (``_request``), IP literals skip getaddrinfo, plain http to one address is spoken
+on a non-blocking socket with `trio.lowlevel` waits (`_exchange_plain`), https goes through
 `trio.SSLStream`, and the common response head is parsed without h11, which stays the
 judge of everything else (`_read_response`).
 
@@ -20,25 +20,35 @@ One check, hop by hop:
    ``Connection: close``), then for https a TLS handshake verified by the shared
    `ssl.SSLContext` with the URL's host as server name (SNI and certificate check).
 3. One request: the monitor's method, ``Host``, ``User-Agent``, ``Accept: */*``,
-   ``Connection: close``, and ``Content-Length: 0`` for POST, PUT and PATCH. No body.
+   ``Connection: close``, the monitor's ``request_headers``, and its ``request_body``
+   with its ``Content-Length`` (``0`` for POST, PUT and PATCH without one): ``_request``.
 4. The response head, then the body up to `BODY_LIMIT_BYTES` (read and dropped, so the
    target sees a normal client); the connection is closed without waiting for the peer.
+   Only a monitor with ``body`` or ``json_body`` assertions keeps the body, up to
+   `ASSERTION_BODY_BYTES` (``header`` assertions keep the head); the others take the
+   fast path that reads the head alone.
 5. A 301, 302, 303, 307 or 308 with a ``Location`` is followed, relative locations
    resolved against the current URL, at most `MAX_REDIRECTS` times (one more redirect
-   is ``too_many_redirects``). 303, and 302 except for HEAD, continue with GET; 301
-   turns POST into GET (what browsers and httpx do). A redirect is not followed when
-   its status *is* ``expected_status_code``: the monitor then checks the redirect.
+   is ``too_many_redirects``). 303, and 302 except for HEAD, continue with GET and
+   without the body; 301 turns POST into GET (what browsers and httpx do). Redirects to
+   another origin drop ``Authorization``, ``Proxy-Authorization`` and ``Cookie``. A
+   redirect is not followed when its status *is* ``expected_status_code``: the monitor
+   then checks the redirect (with assertions too).
 
-Up: the final status equals ``expected_status_code``, or is 2xx when that is ``None``.
+Up (``_assertions``): every assertion holds (``assertion_failed``), or without
+any, the status is ``expected_status_code`` (2xx when ``None``; ``unexpected_status``);
+then over TLS the certificate's notAfter (``tls_expires_at``) is more than
+``tls_expiry_days`` away (``tls_expiring``; an expired one fails the handshake).
 
 Response time: from just before the first connection attempt (after the first name
 resolution) to the end of reading the final response, in milliseconds; later redirect
 hops, their resolution included, count in full.
 
 Error handling: returns a `ProbeResult` for every final response (ok,
-``unexpected_status``, ``too_many_redirects``); raises `ProbeFailure` for everything
-else (``tls_error``, ``protocol_error``, connection errors, ``dns_failure``,
-``target_denied``, ``invalid_target``); lets `trio.Cancelled` through untouched.
+``unexpected_status``, ``assertion_failed``, ``tls_expiring``, ``too_many_redirects``);
+raises `ProbeFailure` for everything else (``tls_error``, ``protocol_error``, connection
+errors, ``dns_failure``, ``target_denied``, ``invalid_target``); lets `trio.Cancelled`
+through untouched.
 """
 
 from __future__ import annotations
@@ -50,19 +60,19 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from urllib.parse import quote, urljoin, urlsplit
+from collections.abc import Awaitable, Callable, Sequence
+from urllib.parse import urljoin
 
 import h11
 import trio
 
-from engine.targets import parse_target
-
+from . import _assertions as rules
+from ._assertions import BODY, HEAD_ONLY, Assertion, Response
+from ._request import USER_AGENT, Headers, Prepared, prepare, same_origin, without_credentials
 from ._result import ProbeFailure, ProbeResult
-from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve
+from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve, stream_failure
 
-__all__ = ["BODY_LIMIT_BYTES", "MAX_REDIRECTS", "USER_AGENT", "probe_http"]
+__all__ = ["ASSERTION_BODY_BYTES", "BODY_LIMIT_BYTES", "MAX_REDIRECTS", "USER_AGENT", "probe_http"]
 
 MAX_REDIRECTS = 10
 """Redirects followed in one check; the next one fails it with ``too_many_redirects``."""
@@ -70,72 +80,14 @@ MAX_REDIRECTS = 10
 BODY_LIMIT_BYTES = 64 * 1024
 """Bytes of response body read at most; the connection is closed after that."""
 
-USER_AGENT = "Uptrio/0.1 (uptime monitor)"
-"""The ``User-Agent`` every http check sends."""
+ASSERTION_BODY_BYTES = 1024 * 1024
+"""Bytes of response body read and kept at most for ``body`` and ``json_body``
+assertions (extensions part 7: "the body's first 1 MiB")."""
 
 _RECEIVE_BYTES = 64 * 1024
 _MAX_HEAD_BYTES = 64 * 1024
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
-_QUERY_SAFE = _PATH_SAFE + "?"
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """What one (URL, method) needs on the wire, computed once (`_prepare` is cached)."""
-
-    host: str
-    port: int
-    https: bool
-    request: h11.Request
-    wire: bytes
-    """The request as sent: ``request`` serialised by h11, once."""
-
-
 _END = h11.EndOfMessage()
-
-
-@functools.lru_cache(maxsize=16_384)
-def _prepare(url: str, method: str) -> _Prepared:
-    """Parse ``url`` and build its validated h11 request (events are immutable, so the
-    request is built once and sent by every check).
-
-    Raises:
-        InvalidTarget: ``url`` is not an http(s) URL.
-        UnicodeError: the path holds characters UTF-8 cannot encode (lone surrogates).
-        h11.LocalProtocolError: ``method`` is not a valid HTTP method token.
-    """
-    target = parse_target("http", url)
-    assert target.port is not None
-    parts = urlsplit(url)
-    request_target = quote(parts.path or "/", safe=_PATH_SAFE)
-    if parts.query:
-        request_target += "?" + quote(parts.query, safe=_QUERY_SAFE)
-    https = target.scheme == "https"
-    host_header = f"[{target.host}]" if ":" in target.host else target.host
-    if target.port != (443 if https else 80):
-        host_header += f":{target.port}"
-    headers = [
-        (b"Host", host_header.encode("ascii")),
-        (b"User-Agent", USER_AGENT.encode("ascii")),
-        (b"Accept", b"*/*"),
-        (b"Connection", b"close"),
-    ]
-    if method in _BODY_METHODS:
-        headers.append((b"Content-Length", b"0"))
-    request = h11.Request(method=method, target=request_target.encode("ascii"), headers=headers)
-    return _Prepared(
-        host=target.host, port=target.port, https=https, request=request, wire=_serialise(request)
-    )
-
-
-def _serialise(request: h11.Request) -> bytes:
-    """``request`` and its end, as h11 puts them on the wire."""
-    conn = h11.Connection(h11.CLIENT)
-    head, end = conn.send(request), conn.send(_END)
-    assert head is not None and end is not None
-    return head + end
 
 
 async def probe_http(
@@ -145,28 +97,40 @@ async def probe_http(
     expected_status_code: int | None,
     ssl_context: ssl.SSLContext,
     policy: AddressPolicy | None,
+    headers: Headers = (),
+    body: str | None = None,
+    assertions: Sequence[Assertion] = (),
+    tls_expiry_days: int | None = None,
 ) -> ProbeResult:
     """Run one http check of ``url`` (see the module docstring for the rules).
 
     Args:
         url: an http(s) URL as `engine.targets.parse_target` accepts it.
         method: the request method; ``None`` means GET.
-        expected_status_code: the status that counts as up; ``None`` means any 2xx.
+        expected_status_code: the status that counts as up without ``assertions``;
+            ``None`` means any 2xx.
         ssl_context: verifies https servers; shared by every check.
         policy: the address policy applied to every hop, or ``None``.
+        headers: request headers the monitor adds, checked by `check_request_headers`.
+        body: the request body (sent as UTF-8), or ``None``.
+        assertions: compiled by `compile_assertions`; when there are any, they decide.
+        tls_expiry_days: fail with ``tls_expiring`` within this many days of the final
+            certificate's expiry; ``None``: never.
 
     Returns:
-        A `ProbeResult` for the final response: ok, ``unexpected_status`` or
-        ``too_many_redirects``, with ``status_code`` and ``response_time_ms``.
+        A `ProbeResult` for the final response: ok, ``unexpected_status``,
+        ``assertion_failed``, ``tls_expiring`` or ``too_many_redirects``, with
+        ``status_code``, ``response_time_ms`` and ``tls_expires_at``.
 
     Raises:
         ProbeFailure: when no usable final response arrives (module docstring).
     """
     method = method or "GET"
+    need = rules.needs(assertions) if assertions else HEAD_ONLY
     started: float | None = None
     for hops in range(MAX_REDIRECTS + 1):
         try:
-            plan = _prepare(url, method)
+            plan = prepare(url, method, headers, body)
         except ValueError as exc:  # InvalidTarget, or a path that cannot be encoded
             if hops == 0:
                 raise ProbeFailure("invalid_target", str(exc)) from None
@@ -176,7 +140,8 @@ async def probe_http(
         addresses = await resolve(plan.host, plan.port, policy)
         if started is None:
             started = time.perf_counter()
-        status, location = await _exchange(plan, addresses, ssl_context)
+        capture = None if need == HEAD_ONLY else Response(keep_body=need == BODY)
+        status, location, expires_at = await _exchange(plan, addresses, ssl_context, capture)
         if status in _REDIRECT_STATUSES and location is not None and status != expected_status_code:
             if hops == MAX_REDIRECTS:
                 return ProbeResult(
@@ -185,54 +150,62 @@ async def probe_http(
                     status_code=status,
                     error_code="too_many_redirects",
                     error_message=f"more than {MAX_REDIRECTS} redirects (the last to {location})",
+                    tls_expires_at=expires_at,
                 )
-            url = urljoin(url, location)
+            following = urljoin(url, location)
+            if headers and not same_origin(url, following):
+                headers = without_credentials(headers)
+            url = following
             if (status in (302, 303) and method != "HEAD") or (status == 301 and method == "POST"):
-                method = "GET"
+                method, body = "GET", None
             continue
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        if expected_status_code is None:
-            ok = 200 <= status < 300
-            wanted = "a 2xx status"
+        if assertions:
+            code, message = await rules.assertion_verdict(assertions, status, elapsed_ms, capture)
         else:
-            ok = status == expected_status_code
-            wanted = f"status {expected_status_code}"
-        if ok:
-            return ProbeResult(
-                ok=True,
-                response_time_ms=elapsed_ms,
-                status_code=status,
-                error_code=None,
-                error_message=None,
-            )
+            code, message = rules.status_verdict(status, expected_status_code)
+        if code is None and expires_at is not None and tls_expiry_days is not None:
+            code, message = rules.tls_expiring(plan.host, expires_at, tls_expiry_days)
         return ProbeResult(
-            ok=False,
+            ok=code is None,
             response_time_ms=elapsed_ms,
             status_code=status,
-            error_code="unexpected_status",
-            error_message=f"expected {wanted}, got {status}",
+            error_code=code,
+            error_message=message,
+            tls_expires_at=expires_at,
         )
     raise AssertionError("unreachable: the loop returns on its last hop")
 
 
+@functools.lru_cache(maxsize=4096)
+def _epoch_seconds(not_after: str) -> int:
+    """A certificate's notAfter (``"Jun  1 12:00:00 2027 GMT"``) as epoch seconds; cached
+    because `ssl.cert_time_to_seconds` (strptime) costs more than the lookup of the
+    certificate itself."""
+    return int(ssl.cert_time_to_seconds(not_after))
+
+
 async def _exchange(
-    plan: _Prepared, addresses: list[Address], ctx: ssl.SSLContext
-) -> tuple[int, str | None]:
-    """One request and response on a new connection: (status, Location or None).
+    plan: Prepared, addresses: list[Address], ctx: ssl.SSLContext, capture: Response | None
+) -> tuple[int, str | None, int | None]:
+    """One request and response on a new connection: (status, Location or None, the
+    certificate's notAfter in epoch seconds or None for plain http).
 
     Plain http to a single address (an IP literal, most hosts) takes `_exchange_plain`;
     plain http racing several addresses talks to the trio socket directly (a
     `trio.SocketStream` around it costs CPU the check does not need); https goes through
-    `trio.SSLStream`.
+    `trio.SSLStream`. ``capture`` is filled with the final head (and body) when given.
     """
     if not plan.https and len(addresses) == 1:
-        return await _exchange_plain(plan, addresses[0])
+        status, location = await _exchange_plain(plan, addresses[0], capture)
+        return status, location, None
     sock = await connect(addresses)
     where = describe(addresses[0]) if len(addresses) == 1 else plan.host
     if not plan.https:
         try:
             await _send_all(sock, plan.wire)
-            return await _read_response(sock.recv, plan.request, where)
+            status, location = await _read_response(sock.recv, plan.request, where, capture)
+            return status, location, None
         except OSError as exc:
             raise os_failure(exc, where) from None
         finally:
@@ -244,17 +217,27 @@ async def _exchange(
         try:
             await stream.do_handshake()
         except trio.BrokenResourceError as exc:
-            raise _broken(exc, where, handshake=True) from None
+            raise stream_failure(exc, where, handshake=True) from None
+        certificate = stream.getpeercert()
+        expires_at = _epoch_seconds(certificate["notAfter"]) if certificate else None
         try:
             await stream.send_all(plan.wire)
-            return await _read_response(stream.receive_some, plan.request, where)
+            status, location = await _read_response(
+                stream.receive_some, plan.request, where, capture
+            )
+            return status, location, expires_at
         except trio.BrokenResourceError as exc:
-            raise _broken(exc, where, handshake=False) from None
+            raise stream_failure(exc, where, handshake=False) from None
+        except ProbeFailure as failure:
+            failure.tls_expires_at = expires_at
+            raise
     finally:
         await trio.aclose_forcefully(stream)
 
 
-async def _exchange_plain(plan: _Prepared, address: Address) -> tuple[int, str | None]:
+async def _exchange_plain(
+    plan: Prepared, address: Address, capture: Response | None
+) -> tuple[int, str | None]:
     """Plain http to one address on a non-blocking stdlib socket, waiting through
     `trio.lowlevel` only where the kernel would block (the connect, the response).
 
@@ -300,7 +283,7 @@ async def _exchange_plain(plan: _Prepared, address: Address) -> tuple[int, str |
                 except BlockingIOError:
                     await trio.lowlevel.wait_readable(sock)
 
-        return await _read_response(receive, plan.request, where)
+        return await _read_response(receive, plan.request, where, capture)
     except OSError as exc:
         raise os_failure(exc, where) from None
     finally:
@@ -320,10 +303,11 @@ Receive = Callable[[int], Awaitable[bytes | bytearray]]
 
 
 async def _read_response(
-    receive: Receive, request: h11.Request, where: str
+    receive: Receive, request: h11.Request, where: str, capture: Response | None = None
 ) -> tuple[int, str | None]:
     """Read the response to ``request`` from ``receive``: its head, then up to
     `BODY_LIMIT_BYTES` of body (read and dropped). Returns (status, Location or None).
+    With ``capture`` (assertions need the head or the body) h11 reads it and fills it.
 
     The common response (a complete head in the first read, no ``Transfer-Encoding``,
     nothing unusual) is parsed by `_simple_head`; everything else, or anything it does
@@ -339,9 +323,9 @@ async def _read_response(
         OSError, trio.BrokenResourceError: from ``receive``.
     """
     data = bytes(await receive(_RECEIVE_BYTES))
-    head = _simple_head(data, request.method)
+    head = None if capture is not None else _simple_head(data, request.method)
     if head is None:
-        return await _read_with_h11(receive, request, data, where)
+        return await _read_with_h11(receive, request, data, where, capture)
     status, location, length, body_bytes = head
     while body_bytes < BODY_LIMIT_BYTES and (length is None or body_bytes < length):
         chunk = await receive(_RECEIVE_BYTES)
@@ -409,10 +393,14 @@ def _simple_head(data: bytes, method: bytes) -> tuple[int, str | None, int | Non
 
 
 async def _read_with_h11(
-    receive: Receive, request: h11.Request, data: bytes, where: str
+    receive: Receive,
+    request: h11.Request,
+    data: bytes,
+    where: str,
+    capture: Response | None = None,
 ) -> tuple[int, str | None]:
     """`_read_response` by h11, starting with ``data`` (already read; empty at the end of
-    the stream)."""
+    the stream); fills ``capture`` when given."""
     conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD_BYTES)
     conn.send(request)  # only to move h11's state on: these bytes were sent already
     conn.send(_END)
@@ -434,9 +422,17 @@ async def _read_with_h11(
             for name, value in event.headers:
                 if name == b"location":
                     location = value.decode("latin-1").strip() or None
+            if capture is not None:
+                capture.headers = event.headers
         elif type(event) is h11.Data:
             body_bytes += len(event.data)
-            if body_bytes >= BODY_LIMIT_BYTES:
+            if capture is not None and capture.keep_body:
+                if body_bytes > ASSERTION_BODY_BYTES:  # keep the first MiB, then stop
+                    capture.body += event.data[: ASSERTION_BODY_BYTES - len(capture.body)]
+                    capture.truncated = True
+                    break
+                capture.body += event.data
+            elif body_bytes >= BODY_LIMIT_BYTES:
                 break
         elif type(event) is h11.EndOfMessage:
             break
@@ -450,19 +446,3 @@ async def _read_with_h11(
             )
     assert status is not None
     return status, location
-
-
-def _broken(exc: trio.BrokenResourceError, where: str, *, handshake: bool) -> ProbeFailure:
-    """Translate a broken stream (trio wraps the OS or TLS error as ``__cause__``)."""
-    cause = exc.__cause__
-    if isinstance(cause, ssl.SSLCertVerificationError):
-        return ProbeFailure(
-            "tls_error", f"TLS certificate of {where} not accepted: {cause.verify_message}"
-        )
-    if isinstance(cause, ssl.SSLError):
-        return ProbeFailure("tls_error", f"TLS with {where} failed: {cause.reason or cause}")
-    if isinstance(cause, OSError):
-        return os_failure(cause, where)
-    if handshake:
-        return ProbeFailure("tls_error", f"{where} closed the connection during the TLS handshake")
-    return ProbeFailure("connection_reset", f"connection to {where} broken: {cause or exc}")

@@ -91,6 +91,7 @@ class Prober:
                 status_code=exc.status_code,
                 error_code=exc.code,
                 error_message=exc.message,
+                tls_expires_at=exc.tls_expires_at,
             )
 
     async def _run(self, spec: ProbeSpec) -> ProbeResult:
@@ -101,6 +102,10 @@ class Prober:
                 expected_status_code=spec.expected_status_code,
                 ssl_context=self._ssl_context,
                 policy=self._policy,
+                headers=spec.request_headers,
+                body=spec.request_body,
+                assertions=spec.assertions,
+                tls_expiry_days=spec.tls_expiry_days,
             )
         try:
             target = parse_target(spec.type, spec.url)

@@ -26,6 +26,10 @@ error_code               meaning
                          ``expected_status_code`` (``status_code`` still recorded)
 ``too_many_redirects``   http: more than 10 redirects (``status_code`` is the last
                          redirect's)
+``assertion_failed``     http: a response assertion failed (extensions part 7); the
+                         message names it (``assertions[0]: ...``) and what was found
+``tls_expiring``         http: the final response's TLS certificate expires within the
+                         monitor's ``tls_expiry_days``; the message says when
 ``ping_not_permitted``   ping: this process may not open ICMP sockets (needs root,
                          CAP_NET_RAW or ``net.ipv4.ping_group_range``)
 ``target_denied``        the address policy refused the resolved address
@@ -37,7 +41,10 @@ error_code               meaning
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import TYPE_CHECKING, Final, Literal, get_args
+
+if TYPE_CHECKING:
+    from ._assertions import Assertion
 
 __all__ = ["ERROR_CODES", "ErrorCode", "ProbeFailure", "ProbeResult", "ProbeSpec"]
 
@@ -52,6 +59,8 @@ ErrorCode = Literal[
     "protocol_error",
     "unexpected_status",
     "too_many_redirects",
+    "assertion_failed",
+    "tls_expiring",
     "ping_not_permitted",
     "target_denied",
     "invalid_target",
@@ -73,7 +82,14 @@ class ProbeSpec:
             connection, TLS, every redirect hop and the response).
         method: http only: the request method, e.g. ``"GET"``; ``None`` means GET.
         expected_status_code: http only: the final status that counts as up; ``None``
-            means any 2xx status.
+            means any 2xx status. Without ``assertions`` only.
+        request_headers: http only: headers added to the request, (name, value) pairs
+            (``_request``).
+        request_body: http only: the request's body, sent as UTF-8, or ``None``.
+        assertions: http only: compiled by `compile_assertions`; when there are any they
+            decide instead of ``expected_status_code`` (extensions part 7).
+        tls_expiry_days: http only: the check fails with ``tls_expiring`` when the final
+            response's certificate expires within this many days; ``None``: never.
     """
 
     type: Literal["http", "tcp", "dns", "ping"]
@@ -81,6 +97,10 @@ class ProbeSpec:
     timeout_seconds: float
     method: str | None = None
     expected_status_code: int | None = None
+    request_headers: tuple[tuple[str, str], ...] = ()
+    request_body: str | None = None
+    assertions: tuple[Assertion, ...] = ()
+    tls_expiry_days: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +116,9 @@ class ProbeResult:
             ``too_many_redirects``); ``None`` for other types and when no response came.
         error_code: one of `ERROR_CODES` (module docstring), ``None`` when ``ok``.
         error_message: one human-readable sentence about the failure, ``None`` when ok.
+        tls_expires_at: http only: when the TLS certificate of the final response
+            expires (its notAfter, epoch seconds); ``None`` for plain http and when no
+            response came.
     """
 
     ok: bool
@@ -103,13 +126,15 @@ class ProbeResult:
     status_code: int | None
     error_code: str | None
     error_message: str | None
+    tls_expires_at: int | None = None
 
 
 class ProbeFailure(Exception):
     """Internal: raised inside a probe to end the check as a failure.
 
     `Prober.probe` turns it into a `ProbeResult` (``ok=False``) at the package boundary;
-    it never escapes the package. ``status_code`` carries an HTTP status already seen.
+    it never escapes the package. ``status_code`` carries an HTTP status already seen,
+    ``tls_expires_at`` the expiry (epoch seconds) of a certificate already seen.
     """
 
     def __init__(self, code: ErrorCode, message: str, *, status_code: int | None = None) -> None:
@@ -117,3 +142,4 @@ class ProbeFailure(Exception):
         self.code: ErrorCode = code
         self.message = message
         self.status_code = status_code
+        self.tls_expires_at: int | None = None

@@ -1,4 +1,5 @@
-"""Name resolution, the address policy and TCP connects; the ``tcp`` probe.
+"""Name resolution, the address policy and TCP connects; the ``tcp`` probe; what a
+failed connection or TLS stream means (`os_failure`, `stream_failure`).
 
 The http, tcp and ping probes share `resolve` (and http and tcp `connect`), which
 together close the DNS rebinding hole: the host name is resolved once
@@ -20,6 +21,7 @@ import errno
 import functools
 import ipaddress
 import socket
+import ssl
 import time
 from collections.abc import Callable
 
@@ -27,7 +29,16 @@ import trio
 
 from ._result import ProbeFailure
 
-__all__ = ["Address", "AddressPolicy", "connect", "describe", "os_failure", "probe_tcp", "resolve"]
+__all__ = [
+    "Address",
+    "AddressPolicy",
+    "connect",
+    "describe",
+    "os_failure",
+    "probe_tcp",
+    "resolve",
+    "stream_failure",
+]
 
 AddressPolicy = Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], str | None]
 """Decides whether a probe may contact an address: ``None`` allows it, a string is the
@@ -143,6 +154,24 @@ def os_failure(exc: OSError, where: str) -> ProbeFailure:
     if exc.errno == errno.ETIMEDOUT:
         return ProbeFailure("timeout", f"connection to {where} timed out")
     return ProbeFailure("connection_failed", f"connection to {where} failed: {reason}")
+
+
+def stream_failure(exc: trio.BrokenResourceError, where: str, *, handshake: bool) -> ProbeFailure:
+    """Translate a broken `trio.SSLStream` to ``where`` (trio wraps the OS or TLS error as
+    ``__cause__``): ``tls_error`` for a refused certificate or a failed handshake, else
+    as `os_failure` says."""
+    cause = exc.__cause__
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return ProbeFailure(
+            "tls_error", f"TLS certificate of {where} not accepted: {cause.verify_message}"
+        )
+    if isinstance(cause, ssl.SSLError):
+        return ProbeFailure("tls_error", f"TLS with {where} failed: {cause.reason or cause}")
+    if isinstance(cause, OSError):
+        return os_failure(cause, where)
+    if handshake:
+        return ProbeFailure("tls_error", f"{where} closed the connection during the TLS handshake")
+    return ProbeFailure("connection_reset", f"connection to {where} broken: {cause or exc}")
 
 
 async def connect(addresses: list[Address]) -> trio.socket.SocketType:

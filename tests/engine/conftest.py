@@ -1,13 +1,17 @@
-"""Fixtures for the engine tests: loopback target servers and a test CA.
+"""Fixtures for the engine tests: loopback target servers, a test CA and the store actor.
 
 Targets run in pytest-trio's ``nursery`` fixture, which is cancelled when the test ends.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from functools import partial
+
 import pytest
 import trio
 
+from store import CheckWriter, Database, StoreSettings, run_check_writer
 from tests.targets import DnsTarget, HttpTarget, TcpTarget, TlsPair, make_tls_pair
 
 
@@ -55,3 +59,12 @@ async def dns_target(nursery: trio.Nursery) -> DnsTarget:
     )
     await nursery.start(target.run)
     return target
+
+
+@pytest.fixture
+async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[CheckWriter]:
+    """The store actor on the test's database, flushing every 50 ms (the engine stories)."""
+    writer: CheckWriter = await nursery.start(
+        partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+    )
+    yield writer

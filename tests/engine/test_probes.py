@@ -66,6 +66,8 @@ def test_error_codes_are_the_documented_ones() -> None:
         "protocol_error",
         "unexpected_status",
         "too_many_redirects",
+        "assertion_failed",
+        "tls_expiring",
         "ping_not_permitted",
         "target_denied",
         "invalid_target",

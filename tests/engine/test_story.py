@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
@@ -28,7 +27,7 @@ from engine import (
     run_webhook_sender,
 )
 from engine.probes._ping import permitted_ping_kinds
-from store import CheckWriter, Database, StoreSettings, run_check_writer
+from store import CheckWriter, Database
 from tests.api import Api
 from tests.receiver import Receiver, expected_signature, signatures
 from tests.targets import DnsTarget, HttpTarget, TcpTarget
@@ -58,14 +57,6 @@ async def dns_target(nursery: trio.Nursery) -> DnsTarget:
     target = DnsTarget(records={"db.uptrio.test": ["127.0.0.1", "::1"]})
     await nursery.start(target.run)
     return target
-
-
-@pytest.fixture
-async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[CheckWriter]:
-    writer: CheckWriter = await nursery.start(
-        partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
-    )
-    yield writer
 
 
 @pytest.fixture

@@ -252,16 +252,18 @@ async def test_a_dead_endpoint_does_not_hold_back_the_others(
 async def test_a_disabled_endpoint_receives_nothing_until_enabled_again(
     api: Api, db: Database, nursery: trio.Nursery
 ) -> None:
-    with trio.fail_after(15):
+    with trio.fail_after(20):
         receiver = await receiving(nursery, script=[500])
         hook = await endpoint(api, receiver.url)
         path = f"/webhook-endpoints/{hook['id']}"
-        async with sender(db, WebhookSettings(poll_seconds=0.05, retry_base_seconds=0.5)):
+        # The retry comes 1 to 3 s after the first attempt: later than the PATCH below
+        # even on a loaded machine.
+        async with sender(db, WebhookSettings(poll_seconds=0.05, retry_base_seconds=2.0)):
             await create_incident(api)
-            await receiver.wait_for(1)  # the first attempt fails; a retry is scheduled
+            await attempted(api, hook["id"])  # the first attempt failed; a retry is scheduled
             expect(await api.patch(path, json={"status": "disabled"}))
             await create_incident(api)  # not delivered: no delivery is even created
-            await trio.sleep(1.2)  # past the retry's time
+            await trio.sleep(3.1)  # past the retry's time
             assert len(receiver.received) == 1
             (waiting,) = await deliveries(api, hook["id"])
             assert waiting["status"] == "pending" and waiting["next_attempt_at"] is None

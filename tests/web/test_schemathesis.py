@@ -48,6 +48,10 @@ SEMANTIC_REFUSALS = frozenset(
         "incident_not_open",  # resolve on a resolved incident
         "unknown_monitor",  # an incident's monitors must be the account's own
         "slug_taken",  # a status page's slug is unique over the service
+        "request_header_not_allowed",  # Host, Content-Length, ... in any case
+        "invalid_request_header",  # a header name twice in different cases
+        "invalid_assertion",  # property, comparison and target must fit the source
+        "invalid_jsonpath",  # a JSONPath jsonpath-ng accepts
     }
 )
 """Codes a schema-valid request may get: rules OpenAPI cannot express."""

@@ -10,6 +10,13 @@ the type (``engine.targets``) and pass the target policy (``engine.policy``: 422
 ``target_not_allowed``, checked at create and whenever a PATCH sends ``url``);
 ``timeout_seconds`` may not exceed ``interval_seconds``, checked on the values the
 monitor ends up with.
+
+The http fields of extensions part 7 (README "Assertions and TLS expiry"):
+``request_headers`` and ``assertions`` are ``{}`` and ``[]`` on http monitors (null sent
+in a PATCH empties them), ``request_body`` a string or null; ``tls_expiry_days``
+defaults to 14 for https urls and null for http ones, and a PATCH that moves ``url`` to
+the other scheme without sending ``tls_expiry_days`` gives it the new scheme's default.
+All four are null on the other types (a non-null value is a 422 ``invalid_value``).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from engine import InvalidTarget, TargetPolicy, parse_target
 from store import MonitorRecord, PageRequest, monitors, new_id
 
 from ..errors import ApiError
+from ..http_check_models import stored_assertions
 from ..models import (
     MonitorCreate,
     MonitorList,
@@ -41,7 +49,17 @@ from .common import (
     path_id,
 )
 
-_HTTP_ONLY = ("method", "expected_status_code")
+_HTTP_ONLY = (
+    "method",
+    "expected_status_code",
+    "request_headers",
+    "request_body",
+    "assertions",
+    "tls_expiry_days",
+)
+_HTTP_NULLABLE = frozenset({"request_headers", "request_body", "assertions", "tls_expiry_days"})
+"""http fields a PATCH may set to null (``request_headers`` and ``assertions`` are then
+emptied)."""
 
 
 def check_target(type: str, url: str) -> None:
@@ -79,7 +97,8 @@ def check_timeout(interval_seconds: int, timeout_seconds: int) -> None:
 
 
 def check_http_only(type: str, values: dict[str, Any]) -> None:
-    """Raise 422 when ``method`` or ``expected_status_code`` is set on a non-http monitor."""
+    """Raise 422 ``invalid_value`` when an http field (`_HTTP_ONLY`) is set on a non-http
+    monitor."""
     if type == "http":
         return
     for name in _HTTP_ONLY:
@@ -111,6 +130,16 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         "success_threshold": body.success_threshold,
         "auto_incidents": body.auto_incidents,
         "incident_severity": body.incident_severity,
+        "request_headers": (body.request_headers or {}) if is_http else None,
+        "request_body": body.request_body,
+        "assertions": stored_assertions(body.assertions) if is_http else None,
+        "tls_expiry_days": (
+            body.tls_expiry_days
+            if "tls_expiry_days" in body.model_fields_set
+            else default_tls_expiry_days(body.url)
+        )
+        if is_http
+        else None,
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
@@ -163,9 +192,11 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
     def apply(current: MonitorRecord) -> dict[str, Any]:
         is_http = current.type == "http"
         changes = patch_changes(
-            body, current, nullable=frozenset() if is_http else frozenset(_HTTP_ONLY)
+            body, current, nullable=_HTTP_NULLABLE if is_http else frozenset(_HTTP_ONLY)
         )
         check_http_only(current.type, changes)
+        if is_http:
+            _http_changes(body, current, changes)
         check_timeout(
             changes.get("interval_seconds", current.interval_seconds),
             changes.get("timeout_seconds", current.timeout_seconds),
@@ -181,6 +212,33 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
         raise not_found("mon", monitor_id)
     await ctx.deps.engine.monitor_saved(record)
     return ApiResponse(200, monitor_object(record))
+
+
+def default_tls_expiry_days(url: str) -> int | None:
+    """``tls_expiry_days`` when none is sent: 14 for an https url, None for http
+    (extensions part 7)."""
+    return 14 if url[:6].lower() == "https:" else None
+
+
+def _http_changes(body: MonitorUpdate, current: MonitorRecord, changes: dict[str, Any]) -> None:
+    """Complete ``changes`` (from `patch_changes`) for the http fields of part 7: null
+    empties ``request_headers`` and ``assertions``, assertions are stored as dicts, and a
+    ``url`` moving to the other scheme brings that scheme's ``tls_expiry_days`` default
+    unless the PATCH sends one (module docstring)."""
+    stored: dict[str, Any] = {}
+    if "request_headers" in changes:
+        stored["request_headers"] = changes["request_headers"] or {}
+    if "assertions" in changes:
+        stored["assertions"] = stored_assertions(changes["assertions"])
+    if "url" in changes and "tls_expiry_days" not in body.model_fields_set:
+        old, new = default_tls_expiry_days(current.url), default_tls_expiry_days(changes["url"])
+        if old != new:
+            stored["tls_expiry_days"] = new
+    for name, value in stored.items():
+        if value == getattr(current, name):
+            changes.pop(name, None)
+        else:
+            changes[name] = value
 
 
 async def delete_monitor(ctx: RequestContext) -> ApiResponse:
