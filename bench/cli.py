@@ -14,6 +14,8 @@ and says in one line how to install the harness's extras when they are missing::
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench webhooks [--monitors 10000] [--flapping 0.01] [--window 120]
                           [--drain 60] [same options]
+    uptrio bench heartbeats [--heartbeats 10000] [--period 60] [--grace 5] [--rounds 2]
+                 [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
 
 Each run writes ``report.json``, ``chart.png`` and the service's log to ``--output``
 (default ``bench-results/<time>-<monitors>-<type>``) and prints the table on stdout;
@@ -60,12 +62,14 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     bench.add_argument(
         "action",
         nargs="?",
-        choices=("run", "sweep", "history", "status-pages", "webhooks"),
+        choices=("run", "sweep", "history", "status-pages", "webhooks", "heartbeats"),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
         "availability latency and bytes on disk over a synthetic history; status-pages: "
         "a status page's cold render and its cached throughput under the load; webhooks: "
-        "a run without and one with a webhook endpoint and flapping targets, side by side",
+        "a run without and one with a webhook endpoint and flapping targets, side by side; "
+        "heartbeats: the ping endpoint's throughput against /healthz, and the memory of "
+        "--heartbeats heartbeats held",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -170,6 +174,15 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         default=60.0,
         help="longest wait after the window for pending deliveries, s (default 60)",
     )
+    beats = bench.add_argument_group("heartbeats (with the wrk options above)")
+    beats.add_argument(
+        "--heartbeats", type=int, default=10_000, help="heartbeats held (default 10,000)"
+    )
+    beats.add_argument("--period", type=int, default=60, help="their period, s (default 60)")
+    beats.add_argument("--grace", type=int, default=5, help="their grace, s (default 5)")
+    beats.add_argument(
+        "--rounds", type=int, default=2, help="periods of pings while held (default 2; 0: none)"
+    )
     sweep = bench.add_argument_group("sweep")
     sweep.add_argument(
         "--counts",
@@ -260,6 +273,36 @@ def _status_pages(args: argparse.Namespace, stamp: str) -> int:
     return 0
 
 
+def _heartbeats(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench heartbeats`` (bench.heartbeats)."""
+    import trio
+
+    from .heartbeats import HeartbeatBenchOptions, print_heartbeats, run_heartbeats_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-heartbeats"
+    if args.heartbeats < 1 or not 30 <= args.period <= 2_592_000 or args.rounds < 0:
+        print(
+            "uptrio bench: --heartbeats at least 1, --rounds at least 0, --period 30 to 2,592,000",
+            file=sys.stderr,
+        )
+        return 2
+    options = HeartbeatBenchOptions(
+        heartbeats=args.heartbeats,
+        period=args.period,
+        grace=args.grace,
+        rounds=args.rounds,
+        seconds=args.wrk_seconds,
+        wrk_rounds=args.wrk_rounds,
+        connections=args.wrk_connections,
+        threads=args.wrk_threads,
+        keep_data=args.keep_data,
+    )
+    report = trio.run(run_heartbeats_bench, options, base)
+    print_heartbeats(report)
+    print(f"report: {base / 'heartbeats.json'}")
+    return 0
+
+
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
     (0 when the run completed, whatever it measured; 2 for bad parameters or when the
@@ -301,6 +344,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         return 0
     if args.action == "status-pages":
         return _status_pages(args, stamp)
+    if args.action == "heartbeats":
+        return _heartbeats(args, stamp)
     if args.action == "webhooks":
         from .webhooks import print_comparison, run_webhooks_bench
 

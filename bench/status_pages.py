@@ -61,6 +61,8 @@ __all__ = [
     "parse_wrk",
     "print_status_pages",
     "run_status_pages_bench",
+    "run_wrk",
+    "wrk_totals",
 ]
 
 GOALS = {"throughput_ratio_min": 0.70, "cold_render_ms_max": 50.0}
@@ -267,7 +269,7 @@ async def _load_phase(
                     )
             service.terminate()
             await service.wait_stopped()
-    figures = {name: _wrk_totals(rounds) for name, rounds in runs.items()}
+    figures = {name: wrk_totals(rounds) for name, rounds in runs.items()}
     base = figures["healthz"]["requests_per_second"]
     for name in ("live_page", "history_page"):
         figures[name]["ratio_to_healthz"] = round(figures[name]["requests_per_second"] / base, 3)
@@ -285,7 +287,7 @@ async def _load_phase(
     }
 
 
-def _wrk_totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+def wrk_totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Requests/s over all rounds (requests over time), errors summed, worst p99."""
     seconds = sum(r["requests"] / r["requests_per_second"] for r in rounds if r["requests"])
     requests = sum(r["requests"] for r in rounds)

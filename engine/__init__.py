@@ -1,4 +1,5 @@
-"""Uptrio's engine: monitor actors under supervisors, probing real targets.
+"""Uptrio's engine: monitor actors under supervisors, probing real targets, and heartbeat
+actors waiting for the pings of jobs.
 
 Imports ``store`` (records, the store actor) and nothing of ``web``; other packages
 import only the names below (checked by the import contracts in ``pyproject.toml``).
@@ -7,6 +8,9 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
 from .engine import Engine, run_engine
 from .health import Health, after_check
+from .heartbeat import PING_KINDS, HeartbeatState, Ping, run_heartbeat
+from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
+from .mailbox import Mailbox
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
 from .policy import TargetPolicy
@@ -47,6 +51,7 @@ __all__ = [
     "MAX_ASSERTIONS",
     "MAX_REQUEST_BODY_CHARS",
     "MAX_REQUEST_HEADERS",
+    "PING_KINDS",
     "SIGNATURE_HEADER",
     "ActorRef",
     "ActorUnavailable",
@@ -61,10 +66,15 @@ __all__ = [
     "EngineSlot",
     "EngineStatistics",
     "Health",
+    "HeartbeatGroup",
+    "HeartbeatHandle",
+    "HeartbeatState",
     "Intensity",
     "InvalidAssertion",
     "InvalidRequestHeaders",
     "InvalidTarget",
+    "Mailbox",
+    "Ping",
     "ProbeResult",
     "ProbeSpec",
     "Prober",
@@ -84,6 +94,7 @@ __all__ = [
     "parse_target",
     "probe_spec",
     "run_engine",
+    "run_heartbeat",
     "run_webhook_sender",
     "shard_of",
     "signature_header",

@@ -1,12 +1,18 @@
-"""The engine: the supervision tree of monitor actors, and its command inbox.
+"""The engine: the supervision tree of monitor and heartbeat actors, and its command
+inbox.
 
 ::
 
     engine (supervisor: shards as children, restart intensity `shard_intensity`)
     ├── shard-0 (supervisor: monitor actors, one_for_one, `monitor_intensity`, back-off)
     │   ├── mon_...  (engine.monitor.run_monitor)
-    │   └── ...
+    │   ├── ...
+    │   └── heartbeats (engine.heartbeat_group: a task per heartbeat, run_heartbeat)
     └── shard-N-1
+
+Heartbeats are spread over the shards by the same hash as monitors. The engine keeps
+every heartbeat's ping key in memory (:meth:`Engine.find_heartbeat`): the web layer's
+ping endpoints find a heartbeat's actor there, without a query.
 
 Monitors are spread over ``shard_count`` shards by a hash of their id, so one flapping
 monitor can exhaust at most its own shard's restart intensity; a shard that escalates is
@@ -35,14 +41,16 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import structlog
 import trio
 
-from store import CheckWriter, Database, MonitorRecord
+from store import CheckWriter, Database, HeartbeatRecord, MonitorRecord, has_prefix
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
+from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
 from .monitor import (
     EngineStatistics,
     MonitorDeps,
@@ -65,17 +73,17 @@ log = structlog.get_logger("uptrio.engine")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Save:
-    """A monitor was created, updated, paused or resumed (committed)."""
+    """A monitor or a heartbeat was created, updated, paused or resumed (committed)."""
 
-    monitor: MonitorRecord
+    record: MonitorRecord | HeartbeatRecord
     reply: Reply[None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Remove:
-    """A monitor was deleted (committed)."""
+    """A monitor or a heartbeat (by its ``mon_`` or ``hbt_`` id) was deleted (committed)."""
 
-    monitor_id: str
+    resource_id: str
     reply: Reply[None]
 
 
@@ -93,8 +101,10 @@ class Engine:
         shards: list[Shard],
         stats: EngineStatistics,
         settings: EngineSettings,
+        keys: dict[str, HeartbeatHandle],
     ) -> None:
         self._ref = ref
+        self._keys = keys
         self.root = root
         self.shards = shards
         self.statistics = stats
@@ -110,10 +120,7 @@ class Engine:
                 within ``ask_timeout_seconds``.
         """
 
-        def make(reply: Reply[None]) -> Save:
-            return Save(monitor=monitor, reply=reply)
-
-        await ask(self._ref, make, timeout_seconds=self.settings.ask_timeout_seconds)
+        await self._save(monitor)
 
     async def monitor_deleted(self, monitor_id: str) -> None:
         """Stop the monitor's actor; returns once stopped.
@@ -121,9 +128,39 @@ class Engine:
         Raises:
             engine.actor.ActorUnavailable: as :meth:`monitor_saved`.
         """
+        await self._remove(monitor_id)
 
+    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
+        """Run ``heartbeat`` with this record (or keep only its key when paused);
+        returns once in effect.
+
+        Raises:
+            engine.actor.ActorUnavailable: as :meth:`monitor_saved`.
+        """
+        await self._save(heartbeat)
+
+    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
+        """Stop the heartbeat's actor and forget its ping key; returns once done.
+
+        Raises:
+            engine.actor.ActorUnavailable: as :meth:`monitor_saved`.
+        """
+        await self._remove(heartbeat_id)
+
+    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
+        """The heartbeat whose ping key is ``ping_key`` (paused ones included), or None:
+        a dictionary lookup, no query (and no checkpoint)."""
+        return self._keys.get(ping_key)
+
+    async def _save(self, record: MonitorRecord | HeartbeatRecord) -> None:
+        def make(reply: Reply[None]) -> Save:
+            return Save(record=record, reply=reply)
+
+        await ask(self._ref, make, timeout_seconds=self.settings.ask_timeout_seconds)
+
+    async def _remove(self, resource_id: str) -> None:
         def make(reply: Reply[None]) -> Remove:
-            return Remove(monitor_id=monitor_id, reply=reply)
+            return Remove(resource_id=resource_id, reply=reply)
 
         await ask(self._ref, make, timeout_seconds=self.settings.ask_timeout_seconds)
 
@@ -148,12 +185,18 @@ class Engine:
 async def _handle(
     shards: list[Shard], message: EngineMessage, ask_seconds: float, *, stopping: bool
 ) -> None:
-    monitor_id = message.monitor.id if isinstance(message, Save) else message.monitor_id
-    shard = shards[shard_of(monitor_id, len(shards))]
+    resource_id = message.record.id if isinstance(message, Save) else message.resource_id
+    shard = shards[shard_of(resource_id, len(shards))]
+    if shard.heartbeats is not None and has_prefix(resource_id, "hbt"):
+        if isinstance(message, Save) and isinstance(message.record, HeartbeatRecord):
+            shard.heartbeats.save(message.record)
+        else:
+            shard.heartbeats.remove(resource_id)
+        return
     if shard.touched is not None:
-        shard.touched.add(monitor_id)
+        shard.touched.add(resource_id)
     match message:
-        case Save(monitor=record):
+        case Save(record=MonitorRecord() as record):
             if shard.supervisor is None:
                 return  # the shard is (re)loading from the database, which has the change
             entry = shard.entries.get(record.id)
@@ -174,7 +217,7 @@ async def _handle(
                 # When it is restarting, its next incarnation reads the stored config.
                 with contextlib.suppress(ActorUnavailable):
                     await ask(entry.ref, make, timeout_seconds=ask_seconds)
-        case Remove(monitor_id=monitor_id):
+        case Remove(resource_id=monitor_id):
             await shard.stop(monitor_id)
 
 
@@ -211,6 +254,18 @@ async def run_engine(
         Shard(index=i, name=f"shard-{i}", db=db, deps=deps, settings=settings)
         for i in range(settings.shard_count)
     ]
+    keys: dict[str, HeartbeatHandle] = {}
+    for shard in shards:
+        shard.heartbeats = HeartbeatGroup(
+            name=f"{shard.name}/heartbeats",
+            owns=partial(_owned_by, shard.index, settings.shard_count),
+            db=db,
+            writer=writer,
+            keys=keys,
+            inbox_size=settings.heartbeat_inbox_size,
+            ping_timeout_seconds=settings.ping_timeout_seconds,
+            ping_ack_committed=settings.ping_ack_committed,
+        )
 
     def on_restart(child_id: str, exc: Exception | None) -> None:
         stats.supervisor_restarts["engine"] = stats.supervisor_restarts.get("engine", 0) + 1
@@ -234,7 +289,7 @@ async def run_engine(
         ref, inbox = open_inbox[EngineMessage](1024)
         log.info("engine started", monitors=sum(len(s.entries) for s in shards), shards=len(shards))
         delay = settings.gc_freeze_delay_seconds
-        engine = Engine(ref, root, shards, stats, settings)
+        engine = Engine(ref, root, shards, stats, settings, keys)
         with unfrozen_on_exit(delay is not None):
             if delay is not None:
                 freeze_heap()
@@ -245,6 +300,10 @@ async def run_engine(
                 log.info("engine stopping; monitors finish the probes in flight")
                 await root.close()  # commands are still served meanwhile
                 nursery.cancel_scope.cancel()
+
+
+def _owned_by(index: int, shard_count: int, resource_id: str) -> bool:
+    return shard_of(resource_id, shard_count) == index
 
 
 async def _serve_commands(

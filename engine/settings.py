@@ -31,6 +31,16 @@ class EngineSettings:
         gc_freeze_delay_seconds: seconds after a monitor is saved before the heap is frozen
             (`freeze_heap`); the heap is also frozen once the shards have loaded their
             monitors. None never freezes.
+        heartbeat_inbox_size: messages a heartbeat actor's mailbox holds; past it a ping
+            is refused (500, retry) rather than queued. An empty mailbox costs the same
+            whatever its bound; pings of one key come one at a time (the per-key rate
+            limit), so only a burst of concurrent pings of one key (a flood with the limit
+            lifted) ever fills one.
+        ping_timeout_seconds: how long a ping waits for its heartbeat's actor to hand it
+            to the store before it is answered 500 (retry), seconds.
+        ping_ack_committed: answer a ping only once the batch holding it is committed
+            (``--ping-ack committed``), instead of once the store actor has it
+            (``buffered``, the default; README, Heartbeats: the durability choice).
     """
 
     max_probes_in_flight: int = 1000
@@ -42,3 +52,6 @@ class EngineSettings:
     monitor_inbox_size: int = 16
     gc_young_threshold: int | None = 50_000
     gc_freeze_delay_seconds: float | None = 10.0
+    heartbeat_inbox_size: int = 256
+    ping_timeout_seconds: float = 5.0
+    ping_ack_committed: bool = False

@@ -2,7 +2,8 @@
 (:func:`shard_of`), as the engine (:mod:`engine.engine`) runs them. A shard loads its
 monitors from the database when it starts (and again after a restart), starts one actor
 per monitor, and gives each a graceful stop (:class:`~engine.monitor.Drain`) when it is
-closed politely.
+closed politely. Its heartbeats run under the same supervisor, as one more child: the
+shard's :class:`~engine.heartbeat_group.HeartbeatGroup` (child id ``heartbeats``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import trio
 from store import Database, DatabaseUnavailable, MonitorRecord, monitors
 
 from .actor import ActorRef, ActorUnavailable, open_inbox
+from .heartbeat_group import HeartbeatGroup
+from .loading import load_when_available
 from .monitor import Drain, MonitorDeps, MonitorMessage, run_monitor
 from .settings import EngineSettings
 from .supervisor import ChildSpec, RestartType, Supervisor, run_supervisor
 
-__all__ = ["DRAIN_SECONDS", "Shard", "shard_of"]
+__all__ = ["DRAIN_SECONDS", "HEARTBEATS_CHILD", "Shard", "shard_of"]
 
 log = structlog.get_logger("uptrio.engine")
 
@@ -29,6 +32,10 @@ DRAIN_SECONDS = 65.0
 """Grace of a graceful stop for each shard and monitor actor, seconds: the longest probe
 timeout (60 s) plus a margin; the caller's grace (``--shutdown-seconds``) is the tighter
 bound in practice."""
+
+
+HEARTBEATS_CHILD = "heartbeats"
+"""The child id of a shard's heartbeat group."""
 
 
 @dataclass(slots=True)
@@ -57,6 +64,8 @@ class Shard:
     touched: set[str] | None = None
     """While the shard loads from the database: the monitors a command changed meanwhile
     (the command is newer than the load's read, so the load leaves them alone)."""
+    heartbeats: HeartbeatGroup | None = None
+    """The shard's heartbeat actors (a child of its supervisor), or None: none."""
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor]) -> None:
         """One incarnation of the shard: a supervisor populated from the database."""
@@ -72,9 +81,7 @@ class Shard:
     def _on_restart(self, child_id: str, exc: Exception | None) -> None:
         restarts = self.deps.stats.supervisor_restarts
         restarts[self.name] = restarts.get(self.name, 0) + 1
-        log.warning(
-            "monitor actor restarting", supervisor=self.name, monitor=child_id, error=repr(exc)
-        )
+        log.warning("actor restarting", supervisor=self.name, child=child_id, error=repr(exc))
 
     async def _populate(self, supervisor: Supervisor) -> None:
         for entry in self.entries.values():
@@ -83,7 +90,7 @@ class Shard:
         self.supervisor = supervisor
         self.touched = set()
         try:
-            loaded = await _load_when_available(self.db, self.name)
+            loaded = await load_when_available(self._load, self.name)
             for record in loaded:
                 if shard_of(record.id, self.settings.shard_count) != self.index:
                     continue
@@ -91,6 +98,19 @@ class Shard:
                     await self.start(record, check_now=False)
         finally:
             self.touched = None
+        if self.heartbeats is not None:
+            await supervisor.start_child(
+                ChildSpec(
+                    child_id=HEARTBEATS_CHILD,
+                    start=self.heartbeats.run,
+                    restart=RestartType.TRANSIENT,
+                    shutdown=HeartbeatGroup.request_close,
+                    shutdown_seconds=DRAIN_SECONDS,
+                )
+            )
+
+    async def _load(self) -> list[MonitorRecord]:
+        return await self.db.run(monitors.load_active_monitors)
 
     async def start(self, record: MonitorRecord, *, check_now: bool) -> None:
         """Start an actor for ``record`` (not paused) under this shard's supervisor."""
@@ -148,25 +168,6 @@ def _tell_drain(ref: ActorRef[MonitorMessage], _started: object) -> bool:
     except (trio.WouldBlock, ActorUnavailable):
         return False
     return True
-
-
-async def _load_when_available(db: Database, name: str) -> list[MonitorRecord]:
-    """The active monitors, waiting out a database outage (retried every 0.5 s doubling
-    to 5 s), so a supervisor (re)loading during an outage waits for the database instead
-    of crashing into its parent's restart intensity."""
-    delay_seconds = 0.5
-    while True:
-        try:
-            return await db.run(monitors.load_active_monitors)
-        except DatabaseUnavailable as exc:
-            log.warning(
-                "cannot load monitors; retrying",
-                supervisor=name,
-                error=str(exc),
-                retry_in_seconds=delay_seconds,
-            )
-            await trio.sleep(delay_seconds)
-            delay_seconds = min(5.0, delay_seconds * 2)
 
 
 def shard_of(monitor_id: str, shard_count: int) -> int:

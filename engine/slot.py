@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from store import MonitorRecord
+from store import HeartbeatRecord, MonitorRecord
 
 from .actor import ActorUnavailable
 from .engine import Engine
+from .heartbeat_group import HeartbeatHandle
 
 __all__ = ["EngineSlot"]
 
@@ -67,13 +68,22 @@ class EngineSlot:
         """``running`` or ``starting`` (for ``/readyz``)."""
         return "running" if self.current is not None else "starting"
 
-    async def _call(self, command: Callable[[Engine], Awaitable[None]]) -> None:
+    async def _running(self) -> Engine:
+        """The running incarnation, waiting up to ``wait_seconds`` for one.
+
+        Raises:
+            engine.ActorUnavailable: none runs within ``wait_seconds``.
+        """
         with trio.move_on_after(self._wait_seconds):
             while self.current is None:
                 await self._changed.park()
         engine = self.current
         if engine is None:
             raise ActorUnavailable("the engine is not running (restarting?)")
+        return engine
+
+    async def _call(self, command: Callable[[Engine], Awaitable[None]]) -> None:
+        engine = await self._running()
         try:
             await command(engine)
         except ActorUnavailable:
@@ -97,3 +107,31 @@ class EngineSlot:
             engine.ActorUnavailable: as :meth:`monitor_saved`.
         """
         await self._call(lambda engine: engine.monitor_deleted(monitor_id))
+
+    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
+        """As :meth:`engine.Engine.heartbeat_saved`, on the running incarnation.
+
+        Raises:
+            engine.ActorUnavailable: as :meth:`monitor_saved`.
+        """
+        await self._call(lambda engine: engine.heartbeat_saved(heartbeat))
+
+    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
+        """As :meth:`engine.Engine.heartbeat_deleted`, on the running incarnation.
+
+        Raises:
+            engine.ActorUnavailable: as :meth:`monitor_saved`.
+        """
+        await self._call(lambda engine: engine.heartbeat_deleted(heartbeat_id))
+
+    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
+        """As :meth:`engine.Engine.find_heartbeat`, on the running incarnation (waiting
+        for one while the engine restarts; no wait when it runs).
+
+        Raises:
+            engine.ActorUnavailable: no running engine within ``wait_seconds``.
+        """
+        engine = self.current
+        if engine is None:
+            engine = await self._running()
+        return await engine.find_heartbeat(ping_key)

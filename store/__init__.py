@@ -11,10 +11,12 @@ from . import (
     accounts,
     checks,
     events,
+    heartbeats,
     history,
     idempotency,
     incidents,
     monitors,
+    pings,
     rollups,
     status_pages,
     webhooks,
@@ -36,14 +38,17 @@ from .ids import check_created, has_prefix, new_check_id, new_id
 from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
 from .maintenance import MaintenanceSettings, maintain, run_maintenance
 from .migrate import LATEST_VERSION, apply_migrations, schema_version
-from .pagination import Page, PageRequest
+from .pagination import CreatedBounds, Page, PageRequest
+from .pings import HeartbeatChange
 from .records import (
     AccountRecord,
     CheckRecord,
     EventRecord,
+    HeartbeatRecord,
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    PingRecord,
     StatusPageRecord,
     TokenContext,
     TokenRecord,
@@ -58,6 +63,7 @@ __all__ = [
     "CheckRecord",
     "CheckWriter",
     "Connection",
+    "CreatedBounds",
     "CursorNotFound",
     "Database",
     "DatabaseUnavailable",
@@ -65,6 +71,8 @@ __all__ = [
     "EventCause",
     "EventFilter",
     "EventRecord",
+    "HeartbeatChange",
+    "HeartbeatRecord",
     "IncidentRecord",
     "IncidentUpdateRecord",
     "IntegrityConflict",
@@ -72,6 +80,7 @@ __all__ = [
     "MonitorRecord",
     "Page",
     "PageRequest",
+    "PingRecord",
     "StatusChange",
     "StatusPageRecord",
     "StoreActor",
@@ -91,6 +100,7 @@ __all__ = [
     "deliveries",
     "events",
     "has_prefix",
+    "heartbeats",
     "history",
     "idempotency",
     "incidents",
@@ -100,6 +110,7 @@ __all__ = [
     "new_id",
     "open_database",
     "open_store",
+    "pings",
     "rollups",
     "run_check_writer",
     "run_maintenance",

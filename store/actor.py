@@ -1,8 +1,10 @@
 """The store actor: batches check results into Postgres and rides out database outages
 (DESIGN: Store; engine issue, item 5; operations issue, item 5).
 
-Producers (monitor actors) hand results to a :class:`CheckWriter`; the actor owns the
-receiving end and a :class:`~store.buffer.CheckBuffer`, and runs two tasks over them:
+Producers (monitor actors, and heartbeat actors with their pings: extensions part 7)
+hand results to a :class:`CheckWriter`; the actor owns the receiving end and a
+:class:`~store.buffer.CheckBuffer`, and runs two tasks over them (a ping counts as a
+result throughout):
 
 * The **pump** moves results from the bounded inbox (``inbox_size``) into the buffer.
   While the database answers, it stops taking once the buffer holds two batches, so a
@@ -14,7 +16,8 @@ receiving end and a :class:`~store.buffer.CheckBuffer`, and runs two tasks over 
 * The **writer** takes a batch from the front of the buffer once it holds ``batch_size``
   results or its oldest result is ``batch_age_seconds`` old, whichever comes first, and
   writes it in one transaction (:func:`store.checks.write_check_batch`: one ``unnest``
-  insert, the status changes with the checks that caused them; a batch without status
+  insert, the status changes with the checks that caused them; the same for pings,
+  :func:`store.pings.write_ping_batch`; a batch of checks or of pings without status
   changes is that one statement alone, atomic without BEGIN and COMMIT), then answers
   the flushes that waited for it (group commit). A write that fails because the database is
   unavailable, or gets no answer within ``write_timeout_seconds`` (5 s: a server that
@@ -50,11 +53,12 @@ from collections.abc import Sequence
 import structlog
 import trio
 
-from .buffer import CheckBuffer, WriteCheck
-from .checks import ensure_partitions, write_check_batch
-from .database import Database
+from .buffer import Change, CheckBuffer, WriteCheck, WritePing
+from .checks import StatusChange, ensure_partitions, write_check_batch
+from .database import Connection, Database
 from .errors import DatabaseUnavailable, StoreError
-from .records import CheckRecord
+from .pings import HeartbeatChange, write_ping_batch
+from .records import CheckRecord, PingRecord
 from .writer import (
     CheckWriter,
     Flush,
@@ -72,6 +76,7 @@ __all__ = [
     "StoreMessage",
     "StoreSettings",
     "WriteCheck",
+    "WritePing",
     "WriterObserver",
     "WriterStatistics",
     "run_check_writer",
@@ -220,13 +225,15 @@ class StoreActor:
         batch = buffer.take(self._batch_size)
         self._in_flight = len(batch.items) or 1
         started = trio.current_time()
-        changes = batch.changes
-        # Without status changes the batch is one statement, atomic by itself: no BEGIN
-        # and COMMIT, two round trips fewer (the common case; changes come with them).
-        write = self._db.transaction if changes else self._db.run
+        checks, pings, changes = batch.checks, batch.pings, batch.changes
+        # Without status changes, a batch of checks or of pings alone is one statement,
+        # atomic by itself: no BEGIN and COMMIT, two round trips fewer (the common case;
+        # changes come with them).
+        single = not changes and not (checks and pings)
+        write = self._db.run if single else self._db.transaction
         try:
-            await self._ensure_partitions(batch.checks)
-            inserted = await write(write_check_batch, batch.checks, changes)
+            await self._ensure_partitions(checks)
+            inserted = await write(_write_batch, checks, pings, changes)
         except DatabaseUnavailable as exc:
             buffer.put_back(batch)
             stats.retries += 1
@@ -370,6 +377,24 @@ class StoreActor:
                 break
         if len(self._buffer):
             log.warning("check results not written yet", buffered=len(self._buffer))
+
+
+async def _write_batch(
+    connection: Connection,
+    checks: Sequence[CheckRecord],
+    pings: Sequence[PingRecord],
+    changes: Sequence[Change],
+) -> int:
+    """One batch (asyncio side): its checks with the monitors' moves, its pings with the
+    heartbeats' moves; the rows inserted."""
+    monitor_moves = [c for c in changes if isinstance(c, StatusChange)]
+    heartbeat_moves = [c for c in changes if isinstance(c, HeartbeatChange)]
+    inserted = 0
+    if checks or monitor_moves:
+        inserted += await write_check_batch(connection, checks, monitor_moves)
+    if pings or heartbeat_moves:
+        inserted += await write_ping_batch(connection, pings, heartbeat_moves)
+    return inserted
 
 
 async def run_check_writer(

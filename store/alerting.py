@@ -1,23 +1,31 @@
-"""What a monitor's status move causes, in the store actor's batch transaction
-(extensions parts 1 and 3; DESIGN: "the batch that writes a down also opens the incident
-and writes monitor.down and incident.created").
+"""What a status move of a monitor or a heartbeat causes, in the store actor's batch
+transaction (extensions parts 1, 3 and 7; DESIGN: "the batch that writes a down also
+opens the incident and writes monitor.down and incident.created").
 
-:func:`apply_moves` takes the status moves the batch has just applied (the rows
-``store.checks.write_check_batch`` logged in ``status_changes``) and, on the same
-connection and in the same transaction:
+:func:`apply_moves` takes the status moves the batch has just applied (for monitors the
+rows ``store.checks.write_check_batch`` logged in ``status_changes``; for heartbeats
+those of ``store.pings.write_ping_batch``) and, on the same connection and in the same
+transaction:
 
-* writes ``monitor.down`` for each move into ``down`` and ``monitor.up`` for each move into
-  ``up``, the monitor's snapshot showing the status it moved to;
-* for a move into ``down`` of a monitor with ``auto_incidents`` and no open incident it
-  opened: opens one (title ``"<name> is down"``, the failing check's error in the
-  description, status ``investigating``, the monitor's ``incident_severity``, ``monitor``
-  and ``monitors`` naming it), its first timeline entry, and ``incident.created``;
-* for a move into ``up``: resolves every open incident the monitor opened (``resolved_at``
-  the move's time, ``resolution_message`` ``"<name> is up again after <duration>"``), with
-  a timeline entry and ``incident.resolved``. An incident resolved by hand is not open,
-  so it is left alone, and the next move into ``down`` opens a new one.
+* writes ``<kind>.down`` for each move into ``down`` and ``<kind>.up`` for each move into
+  ``up`` (``monitor.*`` or ``heartbeat.*``), the resource's snapshot showing the status it
+  moved to;
+* for a move into ``down`` of a resource with ``auto_incidents`` and no open incident it
+  opened: opens one (title ``"<name> is down"``, a description saying why, status
+  ``investigating``, the resource's ``incident_severity``, ``monitor`` and ``monitors``
+  naming its id: a ``mon_`` or an ``hbt_`` id), its first timeline entry, and
+  ``incident.created``;
+* for a move into ``up``: resolves every open incident the resource opened
+  (``resolved_at`` the move's time, ``resolution_message`` ``"<name> is up again after
+  <duration>"``), with a timeline entry and ``incident.resolved``. An incident resolved
+  by hand is not open, so it is left alone, and the next move into ``down`` opens a new
+  one.
 
-Several moves of one monitor in one batch (a flapping target with a short interval) are
+The rules are written once (:data:`_ROUND`); what differs between monitors and
+heartbeats is only where a move's resource is read and how the description of the
+incident is made (:class:`MoveSource`: :data:`MONITOR_MOVES`, :data:`HEARTBEAT_MOVES`).
+
+Several moves of one resource in one batch (a flapping target with a short interval) are
 applied in their order, one round per rank, so a down then an up in one batch opens and
 resolves one incident. A batch without moves costs nothing here.
 """
@@ -25,36 +33,33 @@ resolves one incident. A batch without moves costs nothing here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .database import Connection
 
-# One round: $1..$5 are the moves of this rank (at most one per monitor). Data-modifying
-# CTEs see the same snapshot, so `prior` locks and reads the incidents `resolved` changes.
+# One round: $1..$5 are the moves of this rank (at most one per resource). The source
+# (MoveSource.resources) reads, per move: the account, name, auto_incidents,
+# incident_severity, the snapshot as the resource shows right after the move, and the
+# description of an incident the move would open. Data-modifying CTEs see the same
+# snapshot, so `prior` locks and reads the incidents `resolved` changes.
 _ROUND = """
 WITH mv AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-        AS u(monitor_id, check_id, from_status, to_status, created)),
-mon AS (
-    SELECT mv.*, m.account_id, m.name, m.auto_incidents, m.incident_severity,
-           to_jsonb(m) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
-               'last_checked_at', mv.created) AS snapshot
-    FROM mv JOIN monitors m ON m.id = mv.monitor_id),
+        AS u(resource_id, detail, from_status, to_status, created)),
+mon AS ({resources}),
 opened AS (
     INSERT INTO incidents AS i (id, account_id, title, description, status, severity,
                                 created, updated, monitor_id, monitors)
     SELECT new_id('inc'), mon.account_id, left(mon.name || ' is down', 200),
-           'Check ' || mon.check_id || ' failed: ' || coalesce(c.error_code, 'unknown')
-               || coalesce(' (' || c.error_message || ')', ''),
-           'investigating', mon.incident_severity, mon.created, mon.created,
-           mon.monitor_id, ARRAY[mon.monitor_id]
-    FROM mon LEFT JOIN checks c
-        ON c.monitor_id = mon.monitor_id AND c.created = mon.created AND c.id = mon.check_id
+           left(mon.description, 10000), 'investigating', mon.incident_severity,
+           mon.created, mon.created, mon.resource_id, ARRAY[mon.resource_id]
+    FROM mon
     WHERE mon.to_status = 'down' AND mon.auto_incidents AND NOT EXISTS (
-        SELECT 1 FROM incidents o WHERE o.monitor_id = mon.monitor_id AND o.resolved_at IS NULL)
+        SELECT 1 FROM incidents o WHERE o.monitor_id = mon.resource_id AND o.resolved_at IS NULL)
     RETURNING i.*),
 prior AS (
     SELECT i.id, i.status, i.resolution_message, mon.created AS at, mon.name
-    FROM incidents i JOIN mon ON i.monitor_id = mon.monitor_id
+    FROM incidents i JOIN mon ON i.monitor_id = mon.resource_id
     WHERE mon.to_status = 'up' AND i.resolved_at IS NULL
     FOR UPDATE OF i),
 resolved AS (
@@ -70,7 +75,7 @@ timeline AS (
     SELECT new_id('inu'), account_id, id, status, resolution_message, resolved_at FROM resolved)
 INSERT INTO events (id, account_id, type, resource_id, created, object, previous)
 SELECT new_id('evt'), account_id, type, resource_id, created, object, previous FROM (
-    SELECT 1 AS ord, account_id, 'monitor.' || to_status AS type, monitor_id AS resource_id,
+    SELECT 1 AS ord, account_id, '{kind}.' || to_status AS type, resource_id,
            created, snapshot AS object, jsonb_build_object('status', from_status) AS previous
     FROM mon WHERE to_status IN ('up', 'down')
     UNION ALL
@@ -85,14 +90,65 @@ ORDER BY ord, resource_id
 """
 
 
+@dataclass(frozen=True, slots=True)
+class MoveSource:
+    """Where the moves of one kind of resource are read.
+
+    Attributes:
+        kind: the event family, ``monitor`` or ``heartbeat``.
+        resources: a ``SELECT`` over ``mv`` (the moves) returning ``mv.*`` and
+            ``account_id, name, auto_incidents, incident_severity, snapshot,
+            description`` per move (SQL from code, never from a request).
+    """
+
+    kind: str
+    resources: str
+
+    @property
+    def sql(self) -> str:
+        """The round's statement for this source."""
+        return _ROUND.format(resources=self.resources, kind=self.kind)
+
+
+MONITOR_MOVES = MoveSource(
+    kind="monitor",
+    # detail: the id of the check that caused the move; a down's description names its
+    # error (the check is in the same batch, so it is read by its key).
+    resources="""
+    SELECT mv.*, m.account_id, m.name, m.auto_incidents, m.incident_severity,
+           to_jsonb(m) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
+               'last_checked_at', mv.created) AS snapshot,
+           'Check ' || mv.detail || ' failed: ' || coalesce(c.error_code, 'unknown')
+               || coalesce(' (' || c.error_message || ')', '') AS description
+    FROM mv JOIN monitors m ON m.id = mv.resource_id
+    LEFT JOIN checks c ON mv.to_status = 'down' AND c.monitor_id = mv.resource_id
+        AND c.created = mv.created AND c.id = mv.detail""",
+)
+"""Monitors' moves (``store.checks``): ``detail`` is the check that caused the move."""
+
+HEARTBEAT_MOVES = MoveSource(
+    kind="heartbeat",
+    # detail: the description itself (the engine knows why: a deadline or a /fail).
+    resources="""
+    SELECT mv.*, h.account_id, h.name, h.auto_incidents, h.incident_severity,
+           to_jsonb(h) || jsonb_build_object('status', mv.to_status, 'updated', mv.created)
+               AS snapshot,
+           mv.detail AS description
+    FROM mv JOIN heartbeats h ON h.id = mv.resource_id""",
+)
+"""Heartbeats' moves (``store.pings``): ``detail`` is the incident's description."""
+
+
 Move = tuple[str, str, str, str, int]
-"""``(monitor_id, check_id, from_status, to_status, created)``, ``created`` epoch seconds."""
+"""``(resource_id, detail, from_status, to_status, created)``, ``created`` epoch seconds;
+``detail`` as the :class:`MoveSource` says."""
 
 
-async def apply_moves(connection: Connection, moves: Sequence[Move]) -> None:
-    """Write what ``moves`` cause (module docstring), inside the caller's transaction.
+async def apply_moves(connection: Connection, source: MoveSource, moves: Sequence[Move]) -> None:
+    """Write what ``moves`` of ``source``'s resources cause (module docstring), inside the
+    caller's transaction.
 
-    ``moves`` are ``(monitor_id, check_id, from_status, to_status, created)`` in the order
+    ``moves`` are ``(resource_id, detail, from_status, to_status, created)`` in the order
     they were applied; ``created`` is epoch seconds.
     """
     rounds: list[list[Move]] = []
@@ -103,5 +159,6 @@ async def apply_moves(connection: Connection, moves: Sequence[Move]) -> None:
         if rank == len(rounds):
             rounds.append([])
         rounds[rank].append(move)
+    statement = source.sql
     for batch in rounds:
-        await connection.execute(_ROUND, *(list(column) for column in zip(*batch, strict=True)))
+        await connection.execute(statement, *(list(column) for column in zip(*batch, strict=True)))

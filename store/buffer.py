@@ -1,4 +1,5 @@
-"""The store actor's buffer: check results waiting for the database (operations issue, 5).
+"""The store actor's buffer: check results and heartbeats' pings waiting for the database
+(operations issue, 5; extensions part 7).
 
 Pure (no I/O, no clock: times come in with the results), so its rules are tested without
 a database or a clock (tests/store/test_buffer.py).
@@ -28,7 +29,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from .checks import StatusChange
-from .records import CheckRecord
+from .pings import HeartbeatChange
+from .records import CheckRecord, PingRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,27 +47,50 @@ class WriteCheck:
     queued_at: float = 0.0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritePing:
+    """One ping of a heartbeat with the status move it caused, or a move alone (``ping``
+    None: a deadline passed); ``queued_at`` as :class:`WriteCheck`'s. A ping handed over
+    is in the store's durable path: its HTTP answer may go (README, Heartbeats)."""
+
+    ping: PingRecord | None
+    change: HeartbeatChange | None = None
+    queued_at: float = 0.0
+
+
+Item = WriteCheck | WritePing
+"""What the buffer holds: a check result or a ping (each with its status change)."""
+Change = StatusChange | HeartbeatChange
+"""A status move of a monitor or of a heartbeat."""
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Results taken from the front of the buffer, plus every orphan status change (older
     than the results, so written first)."""
 
-    items: list[WriteCheck]
-    orphans: list[StatusChange]
+    items: list[Item]
+    orphans: list[Change]
 
     @property
     def checks(self) -> list[CheckRecord]:
         """The check rows to insert, in arrival order."""
-        return [item.check for item in self.items]
+        return [item.check for item in self.items if isinstance(item, WriteCheck)]
 
     @property
-    def changes(self) -> list[StatusChange]:
-        """The status changes to apply, oldest first: orphans, then the results' own."""
+    def pings(self) -> list[PingRecord]:
+        """The ping rows to insert, in arrival order."""
+        return [i.ping for i in self.items if isinstance(i, WritePing) and i.ping is not None]
+
+    @property
+    def changes(self) -> list[Change]:
+        """The status changes to apply, oldest first: orphans, then the items' own."""
         return self.orphans + [item.change for item in self.items if item.change is not None]
 
 
 class CheckBuffer:
-    """A bounded FIFO of :class:`WriteCheck` (see the module docstring).
+    """A bounded FIFO of :class:`WriteCheck` and :class:`WritePing` (see the module
+    docstring; a ping counts as a result).
 
     Attributes:
         limit: results held at most once trimmed.
@@ -86,8 +111,8 @@ class CheckBuffer:
         self.left = 0
         self.dropped = 0
         self.dropped_changes = 0
-        self._items: deque[WriteCheck] = deque()
-        self._orphans: deque[StatusChange] = deque()
+        self._items: deque[Item] = deque()
+        self._orphans: deque[Change] = deque()
 
     def __len__(self) -> int:
         """Results waiting (a taken batch not put back is not counted)."""
@@ -102,7 +127,7 @@ class CheckBuffer:
         """``queued_at`` of the front result (seconds, trio clock), None when empty."""
         return self._items[0].queued_at if self._items else None
 
-    def append(self, item: WriteCheck) -> None:
+    def append(self, item: Item) -> None:
         """Add one result at the back (the bound is enforced by :meth:`trim`)."""
         self._items.append(item)
         self.entered += 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .alerting import apply_moves
+from .alerting import MONITOR_MOVES, apply_moves
 from .database import Connection
 from .errors import CursorNotFound
 from .ids import check_created
@@ -134,6 +134,7 @@ async def write_check_batch(
         )
         await apply_moves(
             connection,
+            MONITOR_MOVES,
             [
                 (m["monitor_id"], m["check_id"], m["from_status"], m["to_status"], m["created"])
                 for m in sorted(moves, key=lambda m: m["seq"])

@@ -11,7 +11,8 @@ An event stores its resource as a *record snapshot* (:meth:`store.records._FromR
 and the changed fields' old values; the web layer shapes them into the API's event
 object when the event is read or delivered, with the same code that shapes responses.
 
-Events are kept 30 days (:func:`purge_events`, run by the maintenance actor).
+Events are kept 30 days (``store.maintenance`` deletes older ones in bulk, with their
+deliveries).
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .database import Connection
-from .errors import CursorNotFound
 from .ids import new_id
-from .pagination import CreatedBounds, fetch_newest_first
+from .pagination import CreatedBounds, seq_page_newest_first
 from .records import EventRecord
 
 
@@ -131,53 +131,21 @@ async def list_events(
     Raises:
         CursorNotFound: a cursor names no event this call could list.
     """
-    args: list[object] = [account_id, list(kinds)]
-    where = ["account_id = $1", "split_part(type, '.', 1) = ANY($2::text[])"]
+    type_filters: list[tuple[str, object]] = []
     if filters.type is not None:
         prefix = filters.type.endswith("*")
-        args.append(filters.type[:-1] if prefix else filters.type)
-        where.append(f"starts_with(type, ${len(args)})" if prefix else f"type = ${len(args)}")
-    forward = ending_before is None
-    cursor = starting_after if forward else ending_before
-    cursor_key = None
-    if cursor is not None:
-        key = await connection.fetchrow(
-            "SELECT created, seq FROM events WHERE id = $1 AND account_id = $2 "
-            "AND split_part(type, '.', 1) = ANY($3::text[])",
-            cursor,
-            account_id,
-            list(kinds),
-        )
-        if key is None:
-            raise CursorNotFound("starting_after" if forward else "ending_before", cursor)
-        cursor_key = (int(key["created"]), key["seq"])
-    rows, has_more = await fetch_newest_first(
+        condition = "starts_with(type, {})" if prefix else "type = {}"
+        type_filters.append((condition, filters.type[:-1] if prefix else filters.type))
+    rows, has_more = await seq_page_newest_first(
         connection,
         table="events",
         select=_COLUMNS,
-        where=where,
-        args=args,
+        scope=["account_id = $1", "split_part(type, '.', 1) = ANY($2::text[])"],
+        scope_args=[account_id, list(kinds)],
+        filters=type_filters,
         bounds=filters,
-        tiebreak="seq",
-        cursor_key=cursor_key,
-        forward=forward,
         limit=limit,
+        starting_after=starting_after,
+        ending_before=ending_before,
     )
     return [EventRecord.from_row(r) for r in rows], has_more
-
-
-async def purge_events(connection: Connection, cutoff: int, *, batch: int = 10_000) -> int:
-    """Delete events created before ``cutoff`` (epoch seconds), ``batch`` rows per
-    statement so no transaction holds many locks, with their deliveries (foreign key
-    ``ON DELETE CASCADE``). Returns the number deleted."""
-    total = 0
-    while True:
-        status = await connection.execute(
-            "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created < $1 "
-            f"LIMIT {int(batch)})",
-            cutoff,
-        )
-        deleted = int(status.rsplit(" ", 1)[-1])
-        total += deleted
-        if deleted < batch:
-            return total

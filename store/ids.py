@@ -12,7 +12,23 @@ import base64
 import os
 
 PREFIXES = frozenset(
-    {"acct", "mon", "inc", "inu", "chk", "tok", "req", "alt", "stp", "evt", "we", "whd"}
+    {
+        "acct",
+        "mon",
+        "inc",
+        "inu",
+        "chk",
+        "tok",
+        "req",
+        "alt",
+        "stp",
+        "evt",
+        "we",
+        "whd",
+        "hbt",
+        "png",
+        "hbm",
+    }
 )
 
 

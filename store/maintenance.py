@@ -13,7 +13,8 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
   of that age, keeping each monitor's last move before the cutoff (the status an
   availability range starts with);
 * deletes events older than ``event_retention_days`` (extensions part 1: 30 days) with
-  their webhook deliveries, in bulk (:func:`store.events.purge_events`).
+  their webhook deliveries, and heartbeats' pings older than ``ping_retention_days``, in
+  bulk (:func:`purge_before`).
 
 A failure (the database away) is logged and tried again at the next round; the actor
 never crashes the service for it. Several services on one database may run it at once:
@@ -32,9 +33,15 @@ import trio
 from .checks import ensure_partitions
 from .database import Connection, Database
 from .errors import StoreError
-from .events import RETENTION_DAYS, purge_events
+from .events import RETENTION_DAYS
 
-__all__ = ["MaintenanceReport", "MaintenanceSettings", "maintain", "run_maintenance"]
+__all__ = [
+    "MaintenanceReport",
+    "MaintenanceSettings",
+    "maintain",
+    "purge_before",
+    "run_maintenance",
+]
 
 log = structlog.get_logger("uptrio.store")
 
@@ -52,6 +59,9 @@ class MaintenanceSettings:
             (``--rollup-retention-days``, default 400).
         event_retention_days: events (and their deliveries) are kept this many days
             (default 30, extensions part 1).
+        ping_retention_days: heartbeats' pings are kept this many days
+            (``--ping-retention-days``, default 30, as checks; extensions part 7 says
+            "recent pings"; the per-key rate limit bounds how many a day can hold).
         partitions_ahead: partitions made ahead of now (default 3).
         interval_seconds: seconds between two rounds (default 600).
     """
@@ -59,6 +69,7 @@ class MaintenanceSettings:
     check_retention_days: int = 30
     rollup_retention_days: int = 400
     event_retention_days: int = RETENTION_DAYS
+    ping_retention_days: int = 30
     partitions_ahead: int = 3
     interval_seconds: float = 600.0
 
@@ -71,6 +82,7 @@ class MaintenanceReport:
     rollups_deleted: int
     status_moves_deleted: int
     events_deleted: int = 0
+    pings_deleted: int = 0
 
 
 async def _expired_partitions(connection: Connection, cutoff: int) -> list[str]:
@@ -103,6 +115,26 @@ async def _purge(connection: Connection, rollup_cutoff: int) -> tuple[int, int]:
     return int(rollups.rsplit(" ", 1)[-1]), int(moves.rsplit(" ", 1)[-1])
 
 
+async def purge_before(
+    connection: Connection, table: str, cutoff: int, *, batch: int = 10_000
+) -> int:
+    """Delete the rows of ``table`` (``events`` or ``pings``: from code, never from a
+    request) created before ``cutoff`` (epoch seconds), ``batch`` rows per statement so
+    no transaction holds many locks (an event's deliveries go with it: foreign key ``ON
+    DELETE CASCADE``). Returns the number deleted."""
+    total = 0
+    while True:
+        status = await connection.execute(
+            f"DELETE FROM {table} WHERE seq IN (SELECT seq FROM {table} WHERE created < $1 "
+            f"LIMIT {int(batch)})",
+            cutoff,
+        )
+        deleted = int(status.rsplit(" ", 1)[-1])
+        total += deleted
+        if deleted < batch:
+            return total
+
+
 async def maintain(
     db: Database, settings: MaintenanceSettings, *, partition_seconds: int, now: int
 ) -> MaintenanceReport:
@@ -127,8 +159,13 @@ async def maintain(
         )
     rollup_cutoff = now - int(settings.rollup_retention_days * DAY_SECONDS)
     rollups, moves = await db.run(_purge, rollup_cutoff)
-    events = await db.run(purge_events, now - int(settings.event_retention_days * DAY_SECONDS))
-    return MaintenanceReport(dropped, rollups, moves, events)
+    events = await db.run(
+        purge_before, "events", now - int(settings.event_retention_days * DAY_SECONDS)
+    )
+    pings = await db.run(
+        purge_before, "pings", now - int(settings.ping_retention_days * DAY_SECONDS)
+    )
+    return MaintenanceReport(dropped, rollups, moves, events, pings)
 
 
 async def run_maintenance(
@@ -150,12 +187,18 @@ async def run_maintenance(
             report = await maintain(
                 db, settings, partition_seconds=partition_seconds, now=int(clock())
             )
-            if report.rollups_deleted or report.status_moves_deleted or report.events_deleted:
+            if (
+                report.rollups_deleted
+                or report.status_moves_deleted
+                or report.events_deleted
+                or report.pings_deleted
+            ):
                 log.info(
                     "history purged",
                     rollups=report.rollups_deleted,
                     status_moves=report.status_moves_deleted,
                     events=report.events_deleted,
+                    pings=report.pings_deleted,
                 )
         except StoreError as exc:
             log.warning("maintenance round failed; next round tries again", error=str(exc))

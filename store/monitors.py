@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .database import Connection
-from .events import EventCause, record_event
-from .owned import delete_owned, insert_owned, update_owned
+from .evented import EventedTable
+from .events import EventCause
 from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
 from .rollups import CLOSE_PERIODS
@@ -73,18 +73,7 @@ async def insert_monitor(
     """Insert a monitor and its ``monitor.created`` event (extensions part 1; run inside
     a transaction); ``values`` holds every column of the table but ``seq`` and
     ``run_epoch``. Returns the stored record."""
-    row = await insert_owned(
-        connection, table="monitors", columns=_COLUMNS, select=_SELECT, values=values
-    )
-    record = MonitorRecord.from_row(row)
-    await record_event(
-        connection,
-        type="monitor.created",
-        record=record,
-        created=record.created,
-        cause=cause,
-    )
-    return record
+    return await _MONITORS.insert(connection, values, cause)
 
 
 async def get_monitor(
@@ -152,27 +141,7 @@ async def update_monitor(
     :data:`UPDATABLE`) and write them, as `store.owned.update_owned` says, with a
     ``monitor.updated`` event when something changed. Must run inside a transaction.
     None when the monitor does not exist for the account."""
-    updated = await update_owned(
-        connection,
-        table="monitors",
-        get=get_monitor,
-        account_id=account_id,
-        row_id=monitor_id,
-        apply=apply,
-        updatable=UPDATABLE,
-        now=now,
-    )
-    record, previous = updated.record, updated.previous
-    if record is not None and previous:
-        await record_event(
-            connection,
-            type="monitor.updated",
-            record=record,
-            created=now,
-            cause=cause,
-            previous=previous,
-        )
-    return record
+    return await _MONITORS.update(connection, account_id, monitor_id, apply, now, cause)
 
 
 async def pause_monitor(
@@ -239,17 +208,7 @@ async def _move(
         to,
         now,
     )
-    record = await get_monitor(connection, account_id, monitor_id)
-    if record is not None and old_status is not None:
-        await record_event(
-            connection,
-            type="monitor.paused" if to == "paused" else "monitor.resumed",
-            record=record,
-            created=now,
-            cause=cause,
-            previous={"status": old_status},
-        )
-    return record, old_status is not None
+    return await _MONITORS.moved(connection, account_id, monitor_id, old_status, now, cause)
 
 
 async def delete_monitor(
@@ -263,23 +222,7 @@ async def delete_monitor(
     deletion), and write ``monitor.deleted`` (its last state). Incidents it opened or
     affects are left as they are (extensions part 3). Must run inside a transaction.
     False when it does not exist."""
-    record = await get_monitor(connection, account_id, monitor_id, for_update=True)
-    if record is None:
-        return False
-    await delete_owned(
-        connection, table="monitors", account_id=account_id, row_id=monitor_id, now=now
-    )
-    await record_event(
-        connection,
-        type="monitor.deleted",
-        record=record,
-        created=now,
-        cause=cause,
-    )
-    await connection.execute("DELETE FROM checks WHERE monitor_id = $1", monitor_id)
-    await connection.execute("DELETE FROM status_changes WHERE monitor_id = $1", monitor_id)
-    await connection.execute("DELETE FROM check_rollups WHERE monitor_id = $1", monitor_id)
-    return True
+    return await _MONITORS.delete(connection, account_id, monitor_id, now, cause)
 
 
 async def load_active_monitors(connection: Connection) -> list[MonitorRecord]:
@@ -292,3 +235,20 @@ async def load_active_monitors(connection: Connection) -> list[MonitorRecord]:
         f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' ORDER BY t.seq"
     )
     return [MonitorRecord.from_row(r) for r in rows]
+
+
+_MONITORS: EventedTable[MonitorRecord] = EventedTable(
+    kind="monitor",
+    table="monitors",
+    columns=_COLUMNS,
+    select=_SELECT,
+    get=get_monitor,
+    from_row=MonitorRecord.from_row,
+    updatable=UPDATABLE,
+    owned_by=(
+        ("checks", "monitor_id"),
+        ("status_changes", "monitor_id"),
+        ("check_rollups", "monitor_id"),
+    ),
+)
+"""Monitors' changes and their ``monitor.*`` events (:mod:`store.evented`)."""

@@ -118,7 +118,12 @@ async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> 
     """Keep the sort keys of a row about to be deleted, as a cursor tombstone, and purge
     tombstones older than 24 hours (asyncio side)."""
     # the tombstone's ``name`` serves sorts by name or title; tables without one keep ''
-    name = {"incidents": "title", "monitors": "name", "status_pages": "name"}.get(table, "''")
+    name = {
+        "incidents": "title",
+        "monitors": "name",
+        "status_pages": "name",
+        "heartbeats": "name",
+    }.get(table, "''")
     await connection.execute(
         "INSERT INTO cursor_tombstones (id, account_id, created, updated, name, seq, deleted_at) "
         f"SELECT id, account_id, created, updated, {name}, seq, $2 FROM {table} WHERE id = $1 "
@@ -188,3 +193,59 @@ async def fetch_newest_first(
     if not forward:
         rows.reverse()
     return list(rows), has_more
+
+
+async def seq_page_newest_first(
+    connection: Connection,
+    *,
+    table: str,
+    select: str,
+    scope: Sequence[str],
+    scope_args: Sequence[object],
+    filters: Sequence[tuple[str, object]] = (),
+    bounds: CreatedBounds = CreatedBounds(),
+    limit: int,
+    starting_after: str | None,
+    ending_before: str | None,
+) -> tuple[list[Any], bool]:
+    """One page of a time-ordered ``table`` (events, pings) newest first, ordered by
+    ``(created, seq)``, after ``starting_after`` or before ``ending_before`` (at most one;
+    an object id). ``scope`` are SQL conditions over ``scope_args`` (``$1``...): what the
+    list covers and where a cursor must lie; ``filters`` narrow the page (``(condition
+    with one {} placeholder, value)``, as :func:`fetch_page`) but not the cursor, and
+    ``bounds`` bound ``created``. Returns the rows in list order and ``has_more``, as
+    :func:`fetch_newest_first`.
+
+    Raises:
+        CursorNotFound: the cursor is no row within ``scope``.
+    """
+    args = list(scope_args)
+    forward = ending_before is None
+    cursor = starting_after if forward else ending_before
+    cursor_key = None
+    if cursor is not None:
+        key = await connection.fetchrow(
+            f"SELECT created, seq FROM {table} WHERE id = ${len(args) + 1} AND "
+            + " AND ".join(scope),
+            *args,
+            cursor,
+        )
+        if key is None:
+            raise CursorNotFound("starting_after" if forward else "ending_before", cursor)
+        cursor_key = (int(key["created"]), key["seq"])
+    where = list(scope)
+    for condition, value in filters:
+        args.append(value)
+        where.append(condition.format(f"${len(args)}"))
+    return await fetch_newest_first(
+        connection,
+        table=table,
+        select=select,
+        where=where,
+        args=args,
+        bounds=bounds,
+        tiebreak="seq",
+        cursor_key=cursor_key,
+        forward=forward,
+        limit=limit,
+    )

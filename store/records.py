@@ -106,6 +106,46 @@ class MonitorRecord(_FromRow):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatRecord(_FromRow):
+    """A heartbeat (extensions part 7): a job that calls us at least every
+    ``period_seconds`` (plus ``grace_seconds``). ``ping_key`` is the secret of its public
+    ping URL (32 hex characters); ``last_ping_at`` the latest ping of any kind and
+    ``last_success_at`` the latest success ping (epoch seconds, or None: the engine's
+    deadline runs from it). ``run_epoch`` grows with every create, pause and resume."""
+
+    id: str
+    account_id: str
+    name: str
+    period_seconds: int
+    grace_seconds: int
+    status: str
+    ping_key: str
+    last_ping_at: int | None
+    last_success_at: int | None
+    auto_incidents: bool
+    incident_severity: str
+    run_epoch: int
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PingRecord(_FromRow):
+    """One ping of a heartbeat (extensions part 7): ``kind`` ``success``, ``fail`` or
+    ``start``; ``created`` epoch seconds; ``duration_ms`` the milliseconds since the
+    ``start`` before it (a success or fail right after a start), else None;
+    ``source_ip`` the TCP peer's address (behind a proxy: the proxy's), or None."""
+
+    id: str
+    heartbeat_id: str
+    kind: str
+    created: int
+    duration_ms: float | None
+    source_ip: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IncidentRecord(_FromRow):
     """An incident row; ``resolved_at`` is epoch seconds or None while open.
 

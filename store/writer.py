@@ -11,10 +11,11 @@ from typing import Protocol
 
 import trio
 
-from .buffer import WriteCheck
+from .buffer import Item, WriteCheck, WritePing
 from .checks import StatusChange
 from .errors import StoreError
-from .records import CheckRecord
+from .pings import HeartbeatChange
+from .records import CheckRecord, PingRecord
 
 __all__ = [
     "CheckWriter",
@@ -34,7 +35,7 @@ class Flush:
     reply: trio.MemorySendChannel[None]
 
 
-StoreMessage = WriteCheck | Flush
+StoreMessage = WriteCheck | WritePing | Flush
 
 
 class WriterObserver(Protocol):
@@ -100,10 +101,7 @@ class CheckWriter:
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        if not self.write_nowait(check, change):
-            await self._send.send(
-                WriteCheck(check=check, change=change, queued_at=trio.current_time())
-            )
+        await self._put(WriteCheck(check=check, change=change, queued_at=trio.current_time()))
 
     def write_nowait(self, check: CheckRecord, change: StatusChange | None = None) -> bool:
         """Queue one result if the inbox has room; False (nothing queued) when it is full,
@@ -112,9 +110,38 @@ class CheckWriter:
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        message = WriteCheck(check=check, change=change, queued_at=trio.current_time())
+        return self._put_nowait(
+            WriteCheck(check=check, change=change, queued_at=trio.current_time())
+        )
+
+    async def write_ping(
+        self, ping: PingRecord | None, change: HeartbeatChange | None = None
+    ) -> None:
+        """Queue a heartbeat's ping and the move it caused (or a move alone), as
+        :meth:`write` queues a result (the same inbox, the same back-pressure).
+
+        Raises:
+            trio.ClosedResourceError: the writer was closed.
+        """
+        await self._put(WritePing(ping=ping, change=change, queued_at=trio.current_time()))
+
+    def write_ping_nowait(
+        self, ping: PingRecord | None, change: HeartbeatChange | None = None
+    ) -> bool:
+        """Queue a ping (and its move) if the inbox has room, as :meth:`write_nowait`.
+
+        Raises:
+            trio.ClosedResourceError: the writer was closed.
+        """
+        return self._put_nowait(WritePing(ping=ping, change=change, queued_at=trio.current_time()))
+
+    async def _put(self, item: Item) -> None:
+        if not self._put_nowait(item):
+            await self._send.send(item)
+
+    def _put_nowait(self, item: Item) -> bool:
         try:
-            self._send.send_nowait(message)
+            self._send.send_nowait(item)
         except trio.WouldBlock:
             return False
         return True

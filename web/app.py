@@ -33,6 +33,7 @@ from .asgi import ShieldedSendHTTPConnection
 from .auth import bearer_token, expired, require_permission, verify_token
 from .deps import Dependencies
 from .errors import ApiError, error_body
+from .heartbeat_public import add_ping_routes
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
 from .ops import Operations, add_operational_routes
@@ -148,6 +149,7 @@ def _view(route: Route, deps: Dependencies, pipeline: Handler) -> Any:
             path_params=path_params,
             query={k: request.args.getlist(k) for k in request.args},
             raw_query=request.query_string,
+            base_url=request.host_url.rstrip("/"),
             headers=request.headers,
             body=body,
             remote_addr=request.remote_addr,
@@ -278,4 +280,5 @@ def create_app(
 
     add_operational_routes(app, deps, ops)
     add_status_page_routes(app, deps)
+    add_ping_routes(app, deps)
     return app

@@ -48,9 +48,13 @@ PERMISSIONS = (
     "status_pages.create",
     "status_pages.update",
     "status_pages.delete",
+    "heartbeats.read",
+    "heartbeats.create",
+    "heartbeats.update",
+    "heartbeats.delete",
 )
 """The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2;
-``status_pages.*``: extensions part 5)."""
+``status_pages.*``: extensions part 5; ``heartbeats.*``: extensions part 7)."""
 
 SECRET_ENV = "UPTRIO_JWT_SECRET"
 

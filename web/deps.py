@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from engine import TargetPolicy
-from store import Database, MaintenanceSettings, MonitorRecord
+from engine import ActorUnavailable, HeartbeatHandle, TargetPolicy
+from store import Database, HeartbeatRecord, MaintenanceSettings, MonitorRecord
 
 from .ratelimit import RateLimiter
 from .status_cache import PageCache
@@ -30,16 +30,45 @@ class MonitorEngine(Protocol):
     async def monitor_deleted(self, monitor_id: str) -> None:
         """A monitor was deleted (committed): stop its actor. Returns once stopped."""
 
+    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
+        """A heartbeat was created, updated, paused or resumed (committed): run it with
+        this record (paused: keep only its ping key). Returns once applied."""
+
+    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
+        """A heartbeat was deleted (committed): stop its actor, forget its ping key."""
+
+    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
+        """The heartbeat of ``ping_key`` in the engine's memory, or None (unknown key).
+
+        Raises:
+            engine.ActorUnavailable: no engine runs (now, or in this process).
+        """
+
 
 class NoEngine:
     """A :class:`MonitorEngine` that runs nothing (``uptrio serve --no-engine``; web
-    tests that only exercise the API)."""
+    tests that only exercise the API): changes are stored and nothing runs them; a ping
+    cannot be recorded (no heartbeat actor)."""
 
     async def monitor_saved(self, monitor: MonitorRecord) -> None:
         """Do nothing."""
 
     async def monitor_deleted(self, monitor_id: str) -> None:
         """Do nothing."""
+
+    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
+        """Do nothing."""
+
+    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
+        """Do nothing."""
+
+    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
+        """Raise: no engine, so no heartbeat can take a ping.
+
+        Raises:
+            engine.ActorUnavailable: always.
+        """
+        raise ActorUnavailable("no engine runs in this process (--no-engine)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +91,12 @@ class WebSettings:
             (default 10; Quart's ``BODY_TIMEOUT``, whose own default of 60 s let a body
             trickled at a byte a second hold a connection for a minute, issue 15); past
             it the answer is 408 ``body_timeout`` and the connection is closed.
+        public_url: the base of heartbeats' ``ping_url`` (``--public-url``, e.g.
+            ``https://uptrio.example.com``); None: the base URL each API request came to
+            (its scheme and ``Host``), and the address the service listens on in webhook
+            deliveries.
+        pings_per_minute: pings one ping key may send per rolling minute
+            (``--pings-per-minute``, default 60); past it a ping gets 429.
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -71,6 +106,8 @@ class WebSettings:
     auth_failures_per_minute: int = 60
     idempotency_retention_seconds: int = 24 * 3600
     body_timeout_seconds: float = 10.0
+    public_url: str | None = None
+    pings_per_minute: int = 60
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

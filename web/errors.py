@@ -185,6 +185,11 @@ CODES: dict[str, tuple[int, str]] = {
     # 500
     "internal_error": (500, "A bug: quote the Request-Id to support."),
     "database_unavailable": (500, "The database cannot be reached right now; retry later."),
+    "ping_not_recorded": (
+        500,
+        "A ping could not be handed to its heartbeat in time (the engine is restarting or "
+        "overloaded, or runs nowhere: --no-engine); it was not recorded: retry.",
+    ),
     "engine_unavailable": (
         500,
         "The change was saved but the engine did not acknowledge it in time; it applies "

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from engine import EngineSettings, Intensity, TargetPolicy, WebhookSettings, nameserver_resolver
 from store import DEFAULT_DATA_DIR, MaintenanceSettings, StoreLocation, StoreSettings
@@ -26,6 +27,7 @@ from .settings import ServiceSettings
 __all__ = [
     "data_dir_flag",
     "parse_nameserver",
+    "parse_public_url",
     "positive_float",
     "positive_int",
     "serve_flags",
@@ -95,6 +97,19 @@ def parse_nameserver(text: str) -> tuple[str, int]:
     return host, number
 
 
+def parse_public_url(text: str) -> str:
+    """An absolute http(s) URL without query or fragment for ``--public-url``; returned
+    without a trailing slash.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(f"not an http(s) URL without query: {text!r}")
+    return text.rstrip("/")
+
+
 def store_location(args: argparse.Namespace) -> StoreLocation:
     """The database's location from ``--data-dir`` / ``--database-url``, else
     ``UPTRIO_DATA_DIR`` / ``UPTRIO_DATABASE_URL``, else the data directory's default."""
@@ -113,6 +128,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         monitor_intensity=Intensity(
             max_restarts=args.restart_intensity, period_seconds=args.restart_period
         ),
+        ping_ack_committed=args.ping_ack == "committed",
     )
     webhooks = WebhookSettings(
         poll_seconds=args.webhook_poll_seconds,
@@ -132,6 +148,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         maintenance=MaintenanceSettings(
             check_retention_days=args.check_retention_days,
             rollup_retention_days=args.rollup_retention_days,
+            ping_retention_days=args.ping_retention_days,
         ),
         engine=None if args.no_engine else engine,
         web=WebSettings(
@@ -142,6 +159,8 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
             auth_failures_per_minute=args.auth_failures_per_minute,
             idempotency_retention_seconds=args.idempotency_retention_seconds,
             body_timeout_seconds=args.body_timeout_seconds,
+            public_url=args.public_url,
+            pings_per_minute=args.pings_per_minute,
         ),
         # dns monitors' names are screened with the nameserver their checks ask.
         target_policy=TargetPolicy(
@@ -220,6 +239,12 @@ _SERVE_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         "hourly rollups and status history are kept this many days",
     ),
     (
+        "--ping-retention-days",
+        positive_int,
+        _HISTORY.ping_retention_days,
+        "heartbeats' pings are kept this many days",
+    ),
+    (
         "--store-buffer",
         positive_int,
         _STORE.buffer_limit,
@@ -252,6 +277,12 @@ _SAFETY_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         positive_int,
         _WEB.auth_failures_per_minute,
         "failed authentications per client address per rolling minute before it gets 429s",
+    ),
+    (
+        "--pings-per-minute",
+        positive_int,
+        _WEB.pings_per_minute,
+        "pings one heartbeat's key may send per rolling minute before it gets 429s",
     ),
     (
         "--body-timeout-seconds",
@@ -323,6 +354,22 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         "--no-webhooks",
         action="store_true",
         help="send no webhooks (deliveries wait, pending, for a process that sends them)",
+    )
+    serve.add_argument(
+        "--ping-ack",
+        choices=("buffered", "committed"),
+        default="committed" if _ENGINE.ping_ack_committed else "buffered",
+        help="when a ping is answered 200: once the store actor holds it (buffered, the "
+        "default: written within --batch-age-ms, kept through a database outage) or once "
+        "its batch is committed (committed: group commit)",
+    )
+    serve.add_argument(
+        "--public-url",
+        type=parse_public_url,
+        default=None,
+        help="the service's address as its users reach it, the base of heartbeats' "
+        "ping_url (e.g. https://uptrio.example.com; default: the address each API "
+        "request came to)",
     )
     serve.add_argument(
         "--dns-nameserver",

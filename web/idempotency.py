@@ -58,7 +58,8 @@ from typing import Any
 import structlog
 import trio
 
-from store import Database, MonitorRecord, StoreError, idempotency
+from engine import ActorUnavailable, HeartbeatHandle
+from store import Database, HeartbeatRecord, MonitorRecord, StoreError, idempotency
 
 from .deps import MonitorEngine
 from .errors import ApiError
@@ -153,6 +154,22 @@ class DeferredEngine:
     async def monitor_deleted(self, monitor_id: str) -> None:
         """Record that ``monitor_id`` was deleted."""
         self._calls.append(lambda engine: engine.monitor_deleted(monitor_id))
+
+    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
+        """Record that ``heartbeat`` was saved."""
+        self._calls.append(lambda engine: engine.heartbeat_saved(heartbeat))
+
+    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
+        """Record that ``heartbeat_id`` was deleted."""
+        self._calls.append(lambda engine: engine.heartbeat_deleted(heartbeat_id))
+
+    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
+        """Never asked: pings are not API requests (they have no idempotency keys).
+
+        Raises:
+            engine.ActorUnavailable: always.
+        """
+        raise ActorUnavailable("pings are not answered inside an API request")
 
     async def flush(self, engine: MonitorEngine) -> None:
         """Make the recorded calls on ``engine`` and forget them.

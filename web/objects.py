@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, TypeVar
 
 from store import (
     CheckRecord,
     EventRecord,
+    HeartbeatRecord,
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    PingRecord,
     StatusPageRecord,
     WebhookDeliveryRecord,
     WebhookEndpointRecord,
@@ -49,6 +52,40 @@ def monitor_object(r: MonitorRecord) -> dict[str, Any]:
         "created": r.created,
         "updated": r.updated,
         "metadata": r.metadata,
+    }
+
+
+def heartbeat_object(r: HeartbeatRecord, ping_base: str) -> dict[str, Any]:
+    """A heartbeat as the API shows it (extensions part 7); ``ping_url`` is
+    ``<ping_base>/ping/<key>`` (``ping_base``: ``--public-url``, else the base URL the
+    request came to; README, Heartbeats)."""
+    return {
+        "id": r.id,
+        "object": "heartbeat",
+        "name": r.name,
+        "period_seconds": r.period_seconds,
+        "grace_seconds": r.grace_seconds,
+        "status": r.status,
+        "ping_url": f"{ping_base}/ping/{r.ping_key}",
+        "last_ping_at": r.last_ping_at,
+        "auto_incidents": r.auto_incidents,
+        "incident_severity": r.incident_severity,
+        "created": r.created,
+        "updated": r.updated,
+        "metadata": r.metadata,
+    }
+
+
+def ping_object(r: PingRecord) -> dict[str, Any]:
+    """A ping as ``GET /heartbeats/:id/pings`` shows it (extensions part 7)."""
+    return {
+        "id": r.id,
+        "object": "ping",
+        "heartbeat": r.heartbeat_id,
+        "kind": r.kind,
+        "created": r.created,
+        "duration_ms": r.duration_ms,
+        "source_ip": r.source_ip,
     }
 
 
@@ -102,13 +139,18 @@ _SHAPES: dict[str, tuple[type[Any], Callable[[Any], dict[str, Any]]]] = {
 _NOT_PREVIOUS = frozenset({"updated"})
 
 
-def event_object(r: EventRecord) -> dict[str, Any]:
+def event_object(r: EventRecord, ping_base: str = "") -> dict[str, Any]:
     """An event as ``GET /events/:id`` shows it and a webhook delivers it (extensions
     part 1): the stored record snapshot shaped as its resource's API object, and
     ``previous_attributes``: the object's fields whose value the change moved (shaped the
-    same way, ``updated`` left out), or null."""
+    same way, ``updated`` left out), or null. ``ping_base`` makes a heartbeat's
+    ``ping_url`` (:func:`heartbeat_object`)."""
     kind = "incident_update" if r.type == "incident.update_posted" else r.type.split(".")[0]
-    record_type, shape = _SHAPES[kind]
+    if kind == "heartbeat":
+        record_type: type[Any] = HeartbeatRecord
+        shape: Callable[[Any], dict[str, Any]] = partial(heartbeat_object, ping_base=ping_base)
+    else:
+        record_type, shape = _SHAPES[kind]
     record = record_type.from_snapshot(r.object)
     after = shape(record)
     previous_attributes = None

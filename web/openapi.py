@@ -59,6 +59,8 @@ _CURSOR_PREFIXES = {
     "list_incidents": "inc",
     "list_checks": "chk",
     "list_status_pages": "stp",
+    "list_heartbeats": "hbt",
+    "list_pings": "png",
 }
 _QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("list_monitors", "status"): {"enum": list(get_args(MonitorStatus))},
@@ -71,6 +73,10 @@ _QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("list_status_pages", "sort"): {"pattern": "^-?(created|updated|name)$"},
     ("list_webhook_endpoints", "sort"): {"pattern": "^-?created$"},
     ("list_webhook_deliveries", "status"): {"enum": ["pending", "succeeded", "failed"]},
+    ("get_availability", "granularity"): {"enum": ["hour", "day"]},
+    ("list_heartbeats", "status"): {"enum": ["pending", "up", "down", "paused"]},
+    ("list_heartbeats", "sort"): {"pattern": "^-?(created|updated|name)$"},
+    ("list_pings", "kind"): {"enum": ["success", "fail", "start"]},
     # ASCII, 1-100 characters, a * only at the end (web/routes/events.py)
     ("list_events", "type"): {
         "minLength": 1,
@@ -89,6 +95,14 @@ _CREATED_LINKS = {
         "list_checks",
     ),
     "create_incident": ("get_incident", "update_incident", "delete_incident", "resolve_incident"),
+    "create_heartbeat": (
+        "get_heartbeat",
+        "update_heartbeat",
+        "delete_heartbeat",
+        "pause_heartbeat",
+        "resume_heartbeat",
+        "list_pings",
+    ),
 }
 """OpenAPI links from a create to the operations on the created object (stateful tests).
 None from status pages: their slug is unique over the service, so against the one live

@@ -50,6 +50,8 @@ class RequestContext:
         body: the raw request body (bytes; empty when none was sent).
         response_headers: headers every response to this request carries (Request-Id,
             Service-Version, rate-limit headers), errors included.
+        base_url: the scheme and host the request came to, without a trailing slash
+            (``http://127.0.0.1:8080``).
     """
 
     request_id: str
@@ -63,6 +65,7 @@ class RequestContext:
     remote_addr: str | None
     deps: Dependencies
     raw_query: bytes = b""
+    base_url: str = ""
     token: TokenContext | None = None
     version: str = CURRENT_VERSION
     response_headers: dict[str, str] = field(default_factory=dict)
@@ -80,6 +83,12 @@ class RequestContext:
         return EventCause(
             request_id=self.request_id, idempotency_key=self.headers.get("Idempotency-Key")
         )
+
+    @property
+    def ping_base(self) -> str:
+        """The base of a heartbeat's ``ping_url``: ``--public-url``, else the base URL
+        this request came to (README, Heartbeats)."""
+        return self.deps.settings.public_url or self.base_url
 
     def header(self, name: str) -> str | None:
         """The value of request header ``name`` (case-insensitive), or None when absent.

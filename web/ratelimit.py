@@ -15,9 +15,9 @@ window cannot promise and a GCRA with a full-size burst does not either (it lets
 ``limit`` requests through at once and then more as its bucket drains, up to about twice
 ``limit`` in one period).
 
-Memory: a key costs a dictionary entry and at most 61 small counters (a key that sends a
-steady stream uses all of them; a burst uses one); keys whose requests all expired are
-dropped every :data:`PRUNE_EVERY` operations.
+Memory: a key costs a dictionary entry and at most 61 slice numbers with their counts (a
+key that sends a steady stream uses all of them; a burst uses one), in one flat list;
+keys whose requests all expired are dropped every :data:`PRUNE_EVERY` operations.
 
 Time: the clock is injected (default `trio.current_time`, monotonic seconds); tests pass
 their own function and move it by hand. Results say durations relative to that clock;
@@ -27,7 +27,6 @@ the middleware turns them into epoch seconds for ``X-RateLimit-Reset``.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -98,34 +97,49 @@ class RateLimiterStatistics:
 
 
 class _Counter:
-    """One key's requests in one window: ``[slice number, count]`` pairs, oldest first."""
+    """One key's requests in one window: ``slices`` holds slice numbers and their counts
+    in turn (``[s0, n0, s1, n1, ...]``), oldest first.
+
+    Flat and a list (not a deque of pairs): a key costs a few hundred bytes instead of a
+    kilobyte, and the limiter holds one per heartbeat that pings (issue 16's memory goal:
+    an empty deque alone is 624 bytes)."""
 
     __slots__ = ("slice_seconds", "slices", "total")
 
     def __init__(self, slice_seconds: float) -> None:
         self.slice_seconds = slice_seconds
-        self.slices: deque[list[int]] = deque()
+        self.slices: list[int] = []
         self.total = 0
 
     def expire(self, now_slice: int) -> None:
         """Drop slices that no longer count at slice ``now_slice``: a request of slice
         ``s`` counts until ``(s + 1 + SUB_WINDOWS) * slice_seconds``."""
         oldest = now_slice - SUB_WINDOWS
-        while self.slices and self.slices[0][0] < oldest:
-            self.total -= self.slices.popleft()[1]
+        slices = self.slices
+        gone = 0
+        while gone < len(slices) and slices[gone] < oldest:
+            self.total -= slices[gone + 1]
+            gone += 2
+        if gone:
+            del slices[:gone]
 
     def add(self, now_slice: int) -> None:
         """Count one request in slice ``now_slice`` (a clock that went back counts it in
         the newest slice)."""
-        if self.slices and self.slices[-1][0] >= now_slice:
-            self.slices[-1][1] += 1
+        slices = self.slices
+        if slices and slices[-2] >= now_slice:
+            slices[-1] += 1
         else:
-            self.slices.append([now_slice, 1])
+            slices += (now_slice, 1)
         self.total += 1
+
+    def counts(self) -> list[int]:
+        """The slices' counts, oldest first."""
+        return self.slices[1::2]
 
     def expiry(self, index: int) -> float:
         """When the requests of the ``index``-th oldest slice stop counting (clock seconds)."""
-        return (self.slices[index][0] + 1 + SUB_WINDOWS) * self.slice_seconds
+        return (self.slices[2 * index] + 1 + SUB_WINDOWS) * self.slice_seconds
 
 
 class RateLimiter:
@@ -144,7 +158,7 @@ class RateLimiter:
 
     def __init__(self, *, clock: Callable[[], float] = trio.current_time) -> None:
         self._clock = clock
-        self._counters: dict[tuple[str, str], _Counter] = {}
+        self._counters: dict[str, dict[str, _Counter]] = {}  # window name, key
         self._operations = 0
 
     def admit(self, checks: Sequence[tuple[Window, str]]) -> Decision:
@@ -178,7 +192,7 @@ class RateLimiter:
 
     def statistics(self) -> RateLimiterStatistics:
         """How many ``(window, key)`` pairs are held."""
-        return RateLimiterStatistics(keys=len(self._counters))
+        return RateLimiterStatistics(keys=sum(len(keys) for keys in self._counters.values()))
 
     def _decide(self, checks: Sequence[tuple[Window, str]], *, count: bool) -> Decision:
         if not checks:
@@ -207,20 +221,23 @@ class RateLimiter:
         return min(decisions, key=lambda d: (d.remaining, -d.reset_after_seconds))
 
     def _counter(self, window: Window, key: str) -> _Counter:
-        counter = self._counters.get((window.name, key))
+        counters = self._counters.get(window.name)
+        if counters is None:
+            counters = self._counters[window.name] = {}
+        counter = counters.get(key)
         if counter is None:
-            counter = _Counter(window.period_seconds / SUB_WINDOWS)
-            self._counters[(window.name, key)] = counter
+            counter = counters[key] = _Counter(window.period_seconds / SUB_WINDOWS)
         return counter
 
     def _tick(self, now: float) -> None:
         self._operations += 1
         if self._operations % PRUNE_EVERY:
             return
-        for pair, counter in list(self._counters.items()):
-            counter.expire(math.floor(now / counter.slice_seconds))
-            if not counter.slices:
-                del self._counters[pair]
+        for counters in self._counters.values():
+            for key, counter in list(counters.items()):
+                counter.expire(math.floor(now / counter.slice_seconds))
+                if not counter.slices:
+                    del counters[key]
 
 
 def _judge(window: Window, counter: _Counter, now: float, *, admitted: bool = False) -> Decision:
@@ -248,7 +265,7 @@ def _judge(window: Window, counter: _Counter, now: float, *, admitted: bool = Fa
     # Refused: wait until enough of the oldest slices expire to leave room for one more.
     excess = counter.total - window.limit + 1
     index = 0
-    for index, (_, slice_count) in enumerate(counter.slices):  # noqa: B007
+    for index, slice_count in enumerate(counter.counts()):  # noqa: B007
         excess -= slice_count
         if excess <= 0:
             break

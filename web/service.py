@@ -121,10 +121,11 @@ _WEBHOOK_DATABASE_DEADLINE_SECONDS = 10.0
 seconds (a hung database then costs a poll, not the sender)."""
 
 
-def render_event(record: EventRecord) -> bytes:
+def render_event(record: EventRecord, ping_base: str = "") -> bytes:
     """A webhook delivery's body: the event as ``GET /events/:id`` shows it, as JSON
-    (UTF-8), extensions part 2."""
-    return json.dumps(event_object(record)).encode()
+    (UTF-8), extensions part 2; ``ping_base`` makes a heartbeat's ``ping_url``
+    (``--public-url``, else the address the service listens on)."""
+    return json.dumps(event_object(record, ping_base)).encode()
 
 
 class RunningService:
@@ -279,7 +280,11 @@ async def open_service(
                         run_webhook_sender,
                         db.with_deadline(_WEBHOOK_DATABASE_DEADLINE_SECONDS),
                         settings.webhooks,
-                        render=render_event,
+                        render=partial(
+                            render_event,
+                            ping_base=settings.web.public_url
+                            or (server.binds[0] if server is not None and server.binds else ""),
+                        ),
                         policy=settings.target_policy,
                     )
                     await root.start_child(ChildSpec(child_id="webhooks", start=sender))

@@ -213,7 +213,8 @@ async def _story_sigterm(
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
     assert rows["root"][1:3] == ["running", "5"] and rows["engine"][1:3] == ["running", "8"]
     shards = [rows[f"shard-{i}"] for i in range(8)]
-    assert sum(int(r[2]) for r in shards) == MONITORS and all(r[3] == "0" for r in shards)
+    # each shard's children: its monitor actors and its heartbeat group (engine.shard)
+    assert sum(int(r[2]) for r in shards) == MONITORS + 8 and all(r[3] == "0" for r in shards)
 
     # the admin interface: owner-only socket, its protocol only, no token accepted
     socket_path = data_dir / "admin.sock"

@@ -1,8 +1,11 @@
-"""Helpers of the store tests: a monitor inserted through the store, at a chosen time."""
+"""Helpers of the store tests: a monitor or a heartbeat inserted through the store, at a
+chosen time."""
 
 from __future__ import annotations
 
-from store import Database, MonitorRecord, accounts, monitors, new_id
+import secrets
+
+from store import Database, HeartbeatRecord, MonitorRecord, accounts, heartbeats, monitors, new_id
 
 
 async def new_monitor(
@@ -40,5 +43,37 @@ async def new_monitor(
             "created": created,
             "updated": created,
             "metadata": metadata or {},
+        },
+    )
+
+
+async def new_heartbeat(
+    db: Database,
+    *,
+    created: int,
+    account: str = "acme",
+    name: str = "backup",
+    period_seconds: int = 60,
+    grace_seconds: int = 30,
+    status: str = "pending",
+) -> HeartbeatRecord:
+    """A heartbeat of ``account`` (created if missing) stored with ``created`` (epoch
+    seconds), through ``store.heartbeats.insert_heartbeat``; a random ping key."""
+    owner = await db.transaction(accounts.ensure_account, account, created)
+    return await db.transaction(
+        heartbeats.insert_heartbeat,
+        {
+            "id": new_id("hbt"),
+            "account_id": owner.id,
+            "name": name,
+            "period_seconds": period_seconds,
+            "grace_seconds": grace_seconds,
+            "status": status,
+            "ping_key": secrets.token_hex(16),
+            "auto_incidents": True,
+            "incident_severity": "major",
+            "created": created,
+            "updated": created,
+            "metadata": {},
         },
     )

@@ -16,9 +16,9 @@ from tests.web.helpers import assert_error, create_incident, create_monitor, exp
 from web.auth import PERMISSIONS
 from web.routes import ROUTES
 
-EVENT_READERS = ("monitors.read", "incidents.read")
+EVENT_READERS = ("monitors.read", "incidents.read", "heartbeats.read")
 ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
-    # (method, path with {mon}/{inc}/{evt}/{we}, permission, name, body, success status)
+    # (method, path with {mon}/{inc}/{evt}/{we}/{stp}/{hbt}, permission, name, body, status)
     ("GET", "/monitors", "monitors.read", "list monitors", None, 200),
     ("GET", "/monitors/{mon}", "monitors.read", "get monitor", None, 200),
     ("GET", "/monitors/{mon}/checks", "monitors.read", "list checks", None, 200),
@@ -99,6 +99,21 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
         200,
     ),
     ("DELETE", "/status-pages/{stp}", "status_pages.delete", "delete status page", None, 204),
+    ("GET", "/heartbeats", "heartbeats.read", "list heartbeats", None, 200),
+    ("GET", "/heartbeats/{hbt}", "heartbeats.read", "get heartbeat", None, 200),
+    ("GET", "/heartbeats/{hbt}/pings", "heartbeats.read", "list pings", None, 200),
+    (
+        "POST",
+        "/heartbeats",
+        "heartbeats.create",
+        "create heartbeat",
+        {"name": "second", "period_seconds": 60},
+        201,
+    ),
+    ("PATCH", "/heartbeats/{hbt}", "heartbeats.update", "update heartbeat", {"name": "n"}, 200),
+    ("POST", "/heartbeats/{hbt}/pause", "heartbeats.update", "pause heartbeat", None, 200),
+    ("POST", "/heartbeats/{hbt}/resume", "heartbeats.update", "resume heartbeat", None, 200),
+    ("DELETE", "/heartbeats/{hbt}", "heartbeats.delete", "delete heartbeat", None, 204),
 ]
 
 
@@ -112,7 +127,8 @@ def test_the_matrix_names_every_permission_and_route() -> None:
             .replace("{inc}", "{}")
             .replace("{evt}", "{}")
             .replace("{we}", "{}")
-            .replace("{stp}", "{}"),
+            .replace("{stp}", "{}")
+            .replace("{hbt}", "{}"),
             perm,
         )
         for m, p, perm, *_ in ENDPOINTS
@@ -139,10 +155,15 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         page = expect(
             await api.post("/status-pages", json={"name": "First", "slug": "first-page"}), 201
         )
-        kind = "incident" if permission == "incidents.read" else "monitor"  # one it may read
+        beat = expect(
+            await api.post("/heartbeats", json={"name": "backup", "period_seconds": 3600}), 201
+        )
+        kind = {"incidents.read": "incident", "heartbeats.read": "heartbeat"}.get(
+            permission or "", "monitor"
+        )  # an event it may read
         event = expect(await api.get("/events", query={"type": f"{kind}.created"}))["data"][0]
         ids = {"mon": monitor["id"], "inc": incident["id"], "evt": event["id"], "we": hook["id"]}
-        ids["stp"] = page["id"]
+        ids["stp"], ids["hbt"] = page["id"], beat["id"]
         for method, template, needed, name, body, success in ENDPOINTS:
             path = template.format(**ids)
             response = await limited.request(method, path, json=body)
@@ -177,6 +198,12 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             assert (page_left[1]["name"] == "Renamed") is (permission == "status_pages.update")
         pages = expect(await api.get("/status-pages"))["data"]
         assert len(pages) == {"status_pages.create": 2, "status_pages.delete": 0}.get(permission, 1)
+        beat_left = await api.get(f"/heartbeats/{beat['id']}")
+        assert beat_left[0] == (404 if permission == "heartbeats.delete" else 200)
+        if permission != "heartbeats.delete":
+            assert (beat_left[1]["name"] == "n") is (permission == "heartbeats.update")
+        beats = expect(await api.get("/heartbeats"))["data"]
+        assert len(beats) == {"heartbeats.create": 2, "heartbeats.delete": 0}.get(permission, 1)
         monitors = expect(await api.get("/monitors"))["data"]
         incidents = expect(await api.get("/incidents"))["data"]
         assert len(monitors) == {"monitors.create": 2, "monitors.delete": 0}.get(permission, 1)

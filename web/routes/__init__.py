@@ -1,6 +1,7 @@
 """The endpoints of spec part 4, as :class:`web.pipeline.Route` tables."""
 
 from .events import ROUTES as EVENT_ROUTES
+from .heartbeats import ROUTES as HEARTBEAT_ROUTES
 from .history import ROUTES as HISTORY_ROUTES
 from .incidents import ROUTES as INCIDENT_ROUTES
 from .monitors import ROUTES as MONITOR_ROUTES
@@ -14,6 +15,7 @@ ROUTES = (
     *EVENT_ROUTES,
     *WEBHOOK_ROUTES,
     *STATUS_PAGE_ROUTES,
+    *HEARTBEAT_ROUTES,
 )
 
 __all__ = ["ROUTES"]

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from store import has_prefix
 
 from ..errors import ApiError
-from ..models import MAX_METADATA_KEYS, merge_metadata
+from ..models import MAX_METADATA_KEYS, EmptyBody, merge_metadata
 from ..pipeline import ApiResponse, RequestContext
 
 PAGE_QUERY = (
@@ -76,6 +76,31 @@ async def delete_owned(
     return row_id
 
 
+async def move_owned(
+    ctx: RequestContext,
+    prefix: str,
+    move: Callable[..., Awaitable[tuple[Any, bool]]],
+    to_object: Callable[[Any], dict[str, Any]],
+    saved: Callable[[Any], Awaitable[None]],
+) -> ApiResponse:
+    """POST /<resources>/:id/pause or resume: ``move(connection, account_id, id, now,
+    cause)`` in one transaction, then, when it changed something, ``saved(record)`` (the
+    engine), and 200 with ``to_object`` of the record (a no-op is a 200 too: DESIGN).
+
+    Raises:
+        ApiError: 404 ``resource_missing`` when the account has no such row; as
+            :meth:`RequestContext.json_body` for a body other than none or ``{}``.
+    """
+    row_id = path_id(ctx, prefix)
+    ctx.json_body(EmptyBody, optional=True)
+    record, changed = await ctx.deps.db.transaction(move, ctx.account_id, row_id, now(), ctx.cause)
+    if record is None:
+        raise not_found(prefix, row_id)
+    if changed:
+        await saved(record)
+    return ApiResponse(200, to_object(record))
+
+
 def not_found(prefix: str, value: str) -> ApiError:
     """The 404 for an id of ``prefix`` that the account does not have."""
     kind = {
@@ -84,6 +109,7 @@ def not_found(prefix: str, value: str) -> ApiError:
         "evt": "event",
         "we": "webhook endpoint",
         "stp": "status page",
+        "hbt": "heartbeat",
     }[prefix]
     return ApiError("resource_missing", f"no such {kind}: {value[:80]!r}", param="id")
 

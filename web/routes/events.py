@@ -2,12 +2,14 @@
 
 A token sees the events of the resources it may read: ``monitor.*`` events with
 ``monitors.read``, ``incident.*`` (``incident.update_posted`` included) with
-``incidents.read``. The route needs either; an event the token may not read is a 404
-like a missing one. ``type`` is an exact type, or a prefix ending in ``*``
-(``monitor.*``; ``*`` alone is every type).
+``incidents.read``, ``heartbeat.*`` with ``heartbeats.read``. The route needs one of
+them; an event the token may not read is a 404 like a missing one. ``type`` is an
+exact type, or a prefix ending in ``*`` (``monitor.*``; ``*`` alone is every type).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from store import EventFilter, events
 
@@ -20,7 +22,11 @@ from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 
 __all__ = ["READ_PERMISSIONS", "ROUTES"]
 
-READ_PERMISSIONS = {"monitors.read": "monitor", "incidents.read": "incident"}
+READ_PERMISSIONS = {
+    "monitors.read": "monitor",
+    "incidents.read": "incident",
+    "heartbeats.read": "heartbeat",
+}
 """Which read permission lets a token see which events (by the type's first part)."""
 
 
@@ -56,7 +62,8 @@ async def list_events(ctx: RequestContext) -> ApiResponse:
             created_lte=query.created_lte,
         ),
     )
-    return ApiResponse(200, list_object("/events", items, has_more, event_object))
+    shape = partial(event_object, ping_base=ctx.ping_base)
+    return ApiResponse(200, list_object("/events", items, has_more, shape))
 
 
 async def get_event(ctx: RequestContext) -> ApiResponse:
@@ -65,7 +72,7 @@ async def get_event(ctx: RequestContext) -> ApiResponse:
     record = await ctx.deps.db.run(events.get_event, ctx.account_id, event_id, _kinds(ctx))
     if record is None:
         raise not_found("evt", event_id)
-    return ApiResponse(200, event_object(record))
+    return ApiResponse(200, event_object(record, ping_base=ctx.ping_base))
 
 
 ROUTES = (

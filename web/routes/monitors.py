@@ -29,7 +29,6 @@ from store import MonitorRecord, PageRequest, monitors, new_id
 from ..errors import ApiError
 from ..http_check_models import stored_assertions
 from ..models import (
-    EmptyBody,
     MonitorCreate,
     MonitorList,
     MonitorObject,
@@ -39,7 +38,16 @@ from ..models import (
 from ..objects import list_object, monitor_object
 from ..params import choice, parse_list_query, text
 from ..pipeline import ApiResponse, RequestContext, Route, validate
-from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .common import (
+    PAGE_QUERY,
+    delete_owned,
+    get_owned,
+    move_owned,
+    not_found,
+    now,
+    patch_changes,
+    path_id,
+)
 
 _HTTP_ONLY = (
     "method",
@@ -243,26 +251,17 @@ async def delete_monitor(ctx: RequestContext) -> ApiResponse:
 async def pause_monitor(ctx: RequestContext) -> ApiResponse:
     """POST /monitors/:id/pause: status ``paused``, checks stop; on a paused monitor a
     no-op 200 (DESIGN)."""
-    return await _move(ctx, monitors.pause_monitor)
+    return await move_owned(
+        ctx, "mon", monitors.pause_monitor, monitor_object, ctx.deps.engine.monitor_saved
+    )
 
 
 async def resume_monitor(ctx: RequestContext) -> ApiResponse:
     """POST /monitors/:id/resume: status ``pending``, checks resume; on a monitor that is
     not paused a no-op 200 (DESIGN)."""
-    return await _move(ctx, monitors.resume_monitor)
-
-
-async def _move(ctx: RequestContext, move: Any) -> ApiResponse:
-    monitor_id = path_id(ctx, "mon")
-    ctx.json_body(EmptyBody, optional=True)
-    record, changed = await ctx.deps.db.transaction(
-        move, ctx.account_id, monitor_id, now(), ctx.cause
+    return await move_owned(
+        ctx, "mon", monitors.resume_monitor, monitor_object, ctx.deps.engine.monitor_saved
     )
-    if record is None:
-        raise not_found("mon", monitor_id)
-    if changed:
-        await ctx.deps.engine.monitor_saved(record)
-    return ApiResponse(200, monitor_object(record))
 
 
 ROUTES = (

@@ -1,0 +1,274 @@
+"""The heartbeat actor: one trio task per heartbeat that is not paused, owning its status
+and its deadline (extensions part 7).
+
+A heartbeat is a job that calls us: its actor waits for pings in its
+:class:`~engine.mailbox.Mailbox` until its deadline (trio clock: ``trio.move_on_at``, so
+``MockClock`` drives its tests). Rules (README, Heartbeats):
+
+* **success** (``/ping/<key>``): the heartbeat is ``up``; the deadline becomes now +
+  ``period_seconds`` + ``grace_seconds``.
+* **fail** (``/ping/<key>/fail``): ``down`` at once; no deadline while down.
+* **start** (``/ping/<key>/start``): marks a job's start; the next success or fail
+  records its duration (``duration_ms``, milliseconds, on that ping). No status change;
+  the deadline does not move.
+* **no success ping** until the deadline: ``down``. A ``pending`` heartbeat (created or
+  resumed, never pinged since) has no deadline: like Healthchecks.io's new checks, it
+  cannot go down before its first ping, only by a ``/fail``.
+
+Each ping becomes a :class:`~store.PingRecord` handed to the store actor with the move it
+caused (one message, one transaction there: the move's incident and events with it);
+the ping's sender is told once the store has it (:class:`Ping`'s ``done``), which is
+when its HTTP answer may go. A move the deadline causes goes to the store alone.
+
+Restarts: the status, ``run_epoch`` and ``last_success_at`` come from the stored record
+(:func:`run_heartbeat`); the deadline of an ``up`` heartbeat is recomputed from
+``last_success_at``, so a restart neither forgives a silent job nor blames a punctual
+one. A start mark lives in memory only: a restart between a start and its success
+loses that duration (the success is recorded, ``duration_ms`` null).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import structlog
+import trio
+
+from store import CheckWriter, HeartbeatChange, HeartbeatRecord, PingRecord, new_id
+
+from .mailbox import Mailbox
+
+__all__ = ["PING_KINDS", "HeartbeatConfig", "HeartbeatState", "Ping", "Retune", "run_heartbeat"]
+
+log = structlog.get_logger("uptrio.engine")
+
+PING_KINDS = ("success", "fail", "start")
+"""The kinds of ping (extensions part 7)."""
+
+
+@dataclass(slots=True, eq=False)
+class Ping:
+    """A ping to hand to the store: ``kind`` (success, fail, start), the sender's
+    address; ``done`` is set once the actor handed it to the store (``recorded`` True)
+    or gave it up (``recorded`` False: the actor stopped first)."""
+
+    kind: str
+    source_ip: str | None
+    done: trio.Event = field(default_factory=trio.Event)
+    recorded: bool = False
+
+    def settle(self, recorded: bool) -> None:
+        """Tell the sender: the ping is in the store's path (True) or was not taken."""
+        self.recorded = recorded
+        self.done.set()
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatConfig:
+    """What the engine keeps of a heartbeat's record: no more than its actor and its ping
+    key need (the engine holds one per heartbeat; the name, metadata and times of the
+    full record cost some 300 bytes more). Periods in seconds."""
+
+    id: str
+    ping_key: str
+    period_seconds: int
+    grace_seconds: int
+    run_epoch: int
+
+    @classmethod
+    def of(cls, record: HeartbeatRecord) -> HeartbeatConfig:
+        """The config of ``record``."""
+        return cls(
+            record.id,
+            record.ping_key,
+            record.period_seconds,
+            record.grace_seconds,
+            record.run_epoch,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Retune:
+    """The heartbeat was updated (committed; same run): take its new settings."""
+
+    config: HeartbeatConfig
+
+
+HeartbeatMessage = Ping | Retune
+
+
+class HeartbeatState:
+    """One heartbeat's status and deadline, moved by pings and time (module docstring).
+
+    Pure but for new ids: times come in as arguments (``now``: trio clock seconds;
+    ``wall``: epoch seconds), so the rules are tested without a clock. ``deadline`` is
+    trio clock seconds (``math.inf``: none).
+    """
+
+    __slots__ = ("config", "deadline", "last_success", "started", "status")
+
+    def __init__(
+        self,
+        record: HeartbeatRecord,
+        now: float,
+        wall: float,
+        config: HeartbeatConfig | None = None,
+    ) -> None:
+        self.config = HeartbeatConfig.of(record) if config is None else config
+        self.status = record.status if record.status in ("up", "down") else "pending"
+        self.started: float | None = None
+        # the latest success on the trio clock (from the stored one, epoch seconds)
+        success_at = record.last_success_at
+        self.last_success = now if success_at is None else now - (wall - success_at)
+        self.deadline = self._deadline()
+
+    def _deadline(self) -> float:
+        if self.status != "up":
+            return math.inf
+        return self.last_success + self.config.period_seconds + self.config.grace_seconds
+
+    def ping(
+        self, kind: str, source_ip: str | None, now: float, wall: float
+    ) -> tuple[PingRecord, HeartbeatChange | None]:
+        """A ping of ``kind`` at ``now``: its record, and the move it causes (or None)."""
+        duration_ms = None
+        if kind == "start":
+            self.started = now
+        elif self.started is not None:
+            duration_ms = round((now - self.started) * 1000, 3)
+            self.started = None
+        ping = PingRecord(
+            id=new_id("png"),
+            heartbeat_id=self.config.id,
+            kind=kind,
+            created=int(wall),
+            duration_ms=duration_ms,
+            source_ip=source_ip,
+        )
+        change = None
+        if kind == "success":
+            self.last_success = now
+            change = self._move("up", wall, "")
+        elif kind == "fail":
+            change = self._move("down", wall, "The job reported a failure (a ping to /fail).")
+        return ping, change
+
+    def deadline_passed(self, wall: float) -> HeartbeatChange | None:
+        """The deadline came without a success ping: the move into ``down``."""
+        config = self.config
+        late = config.period_seconds + config.grace_seconds
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(wall - late))
+        return self._move(
+            "down",
+            wall,
+            f"No ping for {late} s (period {config.period_seconds} s + grace "
+            f"{config.grace_seconds} s) since the last success ping, at {since}.",
+        )
+
+    def retune(self, config: HeartbeatConfig) -> None:
+        """New settings of the same run: the deadline follows the new period and grace
+        (it may lie in the past: then the heartbeat goes down at once)."""
+        self.config = config
+        self.deadline = self._deadline()
+
+    def _move(self, to: str, wall: float, detail: str) -> HeartbeatChange | None:
+        before = self.status
+        self.status = to
+        self.deadline = self._deadline()
+        if before == to:
+            return None
+        log.info(
+            "heartbeat status changed", heartbeat=self.config.id, from_status=before, to_status=to
+        )
+        return HeartbeatChange(
+            heartbeat_id=self.config.id,
+            move_id=new_id("hbm"),
+            from_status=before,
+            to_status=to,
+            run_epoch=self.config.run_epoch,
+            created=int(wall),
+            detail=detail,
+        )
+
+
+async def run_heartbeat(
+    record: HeartbeatRecord,
+    mailbox: Mailbox[HeartbeatMessage],
+    writer: CheckWriter,
+    config: HeartbeatConfig | None = None,
+) -> None:
+    """Run one heartbeat (module docstring) until its mailbox is closed (pause, delete,
+    stop); what is still in it is given back to the closer, who settles the pings.
+    Hands pings and moves to ``writer`` (the store actor), waiting when its inbox is full
+    (back-pressure; pings then wait in the mailbox or are refused when it is full).
+
+    ``config`` is the record's :class:`HeartbeatConfig` when the caller keeps one (then
+    both share it). Raises only for bugs (its group's supervisor restarts it);
+    ``trio.Cancelled`` propagates (a ping taken but not yet handed over is settled as not
+    recorded).
+
+    Memory (issue 16: a node holds 10,000 of these waiting): one cancel scope per
+    deadline, not per message (a success ping moves the scope's deadline), so a ping
+    leaves no new long-lived object behind; and nothing of a handled message stays
+    referenced while the actor waits for the next.
+    """
+    state = HeartbeatState(record, trio.current_time(), time.time(), config)
+    del record, config  # the state holds what it needs
+    while True:
+        unwritten: _Unwritten | None = None
+        try:
+            if state.deadline == math.inf:
+                unwritten = _handle(state, await mailbox.receive(), writer)
+            else:
+                with trio.move_on_at(state.deadline) as waiting:
+                    # Only a ping the store cannot take at once leaves the scope early,
+                    # so that waiting for room there is never cut short by the deadline.
+                    while unwritten is None and state.deadline != math.inf:
+                        unwritten = _handle(state, await mailbox.receive(), writer)
+                        waiting.deadline = state.deadline
+                if waiting.cancelled_caught:  # the deadline came
+                    change = state.deadline_passed(time.time())
+                    unwritten = _Unwritten(None, change, None)
+        except trio.EndOfChannel:
+            return
+        if unwritten is not None:
+            await unwritten.hand_over(writer)
+
+
+@dataclass(slots=True)
+class _Unwritten:
+    """A ping or a move the store's inbox had no room for; its ping message, if any,
+    waits to be settled."""
+
+    ping: PingRecord | None
+    change: HeartbeatChange | None
+    message: Ping | None
+
+    async def hand_over(self, writer: CheckWriter) -> None:
+        """Wait for room in the store's inbox, then settle the ping message (not
+        recorded when this is cancelled first)."""
+        handed = False
+        try:
+            if self.ping is not None or self.change is not None:
+                await writer.write_ping(self.ping, self.change)
+            handed = True
+        finally:
+            if self.message is not None:
+                self.message.settle(handed)
+
+
+def _handle(
+    state: HeartbeatState, message: HeartbeatMessage, writer: CheckWriter
+) -> _Unwritten | None:
+    """Apply ``message`` to the state and hand what it causes to the store; what the
+    store had no room for is returned, to be handed over outside the deadline's scope."""
+    if isinstance(message, Retune):
+        state.retune(message.config)
+        return None
+    ping, change = state.ping(message.kind, message.source_ip, trio.current_time(), time.time())
+    if not writer.write_ping_nowait(ping, change):
+        return _Unwritten(ping, change, message)
+    message.settle(True)
+    return None

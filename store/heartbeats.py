@@ -1,0 +1,240 @@
+"""Heartbeat queries (extensions part 7; asyncio side: run them through
+:class:`store.Database`): the account's CRUD, pause and resume, and the engine's load.
+
+Heartbeats are account-owned like monitors (:mod:`store.owned`): keyset pages by
+``created``, ``updated`` or ``name``, PATCH as lock-diff-write, delete with a cursor
+tombstone; another account's heartbeat is indistinguishable from a missing one. Every
+mutation writes its event (``heartbeat.created``, ``.updated``, ``.paused``,
+``.resumed``, ``.deleted``) in its own transaction (extensions part 1). The engine's
+moves (``up``, ``down``) are written by the store actor (:mod:`store.pings`).
+
+``ping_key`` never changes: it is the heartbeat's public address.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .database import Connection
+from .evented import EventedTable
+from .events import EventCause
+from .owned import select_owned
+from .pagination import Page, PageRequest, fetch_page
+from .records import HeartbeatRecord, column_names
+
+__all__ = [
+    "PING_KEY_CONSTRAINT",
+    "UPDATABLE",
+    "delete_heartbeat",
+    "get_heartbeat",
+    "insert_heartbeat",
+    "list_heartbeats",
+    "load_heartbeats",
+    "pause_heartbeat",
+    "resume_heartbeat",
+    "update_heartbeat",
+]
+
+_COLUMNS = column_names(HeartbeatRecord)
+_SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
+UPDATABLE = frozenset(
+    {"name", "period_seconds", "grace_seconds", "auto_incidents", "incident_severity", "metadata"}
+)
+"""Columns :func:`update_heartbeat` may change."""
+PING_KEY_CONSTRAINT = "heartbeats_ping_key_key"
+"""The unique constraint on ``ping_key`` (migration 0007)."""
+
+
+async def insert_heartbeat(
+    connection: Connection, values: Mapping[str, Any], cause: EventCause | None = None
+) -> HeartbeatRecord:
+    """Insert a heartbeat and its ``heartbeat.created`` event (run inside a transaction);
+    ``values`` holds every column of the record but ``run_epoch``, ``last_ping_at`` and
+    ``last_success_at``.
+
+    Raises:
+        IntegrityConflict: the ping key is taken (``constraint``
+            :data:`PING_KEY_CONSTRAINT`; 128 random bits: never in practice).
+    """
+    return await _HEARTBEATS.insert(connection, values, cause)
+
+
+async def get_heartbeat(
+    connection: Connection, account_id: str | None, heartbeat_id: str, *, for_update: bool = False
+) -> HeartbeatRecord | None:
+    """The heartbeat ``heartbeat_id`` of ``account_id`` (any account when None), or None.
+    ``for_update`` locks the row until the transaction ends."""
+    if account_id is None:
+        row = await connection.fetchrow(
+            f"SELECT {_SELECT} FROM heartbeats t WHERE t.id = $1", heartbeat_id
+        )
+    else:
+        row = await select_owned(
+            connection,
+            table="heartbeats",
+            select=_SELECT,
+            account_id=account_id,
+            row_id=heartbeat_id,
+            for_update=for_update,
+        )
+    return None if row is None else HeartbeatRecord.from_row(row)
+
+
+async def list_heartbeats(
+    connection: Connection, account_id: str, page: PageRequest, *, status: str | None = None
+) -> Page[HeartbeatRecord]:
+    """One page of the account's heartbeats (``page.sort``: ``created``, ``updated`` or
+    ``name``), filtered by exact ``status``.
+
+    Raises:
+        CursorNotFound: the cursor names no heartbeat of the account.
+    """
+    filters: list[tuple[str, object]] = []
+    if status is not None:
+        filters.append(("t.status = {}", status))
+    rows, has_more = await fetch_page(
+        connection,
+        table="heartbeats",
+        select=_SELECT,
+        account_id=account_id,
+        filters=filters,
+        page=page,
+    )
+    return Page([HeartbeatRecord.from_row(r) for r in rows], has_more)
+
+
+async def update_heartbeat(
+    connection: Connection,
+    account_id: str,
+    heartbeat_id: str,
+    apply: Callable[[HeartbeatRecord], dict[str, Any]],
+    now: int,
+    cause: EventCause | None = None,
+) -> HeartbeatRecord | None:
+    """Lock the heartbeat, compute its changes with ``apply(current)`` (columns of
+    :data:`UPDATABLE`, only values that differ; it may raise to refuse) and write them,
+    with a ``heartbeat.updated`` event when something changed; ``updated`` becomes
+    ``now`` (epoch seconds) then. Must run inside a transaction. None when the account
+    has no such heartbeat."""
+    return await _HEARTBEATS.update(connection, account_id, heartbeat_id, apply, now, cause)
+
+
+async def pause_heartbeat(
+    connection: Connection,
+    account_id: str,
+    heartbeat_id: str,
+    now: int,
+    cause: EventCause | None = None,
+) -> tuple[HeartbeatRecord | None, bool]:
+    """Pause a heartbeat: status ``paused``, a new run epoch, a ``heartbeat.paused``
+    event; its open incident is left as it is (extensions part 3). Returns ``(record,
+    changed)``: ``changed`` is False when it was already paused, and then nothing was
+    written (DESIGN: a no-op). The record is None when the account has no such
+    heartbeat."""
+    return await _move(connection, account_id, heartbeat_id, now, cause, to="paused")
+
+
+async def resume_heartbeat(
+    connection: Connection,
+    account_id: str,
+    heartbeat_id: str,
+    now: int,
+    cause: EventCause | None = None,
+) -> tuple[HeartbeatRecord | None, bool]:
+    """Resume a paused heartbeat: status ``pending`` (it waits for its next ping, as a
+    new one does), a new run epoch, a ``heartbeat.resumed`` event. Returns ``(record,
+    changed)``; resuming a heartbeat that is not paused changes nothing."""
+    return await _move(connection, account_id, heartbeat_id, now, cause, to="pending")
+
+
+async def _move(
+    connection: Connection,
+    account_id: str,
+    heartbeat_id: str,
+    now: int,
+    cause: EventCause | None,
+    *,
+    to: str,
+) -> tuple[HeartbeatRecord | None, bool]:
+    condition = "status <> 'paused'" if to == "paused" else "status = 'paused'"
+    old_status = await connection.fetchval(
+        "WITH h AS (SELECT id, status FROM heartbeats "
+        f"WHERE id = $1 AND account_id = $2 AND {condition} FOR UPDATE), "
+        "moved AS (UPDATE heartbeats t SET status = $3, updated = $4, "
+        "run_epoch = run_epoch + 1 FROM h WHERE t.id = h.id RETURNING t.id), "
+        "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, "
+        "to_status, created) SELECT id, NULL, status, $3, $4 FROM h) "
+        "SELECT h.status FROM h JOIN moved ON moved.id = h.id",
+        heartbeat_id,
+        account_id,
+        to,
+        now,
+    )
+    return await _HEARTBEATS.moved(connection, account_id, heartbeat_id, old_status, now, cause)
+
+
+async def delete_heartbeat(
+    connection: Connection,
+    account_id: str,
+    heartbeat_id: str,
+    now: int,
+    cause: EventCause | None = None,
+) -> bool:
+    """Delete a heartbeat for good, with its pings and status log, and write
+    ``heartbeat.deleted`` (its last state). Incidents it opened are left as they are
+    (extensions part 3). Must run inside a transaction. False when it does not exist."""
+    return await _HEARTBEATS.delete(connection, account_id, heartbeat_id, now, cause)
+
+
+async def load_heartbeats(
+    connection: Connection, keep: Callable[[str], bool] | None = None, *, chunk: int = 1000
+) -> list[HeartbeatRecord]:
+    """Every heartbeat whose id ``keep`` accepts (all when None), paused ones included
+    (the engine keeps every ping key in memory; it runs an actor for those not paused).
+    The one query by which the engine learns its heartbeats.
+
+    Read ``chunk`` rows at a time (keyset on ``seq``) and filtered as they come, so a
+    shard that keeps an eighth of 10,000 heartbeats never holds all of them at once: the
+    engine's memory after a load is what it keeps, not what it read (issue 16)."""
+    kept: list[HeartbeatRecord] = []
+    after = 0
+    while True:
+        rows = await connection.fetch(
+            f"SELECT t.seq, {_SELECT} FROM heartbeats t WHERE t.seq > $1 "
+            f"ORDER BY t.seq LIMIT {int(chunk)}",
+            after,
+        )
+        for row in rows:
+            if keep is None or keep(row["id"]):
+                kept.append(_interned(HeartbeatRecord.from_row(row)))
+        if len(rows) < chunk:
+            return kept
+        after = rows[-1]["seq"]
+
+
+def _interned(record: HeartbeatRecord) -> HeartbeatRecord:
+    """``record`` with its account, status and severity strings shared with every other
+    record's (``sys.intern``): the engine holds every heartbeat's record, and these
+    values repeat (about 200 bytes a heartbeat less)."""
+    return dataclasses.replace(
+        record,
+        account_id=sys.intern(record.account_id),
+        status=sys.intern(record.status),
+        incident_severity=sys.intern(record.incident_severity),
+    )
+
+
+_HEARTBEATS: EventedTable[HeartbeatRecord] = EventedTable(
+    kind="heartbeat",
+    table="heartbeats",
+    columns=_COLUMNS,
+    select=_SELECT,
+    get=get_heartbeat,
+    from_row=HeartbeatRecord.from_row,
+    updatable=UPDATABLE,
+    owned_by=(("pings", "heartbeat_id"), ("status_changes", "monitor_id")),
+)
+"""Heartbeats' changes and their ``heartbeat.*`` events (:mod:`store.evented`)."""

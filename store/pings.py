@@ -1,0 +1,152 @@
+"""Pings and the heartbeats' status moves: the engine's writes for heartbeats, and the
+read of ``GET /heartbeats/:id/pings`` (extensions part 7).
+
+Writes come from the store actor in batches (:func:`write_ping_batch`), beside the check
+results and in the same way (``store.checks``):
+
+* one statement inserts every ping of the batch through ``unnest`` arrays (pings of
+  heartbeats deleted meanwhile are dropped; ping ids are made by the engine, so a batch
+  retried after a lost commit acknowledgement inserts nothing twice) and, from the rows
+  it inserted, moves each heartbeat's ``last_ping_at`` (any kind) and
+  ``last_success_at`` (success pings) forward;
+* when the batch holds status moves, a second statement applies those of the
+  heartbeat's current run (``run_epoch``, not paused), logs them in ``status_changes``
+  under their own ``hbm_`` id (a move already logged is skipped: a retry causes nothing
+  twice), and the moves it applied open and resolve incidents and write
+  ``heartbeat.down`` / ``heartbeat.up`` (:mod:`store.alerting`), in the same transaction.
+
+Pings are kept ``ping_retention_days`` (``store.maintenance`` deletes older ones in
+bulk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .alerting import HEARTBEAT_MOVES, apply_moves
+from .database import Connection
+from .pagination import CreatedBounds, seq_page_newest_first
+from .records import PingRecord, column_names
+
+__all__ = ["HeartbeatChange", "list_pings", "write_ping_batch"]
+
+_COLUMNS = ", ".join(column_names(PingRecord))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatChange:
+    """A heartbeat's status moving (the engine's heartbeat actor decided it).
+
+    ``move_id`` (``hbm_``) names the move in ``status_changes``; ``detail`` is the
+    description of the incident a move into ``down`` opens (why: a deadline passed, or a
+    ``/fail`` ping). It is written only while the stored heartbeat still has
+    ``run_epoch`` and is not paused. ``created`` is epoch seconds.
+    """
+
+    heartbeat_id: str
+    move_id: str
+    from_status: str
+    to_status: str
+    run_epoch: int
+    created: int
+    detail: str
+
+
+async def write_ping_batch(
+    connection: Connection, pings: Sequence[PingRecord], changes: Sequence[HeartbeatChange]
+) -> int:
+    """Insert ``pings`` and apply ``changes`` (module docstring; asyncio side; call inside
+    a transaction when there are ``changes``). Returns the number of pings inserted."""
+    inserted = 0
+    if pings:
+        result = await connection.fetchval(
+            "WITH ins AS ("
+            f"INSERT INTO pings ({_COLUMNS}) SELECT {_COLUMNS} FROM unnest($1::text[], "
+            "$2::text[], $3::text[], $4::bigint[], $5::float8[], $6::text[]) "
+            f"WITH ORDINALITY AS u({_COLUMNS}, ord) "
+            "WHERE EXISTS (SELECT 1 FROM heartbeats h WHERE h.id = u.heartbeat_id) "
+            "ORDER BY ord ON CONFLICT DO NOTHING RETURNING heartbeat_id, kind, created), "
+            "latest AS (SELECT heartbeat_id, max(created) AS pinged, "
+            "max(created) FILTER (WHERE kind = 'success') AS succeeded FROM ins GROUP BY 1), "
+            "moved AS (UPDATE heartbeats h SET "
+            "last_ping_at = greatest(h.last_ping_at, latest.pinged), "
+            "last_success_at = greatest(h.last_success_at, latest.succeeded) "
+            "FROM latest WHERE h.id = latest.heartbeat_id) "
+            "SELECT count(*) FROM ins",
+            [p.id for p in pings],
+            [p.heartbeat_id for p in pings],
+            [p.kind for p in pings],
+            [p.created for p in pings],
+            [p.duration_ms for p in pings],
+            [p.source_ip for p in pings],
+        )
+        inserted = int(result)
+    if changes:
+        moves = await connection.fetch(
+            "WITH ch AS (SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], "
+            "$4::text[], $5::int[], $6::bigint[], $7::text[]) WITH ORDINALITY "
+            "AS u(heartbeat_id, move_id, from_status, to_status, epoch, created, detail, ord)), "
+            # Moves of the heartbeat's current run, not logged yet (a retry logs nothing).
+            "ok AS (SELECT ch.* FROM ch JOIN heartbeats h ON h.id = ch.heartbeat_id "
+            "AND h.run_epoch = ch.epoch AND h.status <> 'paused' "
+            "WHERE NOT EXISTS (SELECT 1 FROM status_changes s WHERE s.check_id = ch.move_id)), "
+            "last AS (SELECT DISTINCT ON (heartbeat_id) * FROM ok "
+            "ORDER BY heartbeat_id, ord DESC), "
+            "moved AS (UPDATE heartbeats h SET status = last.to_status, updated = last.created "
+            "FROM last WHERE h.id = last.heartbeat_id), "
+            "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, "
+            "to_status, created) SELECT heartbeat_id, move_id, from_status, to_status, created "
+            "FROM ok ORDER BY ord ON CONFLICT (check_id) DO NOTHING) "
+            "SELECT heartbeat_id, detail, from_status, to_status, created FROM ok ORDER BY ord",
+            [c.heartbeat_id for c in changes],
+            [c.move_id for c in changes],
+            [c.from_status for c in changes],
+            [c.to_status for c in changes],
+            [c.run_epoch for c in changes],
+            [c.created for c in changes],
+            [c.detail for c in changes],
+        )
+        await apply_moves(
+            connection,
+            HEARTBEAT_MOVES,
+            [
+                (m["heartbeat_id"], m["detail"], m["from_status"], m["to_status"], m["created"])
+                for m in moves
+            ],
+        )
+    return inserted
+
+
+async def list_pings(
+    connection: Connection,
+    heartbeat_id: str,
+    *,
+    limit: int,
+    starting_after: str | None = None,
+    ending_before: str | None = None,
+    kind: str | None = None,
+    bounds: CreatedBounds = CreatedBounds(),
+) -> tuple[list[PingRecord], bool]:
+    """Pings of ``heartbeat_id``, newest first (by ``created``, then arrival), ``limit``
+    (1-100) of them after ``starting_after`` or before ``ending_before`` (spec 4.4; at
+    most one of the two), of ``kind`` only when given, within ``bounds`` on ``created``
+    (epoch seconds). Returns ``(pings, has_more)``, ``has_more`` in the direction of
+    travel as in :mod:`store.pagination`.
+
+    Raises:
+        CursorNotFound: a cursor is not a ping of this heartbeat.
+    """
+    rows, has_more = await seq_page_newest_first(
+        connection,
+        table="pings",
+        select=_COLUMNS,
+        scope=["heartbeat_id = $1"],
+        scope_args=[heartbeat_id],
+        filters=[] if kind is None else [("kind = {}", kind)],
+        bounds=bounds,
+        limit=limit,
+        starting_after=starting_after,
+        ending_before=ending_before,
+    )
+    return [PingRecord.from_row(r) for r in rows], has_more
