@@ -264,14 +264,21 @@ async def list_updates(
 
 
 async def foreign_monitors(
-    connection: Connection, account_id: str, monitor_ids: Sequence[str]
+    connection: Connection,
+    account_id: str,
+    monitor_ids: Sequence[str],
+    *,
+    heartbeats: bool = False,
 ) -> list[str]:
-    """The ids of ``monitor_ids`` that are not monitors of the account, in their order
-    (an incident's ``monitors`` must be the account's own, extensions part 3)."""
-    rows = await connection.fetch(
-        "SELECT id FROM monitors WHERE account_id = $1 AND id = ANY($2::text[])",
-        account_id,
-        list(monitor_ids),
-    )
+    """The ids of ``monitor_ids`` that are not monitors of the account (nor, with
+    ``heartbeats``, heartbeats of the account), in their order (an incident's ``monitors``
+    must be the account's own, extensions parts 3 and 7; a status page's components are
+    monitors only)."""
+    query = "SELECT id FROM monitors WHERE account_id = $1 AND id = ANY($2::text[])"
+    if heartbeats:
+        query += (
+            " UNION ALL SELECT id FROM heartbeats WHERE account_id = $1 AND id = ANY($2::text[])"
+        )
+    rows = await connection.fetch(query, account_id, list(monitor_ids))
     own = {r["id"] for r in rows}
     return [m for m in monitor_ids if m not in own]

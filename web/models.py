@@ -102,9 +102,15 @@ StatusCode = Annotated[int, Field(ge=100, le=599)]
 Threshold = Annotated[int, Field(ge=1, le=10)]
 Description = Annotated[str, Field(max_length=10_000)]
 MonitorId = Annotated[str, Field(pattern=r"^mon_[a-z0-9]{1,64}$")]
+AffectedId = Annotated[str, Field(pattern=r"^(mon|hbt)_[a-z0-9]{1,64}$")]
+"""An incident's affected monitor: a monitor or a heartbeat (extensions part 7: the
+incident a heartbeat opens names its ``hbt_`` id, and a PATCH may send that list back)."""
 AffectedMonitors = Annotated[
-    list[MonitorId],
-    Field(max_length=100, description="The affected monitors: the account's own, at most 100."),
+    list[AffectedId],
+    Field(
+        max_length=100,
+        description="The affected monitors and heartbeats: the account's own, at most 100.",
+    ),
 ]
 Postmortem = Annotated[str, Field(max_length=50_000)]
 

@@ -161,3 +161,27 @@ async def test_idempotent_create_and_other_accounts(api: Api, api_for: Any) -> N
         )
         assert expect(await stranger.get("/heartbeats"))["data"] == []
         assert expect(await stranger.get("/events", query={"type": "heartbeat.*"}))["data"] == []
+
+
+async def test_an_incident_may_name_the_accounts_own_heartbeats(api: Api, api_for: Any) -> None:
+    # The incident a heartbeat opens names its hbt_ id in `monitors`; a client that sends
+    # that list back in a PATCH (or names a heartbeat itself) is not refused. A status
+    # page's components stay monitors: they are drawn from monitors' rollups.
+    with trio.fail_after(15):
+        beat = await create_heartbeat(api)
+        incident = expect(
+            await api.post("/incidents", json={"title": "backup late", "monitors": [beat["id"]]}),
+            201,
+        )
+        assert incident["monitors"] == [beat["id"]]
+        path = f"/incidents/{incident['id']}"
+        patched = expect(await api.patch(path, json={"monitors": incident["monitors"]}))
+        assert patched["monitors"] == [beat["id"]]
+        stranger = await api_for(account="other")
+        assert_error(
+            await stranger.post("/incidents", json={"title": "x", "monitors": [beat["id"]]}),
+            422,
+            "unknown_monitor",
+        )
+        page = {"name": "p", "slug": "page-one", "components": [{"monitor": beat["id"]}]}
+        assert_error(await api.post("/status-pages", json=page), 422, "invalid_value")

@@ -38,9 +38,10 @@ _SEVERITIES = ("critical", "major", "minor", "maintenance")
 
 
 async def own_monitors(
-    ctx: RequestContext, monitor_ids: list[str], *, param: str = "monitors"
+    ctx: RequestContext, monitor_ids: list[str], *, param: str = "monitors", heartbeats: bool = True
 ) -> list[str]:
-    """``monitor_ids`` without duplicates, each one of the account's own monitors.
+    """``monitor_ids`` without duplicates, each one of the account's own monitors (or
+    heartbeats, unless ``heartbeats`` is False: a status page's components).
 
     Raises:
         ApiError: 422 ``unknown_monitor`` (``param``: ``monitors``, or the caller's field,
@@ -48,7 +49,9 @@ async def own_monitors(
     """
     unique = list(dict.fromkeys(monitor_ids))
     if unique:
-        foreign = await ctx.deps.db.run(incidents.foreign_monitors, ctx.account_id, unique)
+        foreign = await ctx.deps.db.run(
+            incidents.foreign_monitors, ctx.account_id, unique, heartbeats=heartbeats
+        )
         if foreign:
             raise ApiError("unknown_monitor", f"no such monitor: {foreign[0][:80]!r}", param=param)
     return unique

@@ -62,7 +62,7 @@ async def _components(ctx: RequestContext, components: list[ComponentIn]) -> lis
     Raises:
         ApiError: 422 ``unknown_monitor`` (``param`` ``components``).
     """
-    await own_monitors(ctx, [c.monitor for c in components], param="components")
+    await own_monitors(ctx, [c.monitor for c in components], param="components", heartbeats=False)
     return [{"monitor": c.monitor, "name": c.name, "group": c.group} for c in components]
 
 
