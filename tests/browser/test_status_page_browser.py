@@ -83,6 +83,9 @@ async def _arrange(http: httpx.AsyncClient, up_url: str, down_url: str) -> dict[
     await _ok(await http.post(f"/monitors/{paused['id']}/pause"))
     await _wait_status(http, up["id"], "up")
     await _wait_status(http, down["id"], "down")
+    # Today's bar counts whole seconds of each status period: one that began within the
+    # second the page renders would show "no data" instead of a figure.
+    await trio.sleep(1.5)
     incidents = await _ok(await http.get("/incidents"))
     (incident,) = [i for i in incidents["data"] if i["monitor"] == down["id"]]
     update = "We are restoring the database from a replica."
