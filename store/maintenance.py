@@ -17,8 +17,17 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
   bulk (:func:`purge_before`).
 
 A failure (the database away) is logged and tried again at the next round; the actor
-never crashes the service for it. Several services on one database may run it at once:
-partition creation is serialised by an advisory lock, and the rest is idempotent.
+never crashes the service for it.
+
+Once across the cluster (extensions part 6): several services on one database each run
+this actor, but a round is done only by the holder of the ``maintenance`` job lease
+(:func:`claim_job`, table ``job_leases``): the first node to claim it holds it for two
+intervals and renews it at each of its rounds; the others skip their rounds while it is
+held, and take it over once its holder has missed two rounds (stopped, killed, cut off).
+Everything a round does is idempotent anyway (partition creation is serialised by an
+advisory lock), so a round run twice at a hand-over costs time, not correctness; and the
+store actor makes a partition a batch needs itself, so a node that does not hold the
+lease never waits for one.
 """
 
 from __future__ import annotations
@@ -36,8 +45,10 @@ from .errors import StoreError
 from .events import RETENTION_DAYS
 
 __all__ = [
+    "MAINTENANCE_JOB",
     "MaintenanceReport",
     "MaintenanceSettings",
+    "claim_job",
     "maintain",
     "purge_before",
     "run_maintenance",
@@ -46,6 +57,34 @@ __all__ = [
 log = structlog.get_logger("uptrio.store")
 
 DAY_SECONDS = 86_400
+
+MAINTENANCE_JOB = "maintenance"
+"""The job lease a maintenance round needs (table ``job_leases``)."""
+
+
+async def claim_job(connection: Connection, job: str, holder: str, hold_seconds: float) -> bool:
+    """Claim or renew the lease on ``job`` for ``holder`` (a node's name) for
+    ``hold_seconds`` from now on the database's clock; True when ``holder`` now holds it,
+    False when another holder's lease has not expired (extensions part 6: work done once,
+    by whichever node claims it). One statement: two nodes claiming at once cannot both
+    win (the row's lock orders them).
+
+    Raises:
+        asyncpg errors, translated by the caller's :class:`store.Database` bridge.
+    """
+    row = await connection.fetchval(
+        "INSERT INTO job_leases AS l (job, holder, expires_at) "
+        "VALUES ($1, $2, extract(epoch FROM clock_timestamp()) + $3) "
+        "ON CONFLICT (job) DO UPDATE SET holder = excluded.holder, "
+        "expires_at = excluded.expires_at "
+        "WHERE l.holder = excluded.holder "
+        "OR l.expires_at <= extract(epoch FROM clock_timestamp()) "
+        "RETURNING true",
+        job,
+        holder,
+        hold_seconds,
+    )
+    return bool(row)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,17 +212,24 @@ async def run_maintenance(
     settings: MaintenanceSettings,
     *,
     partition_seconds: int,
+    holder: str,
     clock: Callable[[], float] = time.time,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Report started, run :func:`maintain` now and then every ``interval_seconds`` until
-    cancelled. ``clock`` is wall-clock epoch seconds (tests move it). A round that fails
-    is logged and the next one tries again; nothing but a bug escapes. It reports started
-    at once, so a database that hangs at start-up does not hold the service's start (the
-    store actor makes a partition a batch needs if this has not yet)."""
+    cancelled, each round only while ``holder`` (this node's name) holds the
+    :data:`MAINTENANCE_JOB` lease (claimed for two intervals; see the module docstring).
+    ``clock`` is wall-clock epoch seconds (tests move it). A round that fails is logged
+    and the next one tries again; nothing but a bug escapes. It reports started at once,
+    so a database that hangs at start-up does not hold the service's start (the store
+    actor makes a partition a batch needs if this has not yet)."""
     task_status.started()
     while True:
         try:
+            if not await db.run(claim_job, MAINTENANCE_JOB, holder, 2 * settings.interval_seconds):
+                log.debug("maintenance round skipped: another node holds it")
+                await trio.sleep(settings.interval_seconds)
+                continue
             report = await maintain(
                 db, settings, partition_seconds=partition_seconds, now=int(clock())
             )

@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -251,6 +252,8 @@ async def open_service(
                         db.with_deadline(_MAINTENANCE_DEADLINE_SECONDS),
                         settings.maintenance,
                         partition_seconds=settings.store.partition_seconds,
+                        # this process, for the maintenance job lease (one round a cluster)
+                        holder=f"{socket.gethostname()}:{os.getpid()}",
                     )
                     await root.start_child(ChildSpec(child_id="maintenance", start=maintenance))
                 await root.start_child(
