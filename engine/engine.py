@@ -46,11 +46,22 @@ from functools import partial
 import structlog
 import trio
 
-from store import CheckWriter, Database, HeartbeatRecord, MonitorRecord, has_prefix
+from store import (
+    CheckWriter,
+    Database,
+    HeartbeatRecord,
+    MonitorRecord,
+    has_prefix,
+    heartbeats,
+    leases,
+    monitors,
+)
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
 from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
+from .leases import Holding
+from .loading import load_when_available
 from .monitor import (
     EngineStatistics,
     MonitorDeps,
@@ -87,7 +98,15 @@ class Remove:
     reply: Reply[None]
 
 
-EngineMessage = Save | Remove
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rebalance:
+    """The buckets this node holds changed (the lease actor's :class:`Holding`): stop
+    the actors of the lost ones, load and start those of the gained ones."""
+
+    held: frozenset[int]
+
+
+EngineMessage = Save | Remove | Rebalance
 
 
 class Engine:
@@ -185,8 +204,12 @@ class Engine:
 async def _handle(
     shards: list[Shard], message: EngineMessage, ask_seconds: float, *, stopping: bool
 ) -> None:
+    if isinstance(message, Rebalance):
+        return  # handled by _rebalance
     resource_id = message.record.id if isinstance(message, Save) else message.resource_id
     shard = shards[shard_of(resource_id, len(shards))]
+    if leases.bucket_of(resource_id) not in shard.buckets:
+        return  # another node holds its bucket: the change reaches it there
     if shard.heartbeats is not None and has_prefix(resource_id, "hbt"):
         if isinstance(message, Save) and isinstance(message.record, HeartbeatRecord):
             shard.heartbeats.save(message.record)
@@ -229,9 +252,12 @@ async def run_engine(
     *,
     stats: EngineStatistics | None = None,
     observer: CheckObserver | None = None,
+    holding: Holding | None = None,
     task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Load every active monitor, run it, and serve commands until cancelled.
+    """Load every active monitor of the buckets ``holding`` holds (every bucket when
+    None: a lone engine), run it, follow ``holding`` as buckets come and go, and serve
+    commands until cancelled.
 
     Reports an :class:`Engine` through ``task_status.started`` once every monitor's actor
     runs. ``stats`` (new when None) is where the actors count; pass the same one to every
@@ -254,11 +280,15 @@ async def run_engine(
         Shard(index=i, name=f"shard-{i}", db=db, deps=deps, settings=settings)
         for i in range(settings.shard_count)
     ]
+    holding = Holding.everything() if holding is None else holding
+    started_with = frozenset(holding.held)
+    for bucket in started_with:
+        shards[bucket % len(shards)].buckets.add(bucket)
     keys: dict[str, HeartbeatHandle] = {}
     for shard in shards:
         shard.heartbeats = HeartbeatGroup(
             name=f"{shard.name}/heartbeats",
-            owns=partial(_owned_by, shard.index, settings.shard_count),
+            buckets=partial(sorted, shard.buckets),
             db=db,
             writer=writer,
             keys=keys,
@@ -295,15 +325,12 @@ async def run_engine(
                 freeze_heap()
             task_status.started(engine)
             async with inbox, trio.open_nursery() as nursery:
-                nursery.start_soon(_serve_commands, inbox, shards, settings, engine)
+                nursery.start_soon(_serve_commands, inbox, shards, settings, engine, db)
+                nursery.start_soon(_follow, holding, started_with, ref)
                 await engine._stop_requested.wait()
                 log.info("engine stopping; monitors finish the probes in flight")
                 await root.close()  # commands are still served meanwhile
                 nursery.cancel_scope.cancel()
-
-
-def _owned_by(index: int, shard_count: int, resource_id: str) -> bool:
-    return shard_of(resource_id, shard_count) == index
 
 
 async def _serve_commands(
@@ -311,6 +338,7 @@ async def _serve_commands(
     shards: list[Shard],
     settings: EngineSettings,
     engine: Engine,
+    db: Database,
 ) -> None:
     """The engine's command actor: handle each command in turn (once ``engine`` is
     stopping, none starts a monitor actor); freeze the heap ``gc_freeze_delay_seconds``
@@ -328,6 +356,12 @@ async def _serve_commands(
             freeze_heap()
             freeze_at = math.inf
             continue
+        if isinstance(message, Rebalance):
+            try:
+                await _rebalance(db, shards, message.held, engine._stop_requested.is_set())
+            except SupervisorError as exc:  # its next load reads the buckets held
+                log.warning("shard restarting; buckets apply on reload", error=repr(exc))
+            continue
         with message.reply:
             try:
                 await _handle(
@@ -343,3 +377,43 @@ async def _serve_commands(
             answer(message.reply, None)
         if delay is not None and isinstance(message, Save):
             freeze_at = min(freeze_at, trio.current_time() + delay)
+
+
+async def _follow(holding: Holding, seen: frozenset[int], ref: ActorRef[EngineMessage]) -> None:
+    """Tell the command actor (:class:`Rebalance`) each time the buckets held change."""
+    while True:
+        held = frozenset(holding.held)
+        if held != seen:
+            await ref.tell(Rebalance(held=held))
+            seen = held
+        await holding.wait_changed()
+
+
+async def _rebalance(
+    db: Database, shards: list[Shard], held: frozenset[int], stopping: bool
+) -> None:
+    """Stop the actors of buckets no longer held; read the monitors and heartbeats of
+    the gained ones (one query each, extensions part 6) and start them in their shards
+    (none once the engine is stopping)."""
+    count = len(shards)
+    current = set().union(*(s.buckets for s in shards))
+    lost, gained = current - held, held - current
+    for shard in shards:
+        if mine := {b for b in lost if b % count == shard.index}:
+            await shard.lose(mine)
+    if not gained or stopping:
+        return
+    ordered = sorted(gained)
+    records = await load_when_available(
+        partial(db.run, monitors.load_active_monitors, ordered), "engine"
+    )
+    beats = await load_when_available(
+        partial(db.run, heartbeats.load_heartbeats, ordered), "engine"
+    )
+    for shard in shards:
+        if mine := {b for b in gained if b % count == shard.index}:
+            await shard.gain(
+                mine,
+                [r for r in records if shard_of(r.id, count) == shard.index],
+                [h for h in beats if shard_of(h.id, count) == shard.index],
+            )

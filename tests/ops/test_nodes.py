@@ -1,0 +1,157 @@
+"""Several real ``uptrio serve`` processes on one Postgres (extensions part 6; issue 14,
+items 1, 2 and 6): every monitor is probed by exactly one node (the target counts the
+arrivals per monitor's path), a joining node gets half the buckets, and a node killed
+with SIGKILL has its monitors probed again by the other within the lease plus one
+interval, with no check stored twice; ``uptrio nodes list`` shows the split.
+
+Both nodes use the session's embedded Postgres (a fresh database, ``--database-url``),
+data directories of their own, one JWT secret, and 2 s leases; the monitors (http, every
+second, on a local target) are inserted before the nodes start. Loopback only.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from store import Database, accounts
+from tests.ops.helpers import NewMonitor, insert_monitors
+from tests.targets import HttpTarget
+from tests.web.helpers import CLI, ROOT, service_env
+
+_LEASE = 2.0
+
+
+def _command(data_dir: Path, database_url: str, name: str) -> list[str]:
+    return [
+        *CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", str(data_dir),
+        "--database-url", database_url, "--shutdown-seconds", "2", "--node-name", name,
+        "--lease-seconds", str(_LEASE), "--no-webhooks",
+    ]  # fmt: skip
+
+
+async def _serve(tmp: Path, database_url: str, name: str) -> trio.Process:
+    """Start node ``name``; return once it listens."""
+    env = service_env()
+    env["UPTRIO_JWT_SECRET"] = "nodes-test-secret"
+    process = await trio.lowlevel.open_process(
+        _command(tmp / name, database_url, name),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    out = ""
+    while not re.search(r"listening on http://127\.0\.0\.1:\d+", out):
+        chunk = await process.stdout.receive_some(4096)
+        assert chunk, out
+        out += chunk.decode()
+    return process
+
+
+async def _held(db: Database) -> dict[str, int]:
+    async def fetch(connection: Any) -> dict[str, int]:
+        rows = await connection.fetch(
+            "SELECT node, count(*) AS n FROM bucket_leases "
+            "WHERE node IS NOT NULL AND expires_at > now() GROUP BY node"
+        )
+        return {r["node"]: r["n"] for r in rows}
+
+    return await db.run(fetch)
+
+
+async def _wait_held(db: Database, wanted: dict[str, int]) -> None:
+    while await _held(db) != wanted:
+        await trio.sleep(0.1)
+
+
+async def _duplicates(db: Database) -> int:
+    async def fetch(connection: Any) -> int:
+        return int(
+            await connection.fetchval(
+                "SELECT count(*) FROM (SELECT monitor_id, created FROM checks "
+                "GROUP BY monitor_id, created HAVING count(*) > 1) d"
+            )
+        )
+
+    return await db.run(fetch)
+
+
+async def _account_id(connection: Any) -> str:
+    return str(await connection.fetchval("SELECT id FROM accounts"))
+
+
+async def _kill(process: trio.Process) -> None:
+    if process.returncode is None:
+        process.kill()
+    with trio.CancelScope(shield=True):
+        await process.wait()
+
+
+async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
+    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
+) -> None:
+    target = HttpTarget()
+    await nursery.start(target.run)
+    await db.transaction(
+        accounts.create_first_token, "default", ["monitors.read"], now=1, current_version="v1"
+    )
+    account = await db.run(_account_id)
+    paths = [f"/m{i}" for i in range(40)]
+    await db.transaction(
+        insert_monitors,
+        account,
+        [NewMonitor(url=target.url(p), type="http", failure_threshold=1) for p in paths],
+    )
+    a = b = None
+    try:
+        with trio.fail_after(60):
+            a = await _serve(tmp_path, database_url, "a")
+            await _wait_held(db, {"a": 256})
+            b = await _serve(tmp_path, database_url, "b")
+            await _wait_held(db, {"a": 128, "b": 128})  # buckets moved to the new node
+            listed = await trio.run_process(
+                [*CLI, "nodes", "list", "--database-url", database_url],
+                capture_stdout=True,
+                env=service_env(),
+                cwd=ROOT,
+            )
+            rows = [line.split() for line in listed.stdout.decode().splitlines()]
+            assert rows[0][:4] == ["NAME", "BUCKETS", "STATE", "RENEWED"]
+            assert [r[:3] for r in rows[1:]] == [["a", "128", "live"], ["b", "128", "live"]]
+            await trio.sleep(1.5)  # the moved actors are on their grid
+
+            target.requests.clear()
+            await trio.sleep(4.0)
+            counts = Counter(r.path for r in target.requests)
+            # every second by one node: 4 (3 to 5 at the window's edges); two: 8
+            assert set(counts) == set(paths)
+            assert all(3 <= counts[p] <= 5 for p in paths), counts
+
+            a.kill()  # SIGKILL: no hand-over; b takes a's buckets once they expire
+            await a.wait()
+            killed = trio.current_time()
+            await _wait_held(db, {"b": 256})
+            taken = trio.current_time() - killed
+            assert taken <= _LEASE + 1.0, taken  # expiry + one renewal of b
+            await trio.sleep(2.0)
+            after = {p: [r.at for r in target.requests if r.path == p] for p in paths}
+            # the lease + one interval (1 s) from the kill, with 0.5 s for loading
+            waits = [min(t for t in times if t > killed) - killed for times in after.values()]
+            assert max(waits) <= _LEASE + 1.0 + 0.5, waits
+            assert await _duplicates(db) == 0
+
+            b.send_signal(signal.SIGTERM)
+            assert await b.wait() == 0
+            assert await _held(db) == {}  # a graceful stop gives every bucket back
+    finally:
+        for process in (a, b):
+            if process is not None:
+                await _kill(process)
