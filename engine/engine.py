@@ -103,7 +103,9 @@ class Rebalance:
     """The buckets this node holds changed (the lease actor's :class:`Holding`): stop
     the actors of the lost ones, load and start those of the gained ones."""
 
-    held: frozenset[int]
+    held: dict[int, int]
+    """Bucket to lease epoch: a bucket whose epoch changed was lost and claimed again
+    (its actors restart, so their results carry the new epoch)."""
 
 
 EngineMessage = Save | Remove | Rebalance
@@ -275,13 +277,14 @@ async def run_engine(
         limiter=trio.CapacityLimiter(settings.max_probes_in_flight),
         stats=stats,
         observer=observer,
+        lease_epoch=holding.epoch_of if holding is not None and holding.fenced else None,
     )
     shards = [
         Shard(index=i, name=f"shard-{i}", db=db, deps=deps, settings=settings)
         for i in range(settings.shard_count)
     ]
     holding = Holding.everything() if holding is None else holding
-    started_with = frozenset(holding.held)
+    started_with = dict(holding.held)
     for bucket in started_with:
         shards[bucket % len(shards)].buckets.add(bucket)
     keys: dict[str, HeartbeatHandle] = {}
@@ -325,7 +328,9 @@ async def run_engine(
                 freeze_heap()
             task_status.started(engine)
             async with inbox, trio.open_nursery() as nursery:
-                nursery.start_soon(_serve_commands, inbox, shards, settings, engine, db)
+                nursery.start_soon(
+                    _serve_commands, inbox, shards, settings, engine, db, dict(started_with)
+                )
                 nursery.start_soon(_follow, holding, started_with, ref)
                 await engine._stop_requested.wait()
                 log.info("engine stopping; monitors finish the probes in flight")
@@ -339,10 +344,11 @@ async def _serve_commands(
     settings: EngineSettings,
     engine: Engine,
     db: Database,
+    epochs: dict[int, int],
 ) -> None:
     """The engine's command actor: handle each command in turn (once ``engine`` is
     stopping, none starts a monitor actor); freeze the heap ``gc_freeze_delay_seconds``
-    after a save."""
+    after a save. ``epochs``: the buckets the shards run, with their lease epochs."""
     delay = settings.gc_freeze_delay_seconds
     freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
     while True:
@@ -358,7 +364,8 @@ async def _serve_commands(
             continue
         if isinstance(message, Rebalance):
             try:
-                await _rebalance(db, shards, message.held, engine._stop_requested.is_set())
+                stopping = engine._stop_requested.is_set()
+                await _rebalance(db, shards, epochs, message.held, stopping)
             except SupervisorError as exc:  # its next load reads the buckets held
                 log.warning("shard restarting; buckets apply on reload", error=repr(exc))
             continue
@@ -379,10 +386,11 @@ async def _serve_commands(
             freeze_at = min(freeze_at, trio.current_time() + delay)
 
 
-async def _follow(holding: Holding, seen: frozenset[int], ref: ActorRef[EngineMessage]) -> None:
-    """Tell the command actor (:class:`Rebalance`) each time the buckets held change."""
+async def _follow(holding: Holding, seen: dict[int, int], ref: ActorRef[EngineMessage]) -> None:
+    """Tell the command actor (:class:`Rebalance`) each time the buckets held (or their
+    epochs) change."""
     while True:
-        held = frozenset(holding.held)
+        held = dict(holding.held)
         if held != seen:
             await ref.tell(Rebalance(held=held))
             seen = held
@@ -390,14 +398,21 @@ async def _follow(holding: Holding, seen: frozenset[int], ref: ActorRef[EngineMe
 
 
 async def _rebalance(
-    db: Database, shards: list[Shard], held: frozenset[int], stopping: bool
+    db: Database,
+    shards: list[Shard],
+    epochs: dict[int, int],
+    held: dict[int, int],
+    stopping: bool,
 ) -> None:
-    """Stop the actors of buckets no longer held; read the monitors and heartbeats of
-    the gained ones (one query each, extensions part 6) and start them in their shards
-    (none once the engine is stopping)."""
+    """Stop the actors of buckets no longer held at the epoch they run under (updating
+    ``epochs``); read the monitors and heartbeats of the gained ones (one query each,
+    extensions part 6) and start them in their shards (none once the engine is
+    stopping)."""
     count = len(shards)
-    current = set().union(*(s.buckets for s in shards))
-    lost, gained = current - held, held - current
+    lost = {b for b, epoch in epochs.items() if held.get(b) != epoch}
+    gained = {b for b, epoch in held.items() if epochs.get(b) != epoch}
+    epochs.clear()
+    epochs.update(held)
     for shard in shards:
         if mine := {b for b in lost if b % count == shard.index}:
             await shard.lose(mine)

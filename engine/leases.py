@@ -55,6 +55,8 @@ class Holding:
         self.ready = False
         self.last_renewal: float | None = None
         """``trio.current_time()`` of the latest successful renewal, or None."""
+        self.fenced = True
+        """Whether results carry lease epochs (False for :meth:`everything`)."""
         self._changed = trio.Event()
 
     @classmethod
@@ -63,7 +65,16 @@ class Holding:
         holding = cls()
         holding.held = dict.fromkeys(range(leases.BUCKETS), 0)
         holding.share, holding.live_nodes, holding.ready = leases.BUCKETS, 1, True
+        holding.fenced = False
         return holding
+
+    def epoch_of(self, resource_id: str) -> int | None:
+        """The lease epoch of ``resource_id``'s bucket now (the fence its actor's results
+        carry): -1 when the bucket is not held (every write refused), None when not
+        fenced."""
+        if not self.fenced:
+            return None
+        return self.held.get(leases.bucket_of(resource_id), -1)
 
     def publish(self, held: dict[int, int], *, ready: bool | None = None) -> None:
         """Replace what is held (and wake those waiting in :meth:`wait_changed`)."""

@@ -209,9 +209,9 @@ class _ScrapeCollector(Collector):
         if writer is not None:
             stats = writer.statistics
             queued, written, dropped = writer.queued(), stats.rows_written, stats.dropped
-            available = stats.database_available
+            available, refused = stats.database_available, stats.fenced_refused
         else:
-            queued, written, dropped, available = 0, 0, 0, True
+            queued, written, dropped, available, refused = 0, 0, 0, True, 0
         yield GaugeMetricFamily(
             "uptrio_store_queue_depth",
             "Check results waiting to be committed (inbox and buffer).",
@@ -241,6 +241,12 @@ class _ScrapeCollector(Collector):
         for name in sorted(counts):
             restarts.add_metric([name], counts[name])
         yield restarts
+        yield CounterMetricFamily(
+            "uptrio_fenced_writes_refused",
+            "Check rows and status changes refused: this node no longer held their bucket "
+            "at their lease epoch (extensions part 6).",
+            value=refused,
+        )
         holding = metrics.holding
         yield GaugeMetricFamily(
             "uptrio_node_buckets_held",

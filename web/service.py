@@ -214,10 +214,16 @@ async def open_service(
         OSError: the web server could not bind.
     """
     metrics = Metrics() if metrics is None else metrics
-    store = StoreActor(db, settings.store, drain_seconds=settings.margin_seconds, observer=metrics)
-    stats = EngineStatistics()
     slot = EngineSlot() if settings.engine is not None else None
     with_leases = slot is not None and settings.leases is not None
+    store = StoreActor(
+        db,
+        settings.store,
+        drain_seconds=settings.margin_seconds,
+        observer=metrics,
+        fence_node=settings.leases.node_name if with_leases and settings.leases else None,
+    )
+    stats = EngineStatistics()
     holding = Holding() if with_leases else Holding.everything()
     lease_stop = trio.Event()
     metrics.attach(engine=stats, writer=store.writer, holding=holding if with_leases else None)

@@ -18,14 +18,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx
 import trio
 
 from store import Database, accounts
-from tests.ops.helpers import NewMonitor, insert_monitors
+from tests.ops.helpers import NewMonitor, insert_monitors, scrape
 from tests.targets import HttpTarget
 from tests.web.helpers import CLI, ROOT, service_env
 
 _LEASE = 2.0
+_BASES: dict[str, str] = {}
+"""Each node's base URL, by name (filled by :func:`_serve`)."""
 
 
 def _command(data_dir: Path, database_url: str, name: str) -> list[str]:
@@ -37,7 +40,7 @@ def _command(data_dir: Path, database_url: str, name: str) -> list[str]:
 
 
 async def _serve(tmp: Path, database_url: str, name: str) -> trio.Process:
-    """Start node ``name``; return once it listens."""
+    """Start node ``name``; return once it listens (its URL in :data:`_BASES`)."""
     env = service_env()
     env["UPTRIO_JWT_SECRET"] = "nodes-test-secret"
     process = await trio.lowlevel.open_process(
@@ -49,10 +52,11 @@ async def _serve(tmp: Path, database_url: str, name: str) -> trio.Process:
     )
     assert process.stdout is not None
     out = ""
-    while not re.search(r"listening on http://127\.0\.0\.1:\d+", out):
+    while not (found := re.search(r"listening on (http://127\.0\.0\.1:\d+)", out)):
         chunk = await process.stdout.receive_some(4096)
         assert chunk, out
         out += chunk.decode()
+    _BASES[name] = found.group(1)
     return process
 
 
@@ -72,16 +76,23 @@ async def _wait_held(db: Database, wanted: dict[str, int]) -> None:
         await trio.sleep(0.1)
 
 
-async def _duplicates(db: Database) -> int:
-    async def fetch(connection: Any) -> int:
-        return int(
-            await connection.fetchval(
-                "SELECT count(*) FROM (SELECT monitor_id, created FROM checks "
-                "GROUP BY monitor_id, created HAVING count(*) > 1) d"
-            )
-        )
+async def _stored_at_most_once(db: Database, target: HttpTarget) -> None:
+    """Every monitor has at most as many checks stored as probes its target saw, counting
+    arrivals less than 0.5 s apart (two nodes probing one grid point) once: no probe is
+    stored twice, and no two nodes both store the same grid point."""
 
-    return await db.run(fetch)
+    async def fetch(connection: Any) -> dict[str, int]:
+        rows = await connection.fetch(
+            "SELECT m.url, count(c.id) AS n FROM monitors m "
+            "LEFT JOIN checks c ON c.monitor_id = m.id GROUP BY m.url"
+        )
+        return {r["url"]: r["n"] for r in rows}
+
+    stored = await db.run(fetch)
+    for url, count in stored.items():
+        times = sorted(r.at for r in target.requests if target.url(r.path) == url)
+        points = sum(1 for i, t in enumerate(times) if i == 0 or t - times[i - 1] >= 0.5)
+        assert count <= points, (url, count, times)
 
 
 async def _account_id(connection: Any) -> str:
@@ -95,11 +106,8 @@ async def _kill(process: trio.Process) -> None:
         await process.wait()
 
 
-async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
-    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
-) -> None:
-    target = HttpTarget()
-    await nursery.start(target.run)
+async def _setup(db: Database, target: HttpTarget) -> list[str]:
+    """Account ``default`` and 40 http monitors (every second, one path each); the paths."""
     await db.transaction(
         accounts.create_first_token, "default", ["monitors.read"], now=1, current_version="v1"
     )
@@ -110,6 +118,15 @@ async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
         account,
         [NewMonitor(url=target.url(p), type="http", failure_threshold=1) for p in paths],
     )
+    return paths
+
+
+async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
+    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
+) -> None:
+    target = HttpTarget()
+    await nursery.start(target.run)
+    paths = await _setup(db, target)
     a = b = None
     try:
         with trio.fail_after(60):
@@ -128,9 +145,9 @@ async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
             assert [r[:3] for r in rows[1:]] == [["a", "128", "live"], ["b", "128", "live"]]
             await trio.sleep(1.5)  # the moved actors are on their grid
 
-            target.requests.clear()
+            seen = len(target.requests)
             await trio.sleep(4.0)
-            counts = Counter(r.path for r in target.requests)
+            counts = Counter(r.path for r in target.requests[seen:])
             # every second by one node: 4 (3 to 5 at the window's edges); two: 8
             assert set(counts) == set(paths)
             assert all(3 <= counts[p] <= 5 for p in paths), counts
@@ -146,12 +163,53 @@ async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
             # the lease + one interval (1 s) from the kill, with 0.5 s for loading
             waits = [min(t for t in times if t > killed) - killed for times in after.values()]
             assert max(waits) <= _LEASE + 1.0 + 0.5, waits
-            assert await _duplicates(db) == 0
-
             b.send_signal(signal.SIGTERM)
-            assert await b.wait() == 0
+            assert await b.wait() == 0  # every check it probed is stored
             assert await _held(db) == {}  # a graceful stop gives every bucket back
+            await _stored_at_most_once(db, target)
     finally:
         for process in (a, b):
             if process is not None:
                 await _kill(process)
+
+
+async def test_a_node_stopped_past_its_lease_stores_nothing_for_the_buckets_it_lost(
+    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
+) -> None:
+    target = HttpTarget()
+    await nursery.start(target.run)
+    await _setup(db, target)
+    a = b = None
+    try:
+        with trio.fail_after(60):
+            a = await _serve(tmp_path, database_url, "a")
+            await _wait_held(db, {"a": 256})
+            b = await _serve(tmp_path, database_url, "b")
+            await _wait_held(db, {"a": 128, "b": 128})
+            a.send_signal(signal.SIGSTOP)  # a long pause: its leases lapse, b takes them
+            await _wait_held(db, {"b": 256})
+            await trio.sleep(1.0)
+            a.send_signal(signal.SIGCONT)  # its actors wake up overdue and probe at once
+            while (
+                refused := await _metric(_BASES["a"], "uptrio_fenced_writes_refused_total")
+            ) == 0:
+                await trio.sleep(0.1)
+            assert refused > 0
+            await trio.sleep(1.5)
+            assert (await _held(db))["b"] >= 128  # a rejoined with new epochs, or none yet
+            for process in (a, b):
+                process.send_signal(signal.SIGTERM)
+                assert await process.wait() == 0
+            await _stored_at_most_once(db, target)
+    finally:
+        for process in (a, b):
+            if process is not None:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGCONT)
+                await _kill(process)
+
+
+async def _metric(base: str, name: str) -> float:
+    async with httpx.AsyncClient(base_url=base, timeout=5) as http:
+        text = (await http.get("/metrics")).text
+    return scrape(text)[(name, ())]
