@@ -111,14 +111,7 @@ class CheckWriter:
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        await self._put(
-            WriteCheck(
-                check=check,
-                change=change,
-                queued_at=trio.current_time(),
-                lease_epoch=lease_epoch,
-            )
-        )
+        await self._put(_result(check, change, lease_epoch))
 
     def write_nowait(
         self,
@@ -132,14 +125,7 @@ class CheckWriter:
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        return self._put_nowait(
-            WriteCheck(
-                check=check,
-                change=change,
-                queued_at=trio.current_time(),
-                lease_epoch=lease_epoch,
-            )
-        )
+        return self._put_nowait(_result(check, change, lease_epoch))
 
     async def write_ping(
         self, ping: PingRecord | None, change: HeartbeatChange | None = None
@@ -240,3 +226,10 @@ class StoreSettings:
     def __post_init__(self) -> None:
         if min(self.batch_size, self.buffer_limit, self.inbox_size) < 1:
             raise ValueError("batch_size, buffer_limit and inbox_size must be at least 1")
+
+
+def _result(check: CheckRecord, change: StatusChange | None, lease_epoch: int | None) -> WriteCheck:
+    """A result as the buffer holds it, handed over now (``queued_at``)."""
+    return WriteCheck(
+        check=check, change=change, queued_at=trio.current_time(), lease_epoch=lease_epoch
+    )

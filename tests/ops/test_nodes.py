@@ -15,6 +15,8 @@ import re
 import signal
 import subprocess
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +101,27 @@ async def _account_id(connection: Any) -> str:
     return str(await connection.fetchval("SELECT id FROM accounts"))
 
 
-async def _kill(process: trio.Process) -> None:
-    if process.returncode is None:
-        process.kill()
-    with trio.CancelScope(shield=True):
-        await process.wait()
+@asynccontextmanager
+async def _two_nodes(
+    tmp: Path, database_url: str, db: Database
+) -> AsyncIterator[tuple[trio.Process, trio.Process]]:
+    """Node ``a`` (all 256 buckets), then node ``b``; yields once they hold 128 each (the
+    buckets moved to the new node); kills what is left on exit."""
+    started: list[trio.Process] = []
+    try:
+        with trio.fail_after(30):
+            started.append(await _serve(tmp, database_url, "a"))
+            await _wait_held(db, {"a": 256})
+            started.append(await _serve(tmp, database_url, "b"))
+            await _wait_held(db, {"a": 128, "b": 128})
+        yield started[0], started[1]
+    finally:
+        for process in started:
+            if process.returncode is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
 
 
 async def _setup(db: Database, target: HttpTarget) -> list[str]:
@@ -127,13 +145,8 @@ async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
     target = HttpTarget()
     await nursery.start(target.run)
     paths = await _setup(db, target)
-    a = b = None
-    try:
+    async with _two_nodes(tmp_path, database_url, db) as (a, b):
         with trio.fail_after(60):
-            a = await _serve(tmp_path, database_url, "a")
-            await _wait_held(db, {"a": 256})
-            b = await _serve(tmp_path, database_url, "b")
-            await _wait_held(db, {"a": 128, "b": 128})  # buckets moved to the new node
             listed = await trio.run_process(
                 [*CLI, "nodes", "list", "--database-url", database_url],
                 capture_stdout=True,
@@ -167,10 +180,6 @@ async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
             assert await b.wait() == 0  # every check it probed is stored
             assert await _held(db) == {}  # a graceful stop gives every bucket back
             await _stored_at_most_once(db, target)
-    finally:
-        for process in (a, b):
-            if process is not None:
-                await _kill(process)
 
 
 async def test_a_node_stopped_past_its_lease_stores_nothing_for_the_buckets_it_lost(
@@ -179,13 +188,8 @@ async def test_a_node_stopped_past_its_lease_stores_nothing_for_the_buckets_it_l
     target = HttpTarget()
     await nursery.start(target.run)
     await _setup(db, target)
-    a = b = None
-    try:
+    async with _two_nodes(tmp_path, database_url, db) as (a, b):
         with trio.fail_after(60):
-            a = await _serve(tmp_path, database_url, "a")
-            await _wait_held(db, {"a": 256})
-            b = await _serve(tmp_path, database_url, "b")
-            await _wait_held(db, {"a": 128, "b": 128})
             a.send_signal(signal.SIGSTOP)  # a long pause: its leases lapse, b takes them
             await _wait_held(db, {"b": 256})
             await trio.sleep(1.0)
@@ -201,12 +205,6 @@ async def test_a_node_stopped_past_its_lease_stores_nothing_for_the_buckets_it_l
                 process.send_signal(signal.SIGTERM)
                 assert await process.wait() == 0
             await _stored_at_most_once(db, target)
-    finally:
-        for process in (a, b):
-            if process is not None:
-                if process.returncode is None:
-                    process.send_signal(signal.SIGCONT)
-                await _kill(process)
 
 
 async def _metric(base: str, name: str) -> float:
