@@ -52,16 +52,13 @@ from store import (
     HeartbeatRecord,
     MonitorRecord,
     has_prefix,
-    heartbeats,
     leases,
-    monitors,
 )
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
 from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
 from .leases import Holding
-from .loading import load_when_available
 from .monitor import (
     EngineStatistics,
     MonitorDeps,
@@ -69,6 +66,8 @@ from .monitor import (
 )
 from .observer import CheckObserver
 from .probes import Prober
+from .rebalance import Rebalance, follow, rebalance
+from .reconcile import reconcile, tick
 from .settings import EngineSettings
 from .shard import DRAIN_SECONDS, Shard, shard_of
 from .supervisor import (
@@ -98,17 +97,13 @@ class Remove:
     reply: Reply[None]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rebalance:
-    """The buckets this node holds changed (the lease actor's :class:`Holding`): stop
-    the actors of the lost ones, load and start those of the gained ones."""
-
-    held: dict[int, int]
-    """Bucket to lease epoch: a bucket whose epoch changed was lost and claimed again
-    (its actors restart, so their results carry the new epoch)."""
+@dataclass(frozen=True, slots=True)
+class Reconcile:
+    """Time to compare the held buckets' monitors and heartbeats in the database with
+    the actors running (``engine.reconcile``)."""
 
 
-EngineMessage = Save | Remove | Rebalance
+EngineMessage = Save | Remove | Rebalance | Reconcile
 
 
 class Engine:
@@ -206,22 +201,37 @@ class Engine:
 async def _handle(
     shards: list[Shard], message: EngineMessage, ask_seconds: float, *, stopping: bool
 ) -> None:
-    if isinstance(message, Rebalance):
-        return  # handled by _rebalance
-    resource_id = message.record.id if isinstance(message, Save) else message.resource_id
+    if isinstance(message, Rebalance | Reconcile):
+        return  # handled by _rebalance and reconcile
+    if isinstance(message, Save):
+        await apply_change(shards, message.record.id, message.record, ask_seconds, stopping)
+    else:
+        await apply_change(shards, message.resource_id, None, ask_seconds, stopping)
+
+
+async def apply_change(
+    shards: list[Shard],
+    resource_id: str,
+    record: MonitorRecord | HeartbeatRecord | None,
+    ask_seconds: float,
+    stopping: bool,
+) -> None:
+    """Apply a committed change of monitor or heartbeat ``resource_id`` to its actor
+    (``record`` None: deleted): start, reconfigure or stop it; nothing when this node does
+    not hold its bucket (extensions part 6: the owner applies it)."""
     shard = shards[shard_of(resource_id, len(shards))]
     if leases.bucket_of(resource_id) not in shard.buckets:
         return  # another node holds its bucket: the change reaches it there
     if shard.heartbeats is not None and has_prefix(resource_id, "hbt"):
-        if isinstance(message, Save) and isinstance(message.record, HeartbeatRecord):
-            shard.heartbeats.save(message.record)
+        if isinstance(record, HeartbeatRecord):
+            shard.heartbeats.save(record)
         else:
             shard.heartbeats.remove(resource_id)
         return
     if shard.touched is not None:
         shard.touched.add(resource_id)
-    match message:
-        case Save(record=MonitorRecord() as record):
+    match record:
+        case MonitorRecord():
             if shard.supervisor is None:
                 return  # the shard is (re)loading from the database, which has the change
             entry = shard.entries.get(record.id)
@@ -242,8 +252,8 @@ async def _handle(
                 # When it is restarting, its next incarnation reads the stored config.
                 with contextlib.suppress(ActorUnavailable):
                     await ask(entry.ref, make, timeout_seconds=ask_seconds)
-        case Remove(resource_id=monitor_id):
-            await shard.stop(monitor_id)
+        case None:
+            await shard.stop(resource_id)
 
 
 async def run_engine(
@@ -331,7 +341,8 @@ async def run_engine(
                 nursery.start_soon(
                     _serve_commands, inbox, shards, settings, engine, db, dict(started_with)
                 )
-                nursery.start_soon(_follow, holding, started_with, ref)
+                nursery.start_soon(follow, holding, started_with, ref.tell)
+                nursery.start_soon(tick, ref, Reconcile(), settings.reconcile_seconds)
                 await engine._stop_requested.wait()
                 log.info("engine stopping; monitors finish the probes in flight")
                 await root.close()  # commands are still served meanwhile
@@ -362,10 +373,14 @@ async def _serve_commands(
             freeze_heap()
             freeze_at = math.inf
             continue
+        if isinstance(message, Reconcile):
+            if not engine._stop_requested.is_set():
+                await reconcile(db, shards, epochs, partial(apply_change, shards), settings)
+            continue
         if isinstance(message, Rebalance):
             try:
                 stopping = engine._stop_requested.is_set()
-                await _rebalance(db, shards, epochs, message.held, stopping)
+                await rebalance(db, shards, epochs, message.held, stopping)
             except SupervisorError as exc:  # its next load reads the buckets held
                 log.warning("shard restarting; buckets apply on reload", error=repr(exc))
             continue
@@ -384,51 +399,3 @@ async def _serve_commands(
             answer(message.reply, None)
         if delay is not None and isinstance(message, Save):
             freeze_at = min(freeze_at, trio.current_time() + delay)
-
-
-async def _follow(holding: Holding, seen: dict[int, int], ref: ActorRef[EngineMessage]) -> None:
-    """Tell the command actor (:class:`Rebalance`) each time the buckets held (or their
-    epochs) change."""
-    while True:
-        held = dict(holding.held)
-        if held != seen:
-            await ref.tell(Rebalance(held=held))
-            seen = held
-        await holding.wait_changed()
-
-
-async def _rebalance(
-    db: Database,
-    shards: list[Shard],
-    epochs: dict[int, int],
-    held: dict[int, int],
-    stopping: bool,
-) -> None:
-    """Stop the actors of buckets no longer held at the epoch they run under (updating
-    ``epochs``); read the monitors and heartbeats of the gained ones (one query each,
-    extensions part 6) and start them in their shards (none once the engine is
-    stopping)."""
-    count = len(shards)
-    lost = {b for b, epoch in epochs.items() if held.get(b) != epoch}
-    gained = {b for b, epoch in held.items() if epochs.get(b) != epoch}
-    epochs.clear()
-    epochs.update(held)
-    for shard in shards:
-        if mine := {b for b in lost if b % count == shard.index}:
-            await shard.lose(mine)
-    if not gained or stopping:
-        return
-    ordered = sorted(gained)
-    records = await load_when_available(
-        partial(db.run, monitors.load_active_monitors, ordered), "engine"
-    )
-    beats = await load_when_available(
-        partial(db.run, heartbeats.load_heartbeats, ordered), "engine"
-    )
-    for shard in shards:
-        if mine := {b for b in gained if b % count == shard.index}:
-            await shard.gain(
-                mine,
-                [r for r in records if shard_of(r.id, count) == shard.index],
-                [h for h in beats if shard_of(h.id, count) == shard.index],
-            )

@@ -176,6 +176,14 @@ async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
             # the lease + one interval (1 s) from the kill, with 0.5 s for loading
             waits = [min(t for t in times if t > killed) - killed for times in after.values()]
             assert max(waits) <= _LEASE + 1.0 + 0.5, waits
+            # a monitor added behind the engines' backs: its owner finds it by reconciling
+            # (every 5 s) and probes it at once
+            account = await db.run(_account_id)
+            added = target.url("/added")
+            await db.transaction(insert_monitors, account, [NewMonitor(url=added, type="http")])
+            with trio.fail_after(5.0 + 1.0):
+                while not any(r.path == "/added" for r in target.requests):
+                    await trio.sleep(0.05)
             b.send_signal(signal.SIGTERM)
             assert await b.wait() == 0  # every check it probed is stored
             assert await _held(db) == {}  # a graceful stop gives every bucket back
