@@ -6,8 +6,9 @@ registers the node (``store.leases.register_node``), renews every third of the l
 (``store.leases.renew_leases``: extend, claim up to the fair share, give back above it),
 and publishes each round in the :class:`Holding` the engine follows (it starts the
 actors of gained buckets and stops those of lost ones). Every renewal has a deadline
-(the lease itself); when none succeeded for a whole lease the node drops every bucket
-locally (the others may hold them by now). On a graceful stop (``request_stop``, after
+(the lease itself). A node that cannot renew (a database outage) keeps its actors
+running, as a lone node always did: the fence decides at write time, and the first
+renewal that succeeds tells it which buckets it lost. On a graceful stop (``request_stop``, after
 the engine stopped and the store flushed) it gives every bucket back at once.
 """
 
@@ -130,9 +131,6 @@ async def run_leases(
                 wait = await _renew(db, name, lease, holding)
             except DatabaseUnavailable as exc:
                 log.warning("lease renewal failed", node=name, error=str(exc))
-                if holding.held and holding.renew_lag_seconds() >= lease:
-                    log.warning("leases lapsed; stopping every bucket", node=name)
-                    holding.publish({}, ready=False)
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(min(lease, 5.0)):
             try:

@@ -97,10 +97,12 @@ async def register_node(connection: Connection, name: str, lease_seconds: float)
 
 
 async def renew_leases(connection: Connection, name: str, lease_seconds: float) -> LeaseRound:
-    """One renewal of node ``name`` (module docstring): extend its unexpired leases to
+    """One renewal of node ``name`` (module docstring): extend its leases to
     ``now() + lease_seconds``, then claim up to its share or give back above it (at most
-    :data:`RELEASE_PER_ROUND`). A lease of its own that already expired is not extended:
-    it may be claimed again, with a new epoch. Run in a transaction."""
+    :data:`RELEASE_PER_ROUND`). A lease of its own that expired (a database outage) and
+    that no node claimed meanwhile is extended at the same epoch: nobody else wrote for
+    that bucket, so the results the node buffered meanwhile are still its to store. Run
+    in a transaction."""
     await connection.execute(
         "INSERT INTO nodes (name, started, renewed_at, lease_seconds) "
         "VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET "
@@ -110,7 +112,7 @@ async def renew_leases(connection: Connection, name: str, lease_seconds: float) 
     )
     rows = await connection.fetch(
         "UPDATE bucket_leases SET expires_at = now() + make_interval(secs => $2) "
-        "WHERE node = $1 AND expires_at > now() RETURNING bucket, epoch",
+        "WHERE node = $1 RETURNING bucket, epoch",
         name,
         lease_seconds,
     )

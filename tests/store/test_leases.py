@@ -32,6 +32,10 @@ async def test_shares_move_as_nodes_join_expire_and_stop(db: Database) -> None:
     first = await db.transaction(leases.renew_leases, "a", 10.0)
     assert len(first.held) == 256 and first.settled and first.share == 256
     assert set(first.held.values()) == {1}
+    # an outage longer than the lease: nobody claimed them, so the same epochs go on
+    await _sql(db, "UPDATE bucket_leases SET expires_at = now() - interval '1 s'")
+    again = await db.transaction(leases.renew_leases, "a", 10.0)
+    assert again.held == first.held
 
     await db.transaction(leases.register_node, "b", 10.0)
     joined = await db.transaction(leases.renew_leases, "b", 10.0)
