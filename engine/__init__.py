@@ -10,6 +10,7 @@ from .engine import Engine, run_engine
 from .health import Health, after_check
 from .heartbeat import PING_KINDS, HeartbeatState, Ping, run_heartbeat
 from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
+from .leases import Holding, LeaseSettings, run_leases
 from .mailbox import Mailbox
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
@@ -69,10 +70,12 @@ __all__ = [
     "HeartbeatGroup",
     "HeartbeatHandle",
     "HeartbeatState",
+    "Holding",
     "Intensity",
     "InvalidAssertion",
     "InvalidRequestHeaders",
     "InvalidTarget",
+    "LeaseSettings",
     "Mailbox",
     "Ping",
     "ProbeResult",
@@ -95,6 +98,7 @@ __all__ = [
     "probe_spec",
     "run_engine",
     "run_heartbeat",
+    "run_leases",
     "run_webhook_sender",
     "shard_of",
     "signature_header",

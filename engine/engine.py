@@ -46,11 +46,19 @@ from functools import partial
 import structlog
 import trio
 
-from store import CheckWriter, Database, HeartbeatRecord, MonitorRecord, has_prefix
+from store import (
+    CheckWriter,
+    Database,
+    HeartbeatRecord,
+    MonitorRecord,
+    has_prefix,
+    leases,
+)
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
 from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
+from .leases import Holding
 from .monitor import (
     EngineStatistics,
     MonitorDeps,
@@ -58,6 +66,8 @@ from .monitor import (
 )
 from .observer import CheckObserver
 from .probes import Prober
+from .rebalance import Rebalance, follow, rebalance
+from .reconcile import reconcile, tick
 from .settings import EngineSettings
 from .shard import DRAIN_SECONDS, Shard, shard_of
 from .supervisor import (
@@ -87,7 +97,13 @@ class Remove:
     reply: Reply[None]
 
 
-EngineMessage = Save | Remove
+@dataclass(frozen=True, slots=True)
+class Reconcile:
+    """Time to compare the held buckets' monitors and heartbeats in the database with
+    the actors running (``engine.reconcile``)."""
+
+
+EngineMessage = Save | Remove | Rebalance | Reconcile
 
 
 class Engine:
@@ -185,18 +201,37 @@ class Engine:
 async def _handle(
     shards: list[Shard], message: EngineMessage, ask_seconds: float, *, stopping: bool
 ) -> None:
-    resource_id = message.record.id if isinstance(message, Save) else message.resource_id
+    if isinstance(message, Rebalance | Reconcile):
+        return  # handled by _rebalance and reconcile
+    if isinstance(message, Save):
+        await apply_change(shards, message.record.id, message.record, ask_seconds, stopping)
+    else:
+        await apply_change(shards, message.resource_id, None, ask_seconds, stopping)
+
+
+async def apply_change(
+    shards: list[Shard],
+    resource_id: str,
+    record: MonitorRecord | HeartbeatRecord | None,
+    ask_seconds: float,
+    stopping: bool,
+) -> None:
+    """Apply a committed change of monitor or heartbeat ``resource_id`` to its actor
+    (``record`` None: deleted): start, reconfigure or stop it; nothing when this node does
+    not hold its bucket (extensions part 6: the owner applies it)."""
     shard = shards[shard_of(resource_id, len(shards))]
+    if leases.bucket_of(resource_id) not in shard.buckets:
+        return  # another node holds its bucket: the change reaches it there
     if shard.heartbeats is not None and has_prefix(resource_id, "hbt"):
-        if isinstance(message, Save) and isinstance(message.record, HeartbeatRecord):
-            shard.heartbeats.save(message.record)
+        if isinstance(record, HeartbeatRecord):
+            shard.heartbeats.save(record)
         else:
             shard.heartbeats.remove(resource_id)
         return
     if shard.touched is not None:
         shard.touched.add(resource_id)
-    match message:
-        case Save(record=MonitorRecord() as record):
+    match record:
+        case MonitorRecord():
             if shard.supervisor is None:
                 return  # the shard is (re)loading from the database, which has the change
             entry = shard.entries.get(record.id)
@@ -217,8 +252,8 @@ async def _handle(
                 # When it is restarting, its next incarnation reads the stored config.
                 with contextlib.suppress(ActorUnavailable):
                     await ask(entry.ref, make, timeout_seconds=ask_seconds)
-        case Remove(resource_id=monitor_id):
-            await shard.stop(monitor_id)
+        case None:
+            await shard.stop(resource_id)
 
 
 async def run_engine(
@@ -229,9 +264,12 @@ async def run_engine(
     *,
     stats: EngineStatistics | None = None,
     observer: CheckObserver | None = None,
+    holding: Holding | None = None,
     task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Load every active monitor, run it, and serve commands until cancelled.
+    """Load every active monitor of the buckets ``holding`` holds (every bucket when
+    None: a lone engine), run it, follow ``holding`` as buckets come and go, and serve
+    commands until cancelled.
 
     Reports an :class:`Engine` through ``task_status.started`` once every monitor's actor
     runs. ``stats`` (new when None) is where the actors count; pass the same one to every
@@ -249,16 +287,21 @@ async def run_engine(
         limiter=trio.CapacityLimiter(settings.max_probes_in_flight),
         stats=stats,
         observer=observer,
+        lease_epoch=holding.epoch_of if holding is not None and holding.fenced else None,
     )
     shards = [
         Shard(index=i, name=f"shard-{i}", db=db, deps=deps, settings=settings)
         for i in range(settings.shard_count)
     ]
+    holding = Holding.everything() if holding is None else holding
+    started_with = dict(holding.held)
+    for bucket in started_with:
+        shards[bucket % len(shards)].buckets.add(bucket)
     keys: dict[str, HeartbeatHandle] = {}
     for shard in shards:
         shard.heartbeats = HeartbeatGroup(
             name=f"{shard.name}/heartbeats",
-            owns=partial(_owned_by, shard.index, settings.shard_count),
+            buckets=partial(sorted, shard.buckets),
             db=db,
             writer=writer,
             keys=keys,
@@ -295,15 +338,15 @@ async def run_engine(
                 freeze_heap()
             task_status.started(engine)
             async with inbox, trio.open_nursery() as nursery:
-                nursery.start_soon(_serve_commands, inbox, shards, settings, engine)
+                nursery.start_soon(
+                    _serve_commands, inbox, shards, settings, engine, db, dict(started_with)
+                )
+                nursery.start_soon(follow, holding, started_with, ref.tell)
+                nursery.start_soon(tick, ref, Reconcile(), settings.reconcile_seconds)
                 await engine._stop_requested.wait()
                 log.info("engine stopping; monitors finish the probes in flight")
                 await root.close()  # commands are still served meanwhile
                 nursery.cancel_scope.cancel()
-
-
-def _owned_by(index: int, shard_count: int, resource_id: str) -> bool:
-    return shard_of(resource_id, shard_count) == index
 
 
 async def _serve_commands(
@@ -311,10 +354,12 @@ async def _serve_commands(
     shards: list[Shard],
     settings: EngineSettings,
     engine: Engine,
+    db: Database,
+    epochs: dict[int, int],
 ) -> None:
     """The engine's command actor: handle each command in turn (once ``engine`` is
     stopping, none starts a monitor actor); freeze the heap ``gc_freeze_delay_seconds``
-    after a save."""
+    after a save. ``epochs``: the buckets the shards run, with their lease epochs."""
     delay = settings.gc_freeze_delay_seconds
     freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
     while True:
@@ -327,6 +372,17 @@ async def _serve_commands(
         if message is None:
             freeze_heap()
             freeze_at = math.inf
+            continue
+        if isinstance(message, Reconcile):
+            if not engine._stop_requested.is_set():
+                await reconcile(db, shards, epochs, partial(apply_change, shards), settings)
+            continue
+        if isinstance(message, Rebalance):
+            try:
+                stopping = engine._stop_requested.is_set()
+                await rebalance(db, shards, epochs, message.held, stopping)
+            except SupervisorError as exc:  # its next load reads the buckets held
+                log.warning("shard restarting; buckets apply on reload", error=repr(exc))
             continue
         with message.reply:
             try:

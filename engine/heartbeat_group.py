@@ -117,17 +117,17 @@ class HeartbeatHandle:
 
 
 class HeartbeatGroup:
-    """The heartbeat actors of shard ``index`` of ``shard_count`` (module docstring).
+    """The heartbeat actors of one shard (module docstring).
 
-    ``shard_of(id, shard_count) == index`` decides which heartbeats are its own; ``keys``
-    is the engine's shared map of ping keys.
+    ``buckets()`` gives the buckets whose heartbeats are its own (those of its shard this
+    node holds: extensions part 6); ``keys`` is the engine's shared map of ping keys.
     """
 
     def __init__(
         self,
         *,
         name: str,
-        owns: Callable[[str], bool],
+        buckets: Callable[[], list[int]],
         db: Database,
         writer: CheckWriter,
         keys: dict[str, HeartbeatHandle],
@@ -141,7 +141,7 @@ class HeartbeatGroup:
         self.ping_timeout_seconds = ping_timeout_seconds
         self.ping_ack_committed = ping_ack_committed
         self.handles: dict[str, HeartbeatHandle] = {}
-        self._owns = owns
+        self._buckets = buckets
         self._db = db
         self._inbox_size = inbox_size
         self._nursery: trio.Nursery | None = None
@@ -249,4 +249,4 @@ class HeartbeatGroup:
                 self._start(record)
 
     async def _load(self) -> list[HeartbeatRecord]:
-        return await self._db.run(heartbeats.load_heartbeats, self._owns)
+        return await self._db.run(heartbeats.load_heartbeats, self._buckets())

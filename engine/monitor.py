@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -122,6 +123,9 @@ class MonitorDeps:
     limiter: trio.CapacityLimiter
     stats: EngineStatistics
     observer: CheckObserver | None = None
+    lease_epoch: Callable[[str], int | None] | None = None
+    """The lease epoch of a monitor's bucket when its actor starts (the fence every
+    result it hands to the store carries: extensions part 6), or None: not fenced."""
 
 
 def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
@@ -189,6 +193,7 @@ class _Monitor:
         self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
         self.incarnation = object()
         self.in_flight: _Ticket | None = None
+        self.lease_epoch = None if deps.lease_epoch is None else deps.lease_epoch(monitor.id)
 
     def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
         """Take the new config; returns the next deadline (moved onto the new grid when
@@ -242,6 +247,7 @@ class _Monitor:
                 to_status=self.health.status,
                 run_epoch=config.run_epoch,
                 created=check.created,
+                lease_epoch=self.lease_epoch,
             )
             log.info(
                 "monitor status changed",
@@ -304,7 +310,7 @@ async def run_monitor(
                             case ProbeDone() if message.incarnation is state.incarnation:
                                 state.in_flight = None
                                 check, change = state.record(message)
-                                if not deps.writer.write_nowait(check, change):
+                                if not deps.writer.write_nowait(check, change, state.lease_epoch):
                                     unwritten = (check, change)
                                 elif draining:
                                     return
@@ -317,7 +323,7 @@ async def run_monitor(
                                 draining = True
                                 deadline = waiting.deadline = math.inf
                 if unwritten is not None:
-                    await deps.writer.write(*unwritten)
+                    await deps.writer.write(*unwritten, state.lease_epoch)
                     if draining:
                         return
                     continue
@@ -348,7 +354,7 @@ async def run_monitor(
                     break
                 if isinstance(message, ProbeDone) and message.incarnation is state.incarnation:
                     check, change = state.record(message)
-                    await deps.writer.write(check, change)
+                    await deps.writer.write(check, change, state.lease_epoch)
                 elif isinstance(message, Reconfigure):
                     message.reply.close()
         raise

@@ -38,6 +38,10 @@ class EngineSettings:
             lifted) ever fills one.
         ping_timeout_seconds: how long a ping waits for its heartbeat's actor to hand it
             to the store before it is answered 500 (retry), seconds.
+        reconcile_seconds: how often the engine compares the monitors and heartbeats of
+            its buckets in the database with the actors it runs, seconds (default 5): the
+            fallback by which a change made through another node reaches this one
+            (extensions part 6).
         ping_ack_committed: answer a ping only once the batch holding it is committed
             (``--ping-ack committed``), instead of once the store actor has it
             (``buffered``, the default; README, Heartbeats: the durability choice).
@@ -55,3 +59,4 @@ class EngineSettings:
     heartbeat_inbox_size: int = 256
     ping_timeout_seconds: float = 5.0
     ping_ack_committed: bool = False
+    reconcile_seconds: float = 5.0

@@ -1,6 +1,7 @@
-"""A shard: one supervisor over the monitor actors of the monitors whose id hashes to it
-(:func:`shard_of`), as the engine (:mod:`engine.engine`) runs them. A shard loads its
-monitors from the database when it starts (and again after a restart), starts one actor
+"""A shard: one supervisor over the monitor actors of the monitors whose bucket maps to it
+(:func:`shard_of`), as the engine (:mod:`engine.engine`) runs them, of the buckets this
+node holds (``buckets``: extensions part 6). A shard loads its monitors of those buckets
+from the database when it starts (and again after a restart), starts one actor
 per monitor, and gives each a graceful stop (:class:`~engine.monitor.Drain`) when it is
 closed politely. Its heartbeats run under the same supervisor, as one more child: the
 shard's :class:`~engine.heartbeat_group.HeartbeatGroup` (child id ``heartbeats``).
@@ -8,14 +9,20 @@ shard's :class:`~engine.heartbeat_group.HeartbeatGroup` (child id ``heartbeats``
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from functools import partial
 
 import structlog
 import trio
 
-from store import Database, DatabaseUnavailable, MonitorRecord, monitors
+from store import (
+    Database,
+    DatabaseUnavailable,
+    HeartbeatRecord,
+    MonitorRecord,
+    leases,
+    monitors,
+)
 
 from .actor import ActorRef, ActorUnavailable, open_inbox
 from .heartbeat_group import HeartbeatGroup
@@ -66,6 +73,8 @@ class Shard:
     (the command is newer than the load's read, so the load leaves them alone)."""
     heartbeats: HeartbeatGroup | None = None
     """The shard's heartbeat actors (a child of its supervisor), or None: none."""
+    buckets: set[int] = field(default_factory=set)
+    """The buckets of this shard that this node holds (``shard_of`` maps them here)."""
 
     async def run(self, *, task_status: trio.TaskStatus[Supervisor]) -> None:
         """One incarnation of the shard: a supervisor populated from the database."""
@@ -92,8 +101,6 @@ class Shard:
         try:
             loaded = await load_when_available(self._load, self.name)
             for record in loaded:
-                if shard_of(record.id, self.settings.shard_count) != self.index:
-                    continue
                 if record.id not in self.touched and record.id not in self.entries:
                     await self.start(record, check_now=False)
         finally:
@@ -110,7 +117,38 @@ class Shard:
             )
 
     async def _load(self) -> list[MonitorRecord]:
-        return await self.db.run(monitors.load_active_monitors)
+        return await self.db.run(monitors.load_active_monitors, sorted(self.buckets))
+
+    async def lose(self, lost: set[int]) -> None:
+        """Buckets this node no longer holds: stop their monitor and heartbeat actors at
+        once (another node runs them now; a result still in flight would be refused)."""
+        self.buckets -= lost
+        for monitor_id in [m for m in self.entries if leases.bucket_of(m) in lost]:
+            await self.stop(monitor_id)
+        if self.heartbeats is not None:
+            for heartbeat_id in list(self.heartbeats.handles):
+                if leases.bucket_of(heartbeat_id) in lost:
+                    self.heartbeats.remove(heartbeat_id)
+
+    async def gain(
+        self, gained: set[int], records: list[MonitorRecord], beats: list[HeartbeatRecord]
+    ) -> None:
+        """Buckets this node now holds, with their active monitors and their heartbeats
+        (read once for every shard): start an actor for each not already running, on its
+        grid point (so a bucket that moves leaves no gap longer than one interval).
+        Between incarnations the next load reads them (``buckets`` already has them)."""
+        self.buckets |= gained
+        if self.heartbeats is not None:
+            for beat in beats:
+                if beat.id not in self.heartbeats.handles:
+                    self.heartbeats.save(beat)
+        if self.supervisor is None:
+            return
+        for record in records:
+            if self.touched is not None:
+                self.touched.add(record.id)
+            if record.id not in self.entries:
+                await self.start(record, check_now=False)
 
     async def start(self, record: MonitorRecord, *, check_now: bool) -> None:
         """Start an actor for ``record`` (not paused) under this shard's supervisor."""
@@ -171,5 +209,6 @@ def _tell_drain(ref: ActorRef[MonitorMessage], _started: object) -> bool:
 
 
 def shard_of(monitor_id: str, shard_count: int) -> int:
-    """The shard of a monitor: a stable hash of its id modulo ``shard_count``."""
-    return zlib.crc32(monitor_id.encode()) % shard_count
+    """The shard of a monitor or heartbeat: its bucket (``store.leases.bucket_of``, a
+    stable hash of its id) modulo ``shard_count``."""
+    return leases.bucket_of(monitor_id) % shard_count

@@ -57,6 +57,7 @@ from .buffer import Change, CheckBuffer, WriteCheck, WritePing
 from .checks import StatusChange, ensure_partitions, write_check_batch
 from .database import Connection, Database
 from .errors import DatabaseUnavailable, StoreError
+from .fencing import fence
 from .pings import HeartbeatChange, write_ping_batch
 from .records import CheckRecord, PingRecord
 from .writer import (
@@ -109,7 +110,10 @@ class StoreActor:
         *,
         drain_seconds: float = 10.0,
         observer: WriterObserver | None = None,
+        fence_node: str | None = None,
     ) -> None:
+        """``fence_node``: this node's name when it holds bucket leases; every batch is
+        then fenced (``store.fencing``) in its transaction. None: nothing is fenced."""
         timeout = settings.write_timeout_seconds
         if timeout is not None and (db.deadline_seconds is None or timeout < db.deadline_seconds):
             db = db.with_deadline(timeout)
@@ -122,6 +126,7 @@ class StoreActor:
         self._partition_seconds = settings.partition_seconds
         self._partitioned = (0, 0)  # [from, to) epoch seconds known to have partitions
         self._observer = observer
+        self._fence_node = fence_node
         send, self._inbox = trio.open_memory_channel[StoreMessage](settings.inbox_size)
         self.statistics = WriterStatistics(buffer_limit=settings.buffer_limit)
         self.writer = CheckWriter(send, self.statistics)
@@ -226,14 +231,15 @@ class StoreActor:
         self._in_flight = len(batch.items) or 1
         started = trio.current_time()
         checks, pings, changes = batch.checks, batch.pings, batch.changes
+        fenced = [(i.check, i.lease_epoch) for i in batch.items if isinstance(i, WriteCheck)]
         # Without status changes, a batch of checks or of pings alone is one statement,
         # atomic by itself: no BEGIN and COMMIT, two round trips fewer (the common case;
         # changes come with them).
-        single = not changes and not (checks and pings)
+        single = not changes and not (checks and pings) and self._fence_node is None
         write = self._db.run if single else self._db.transaction
         try:
             await self._ensure_partitions(checks)
-            inserted = await write(_write_batch, checks, pings, changes)
+            inserted, refused = await write(_write_batch, fenced, pings, changes, self._fence_node)
         except DatabaseUnavailable as exc:
             buffer.put_back(batch)
             stats.retries += 1
@@ -266,6 +272,7 @@ class StoreActor:
         self._delay_seconds = self._retry_min_seconds
         stats.batches += 1
         stats.rows_written += inserted
+        stats.fenced_refused += refused
         stats.last_batch_size = len(batch.items)
         stats.last_flush_seconds = finished - started
         if len(stats.batch_sizes) < 100_000:
@@ -381,12 +388,19 @@ class StoreActor:
 
 async def _write_batch(
     connection: Connection,
-    checks: Sequence[CheckRecord],
+    fenced: Sequence[tuple[CheckRecord, int | None]],
     pings: Sequence[PingRecord],
     changes: Sequence[Change],
-) -> int:
+    fence_node: str | None,
+) -> tuple[int, int]:
     """One batch (asyncio side): its checks with the monitors' moves, its pings with the
-    heartbeats' moves; the rows inserted."""
+    heartbeats' moves, fenced first when ``fence_node`` is given (``store.fencing``);
+    ``(rows inserted, rows refused by the fence)``."""
+    refused = 0
+    if fence_node is None:
+        checks: Sequence[CheckRecord] = [c for c, _ in fenced]
+    else:
+        checks, changes, refused = await fence(connection, fence_node, fenced, changes)
     monitor_moves = [c for c in changes if isinstance(c, StatusChange)]
     heartbeat_moves = [c for c in changes if isinstance(c, HeartbeatChange)]
     inserted = 0
@@ -394,7 +408,7 @@ async def _write_batch(
         inserted += await write_check_batch(connection, checks, monitor_moves)
     if pings or heartbeat_moves:
         inserted += await write_ping_batch(connection, pings, heartbeat_moves)
-    return inserted
+    return inserted, refused
 
 
 async def run_check_writer(

@@ -45,6 +45,8 @@ class WriteCheck:
     check: CheckRecord
     change: StatusChange | None = None
     queued_at: float = 0.0
+    lease_epoch: int | None = None
+    """The lease epoch the monitor's actor ran under (``store.fencing``), or None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

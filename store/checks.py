@@ -52,6 +52,8 @@ class StatusChange:
     to_status: str
     run_epoch: int
     created: int
+    lease_epoch: int | None = None
+    """The lease epoch its actor ran under (``store.fencing``), or None: not fenced."""
 
 
 async def write_check_batch(

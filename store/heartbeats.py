@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .database import Connection
@@ -190,26 +190,26 @@ async def delete_heartbeat(
 
 
 async def load_heartbeats(
-    connection: Connection, keep: Callable[[str], bool] | None = None, *, chunk: int = 1000
+    connection: Connection, buckets: Sequence[int] | None = None, *, chunk: int = 1000
 ) -> list[HeartbeatRecord]:
-    """Every heartbeat whose id ``keep`` accepts (all when None), paused ones included
+    """Every heartbeat in ``buckets`` (bucket numbers, ``store.leases.bucket_of``; all
+    when None: extensions part 6, the buckets a node holds), paused ones included
     (the engine keeps every ping key in memory; it runs an actor for those not paused).
     The one query by which the engine learns its heartbeats.
 
     Read ``chunk`` rows at a time (keyset on ``seq``) and filtered as they come, so a
-    shard that keeps an eighth of 10,000 heartbeats never holds all of them at once: the
-    engine's memory after a load is what it keeps, not what it read (issue 16)."""
+    load of 10,000 heartbeats never holds every row at once (issue 16)."""
     kept: list[HeartbeatRecord] = []
     after = 0
     while True:
         rows = await connection.fetch(
             f"SELECT t.seq, {_SELECT} FROM heartbeats t WHERE t.seq > $1 "
+            "AND ($2::smallint[] IS NULL OR t.bucket = ANY($2::smallint[])) "
             f"ORDER BY t.seq LIMIT {int(chunk)}",
             after,
+            None if buckets is None else list(buckets),
         )
-        for row in rows:
-            if keep is None or keep(row["id"]):
-                kept.append(_interned(HeartbeatRecord.from_row(row)))
+        kept.extend(_interned(HeartbeatRecord.from_row(row)) for row in rows)
         if len(rows) < chunk:
             return kept
         after = rows[-1]["seq"]

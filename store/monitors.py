@@ -6,7 +6,7 @@ indistinguishable from a missing one (DESIGN: "another account's resource: 404")
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .database import Connection
@@ -225,14 +225,19 @@ async def delete_monitor(
     return await _MONITORS.delete(connection, account_id, monitor_id, now, cause)
 
 
-async def load_active_monitors(connection: Connection) -> list[MonitorRecord]:
-    """Every monitor this node runs: all that are not paused.
+async def load_active_monitors(
+    connection: Connection, buckets: Sequence[int] | None = None
+) -> list[MonitorRecord]:
+    """Every monitor this node runs: all that are not paused, in ``buckets`` (bucket
+    numbers, ``store.leases.bucket_of``; None: every bucket).
 
     The one query by which the engine learns its work (DESIGN: "the monitors this node
-    owns"); when several nodes share a database this is where leases will filter.
+    owns"; extensions part 6: only the buckets it holds a lease on).
     """
     rows = await connection.fetch(
-        f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' ORDER BY t.seq"
+        f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' "
+        "AND ($1::smallint[] IS NULL OR t.bucket = ANY($1::smallint[])) ORDER BY t.seq",
+        None if buckets is None else list(buckets),
     )
     return [MonitorRecord.from_row(r) for r in rows]
 

@@ -70,6 +70,8 @@ class WriterStatistics:
         database_available: False from a write failing with ``DatabaseUnavailable`` until
             the next successful write.
         outages: times the database became unavailable.
+        fenced_refused: check rows and status changes refused because this node no
+            longer held their bucket at their lease epoch (``store.fencing``).
     """
 
     batches: int = 0
@@ -77,6 +79,7 @@ class WriterStatistics:
     last_batch_size: int = 0
     last_flush_seconds: float = 0.0
     retries: int = 0
+    fenced_refused: int = 0
     dropped: int = 0
     dropped_overflow: int = 0
     batch_sizes: list[int] = field(default_factory=list)
@@ -94,25 +97,35 @@ class CheckWriter:
         self._send = send
         self.statistics = stats
 
-    async def write(self, check: CheckRecord, change: StatusChange | None = None) -> None:
-        """Queue one result; waits while the inbox is full (back-pressure; never during a
-        database outage, when the actor keeps draining its inbox).
+    async def write(
+        self,
+        check: CheckRecord,
+        change: StatusChange | None = None,
+        lease_epoch: int | None = None,
+    ) -> None:
+        """Queue one result (probed under ``lease_epoch``, the fence of
+        ``store.fencing``; None: not fenced); waits while the inbox is full
+        (back-pressure; never during a database outage, when the actor keeps draining
+        its inbox).
 
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        await self._put(WriteCheck(check=check, change=change, queued_at=trio.current_time()))
+        await self._put(_result(check, change, lease_epoch))
 
-    def write_nowait(self, check: CheckRecord, change: StatusChange | None = None) -> bool:
+    def write_nowait(
+        self,
+        check: CheckRecord,
+        change: StatusChange | None = None,
+        lease_epoch: int | None = None,
+    ) -> bool:
         """Queue one result if the inbox has room; False (nothing queued) when it is full,
         and then `write` waits for room.
 
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        return self._put_nowait(
-            WriteCheck(check=check, change=change, queued_at=trio.current_time())
-        )
+        return self._put_nowait(_result(check, change, lease_epoch))
 
     async def write_ping(
         self, ping: PingRecord | None, change: HeartbeatChange | None = None
@@ -213,3 +226,10 @@ class StoreSettings:
     def __post_init__(self) -> None:
         if min(self.batch_size, self.buffer_limit, self.inbox_size) < 1:
             raise ValueError("batch_size, buffer_limit and inbox_size must be at least 1")
+
+
+def _result(check: CheckRecord, change: StatusChange | None, lease_epoch: int | None) -> WriteCheck:
+    """A result as the buffer holds it, handed over now (``queued_at``)."""
+    return WriteCheck(
+        check=check, change=change, queued_at=trio.current_time(), lease_epoch=lease_epoch
+    )

@@ -29,7 +29,7 @@ import structlog
 import trio
 import trio_asyncio
 
-from store import accounts, open_store
+from store import Connection, accounts, leases, open_store
 
 from .admin import AdminUnavailable, admin_request, admin_socket_path
 from .auth import expired, issue_token, load_secret, parse_permissions
@@ -131,6 +131,25 @@ async def tokens_command(args: argparse.Namespace) -> int:
         return 0
 
 
+async def nodes_command(args: argparse.Namespace) -> int:
+    """``uptrio nodes list``: every node sharing the database, with the buckets it holds,
+    its state (live, stopped, expired) and how long ago it last renewed its leases, by
+    the database's clock (extensions part 6). Exit status 0."""
+    async with trio_asyncio.open_loop(), open_store(store_location(args)) as db:
+        rows = await db.run(leases.list_nodes)
+        now = await db.run(_database_now)
+    print(f"{'NAME':<32} {'BUCKETS':>7} {'STATE':<8} {'RENEWED':>12} STARTED")
+    for node in rows:
+        renewed = f"{max(0.0, now - node.renewed_at):.1f}s ago"
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(node.started))
+        print(f"{node.name:<32} {node.buckets:>7} {node.state:<8} {renewed:>12} {started}")
+    return 0
+
+
+async def _database_now(connection: Connection) -> float:
+    return float(await connection.fetchval("SELECT extract(epoch FROM now())::float8"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``uptrio`` argument parser, with the sub-commands of :data:`COMMAND_GROUP`."""
     parser = argparse.ArgumentParser(prog="uptrio", description="Uptime monitoring service.")
@@ -174,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     data_dir_flag(restart_s)
     restart_s.add_argument("name", metavar="NAME", help="root, engine, shard-N (or store, web)")
 
+    nodes_p = commands.add_parser("nodes", help="the nodes sharing the database")
+    node_commands = nodes_p.add_subparsers(dest="nodes", required=True)
+    store_flags(
+        node_commands.add_parser(
+            "list", help="name, buckets held, state, last lease renewal, start time"
+        )
+    )
+
     for entry in entry_points(group=COMMAND_GROUP):
         entry.load()(commands)
     return parser
@@ -193,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         return trio.run(supervisors_command, args)
     if args.command == "tokens":
         return trio.run(tokens_command, args)
+    if args.command == "nodes":
+        return trio.run(nodes_command, args)
     run = getattr(args, "run", None)
     if run is not None:  # a command of COMMAND_GROUP
         return int(run(args, argv))

@@ -13,12 +13,20 @@ import argparse
 import ipaddress
 import math
 import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from engine import EngineSettings, Intensity, TargetPolicy, WebhookSettings, nameserver_resolver
+from engine import (
+    EngineSettings,
+    Intensity,
+    LeaseSettings,
+    TargetPolicy,
+    WebhookSettings,
+    nameserver_resolver,
+)
 from store import DEFAULT_DATA_DIR, MaintenanceSettings, StoreLocation, StoreSettings
 
 from .deps import WebSettings
@@ -173,6 +181,10 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         port=args.port,
         shutdown_seconds=args.shutdown_seconds,
         database_timeout_seconds=args.database_timeout_seconds,
+        leases=LeaseSettings(
+            node_name=args.node_name or f"{socket.gethostname()}:{args.port}",
+            lease_seconds=args.lease_seconds,
+        ),
     )
 
 
@@ -188,6 +200,8 @@ def store_flags(parser: argparse.ArgumentParser) -> None:
         "--database-url", help="external Postgres URL (default $UPTRIO_DATABASE_URL; else embedded)"
     )
 
+
+_LEASE_SECONDS = LeaseSettings(node_name="").lease_seconds
 
 _SERVE_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
     ("--host", str, _SERVICE.host, "listen address"),
@@ -350,6 +364,18 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         for flag, kind, default, text in flags:
             group.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
     serve.add_argument("--no-engine", action="store_true", help="serve the API only; probe nothing")
+    serve.add_argument(
+        "--node-name",
+        default=None,
+        help="this node's name among the nodes sharing the database (default HOST:PORT)",
+    )
+    serve.add_argument(
+        "--lease-seconds",
+        type=positive_float,
+        default=_LEASE_SECONDS,
+        help="how long this node's bucket leases last unrenewed (renewed every third), s "
+        f"(default {_LEASE_SECONDS})",
+    )
     hooks.add_argument(
         "--no-webhooks",
         action="store_true",

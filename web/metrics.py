@@ -42,7 +42,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
-from engine import EngineStatistics
+from engine import EngineStatistics, Holding
 from store import CheckWriter
 
 __all__ = ["CONTENT_TYPE", "LATENESS_BUCKETS", "Metrics"]
@@ -120,17 +120,24 @@ class Metrics:
         self._check_children: dict[tuple[str, bool], tuple[Counter, Histogram]] = {}
         self.engine_statistics: EngineStatistics | None = None
         self.writer: CheckWriter | None = None
+        self.holding: Holding | None = None
         self.restarts: dict[str, int] = {}
         """Automatic restarts made by supervisors outside the engine (``root``)."""
         registry.register(_ScrapeCollector(self))
 
     def attach(
-        self, *, engine: EngineStatistics | None = None, writer: CheckWriter | None = None
+        self,
+        *,
+        engine: EngineStatistics | None = None,
+        writer: CheckWriter | None = None,
+        holding: Holding | None = None,
     ) -> None:
-        """Read ``engine`` (missed checks, statuses, engine restarts) and ``writer``
-        (queue depth, rows written and dropped) when scraped."""
+        """Read ``engine`` (missed checks, statuses, engine restarts), ``writer``
+        (queue depth, rows written and dropped) and ``holding`` (this node's buckets and
+        lease renewal, extensions part 6) when scraped."""
         self.engine_statistics = engine
         self.writer = writer
+        self.holding = holding
 
     def count_restart(self, supervisor: str) -> None:
         """One automatic restart made by ``supervisor`` (``root``)."""
@@ -202,9 +209,9 @@ class _ScrapeCollector(Collector):
         if writer is not None:
             stats = writer.statistics
             queued, written, dropped = writer.queued(), stats.rows_written, stats.dropped
-            available = stats.database_available
+            available, refused = stats.database_available, stats.fenced_refused
         else:
-            queued, written, dropped, available = 0, 0, 0, True
+            queued, written, dropped, available, refused = 0, 0, 0, True, 0
         yield GaugeMetricFamily(
             "uptrio_store_queue_depth",
             "Check results waiting to be committed (inbox and buffer).",
@@ -234,3 +241,20 @@ class _ScrapeCollector(Collector):
         for name in sorted(counts):
             restarts.add_metric([name], counts[name])
         yield restarts
+        yield CounterMetricFamily(
+            "uptrio_fenced_writes_refused",
+            "Check rows and status changes refused: this node no longer held their bucket "
+            "at their lease epoch (extensions part 6).",
+            value=refused,
+        )
+        holding = metrics.holding
+        yield GaugeMetricFamily(
+            "uptrio_node_buckets_held",
+            "Buckets (of 256) this node holds a lease on (extensions part 6).",
+            value=len(holding.held) if holding is not None else 0,
+        )
+        yield GaugeMetricFamily(
+            "uptrio_node_lease_renew_lag_seconds",
+            "Seconds since this node last renewed its leases (renewed every third of a lease).",
+            value=holding.renew_lag_seconds() if holding is not None else 0.0,
+        )

@@ -62,6 +62,9 @@ class Operations:
         metrics: the service's metrics (a fresh set for an app made without one).
         engine_state: ``"running"``, ``"starting"`` (between two incarnations of the
             engine, or not started yet) or ``"disabled"`` (no engine configured).
+        buckets_state: ``"ok"`` once this node holds its share of the buckets or knows
+            there is none left to claim (extensions part 6), ``"claiming"`` before,
+            ``"disabled"`` without an engine.
         readiness_timeout_seconds: how long ``/readyz`` waits for the database, seconds
             (issue 15, item 1: a database that hangs is given up on at once, its
             connection terminated; see ``store.bridge``).
@@ -69,6 +72,7 @@ class Operations:
 
     metrics: Metrics = field(default_factory=Metrics)
     engine_state: Callable[[], str] = _no_engine
+    buckets_state: Callable[[], str] = _no_engine
     readiness_timeout_seconds: float = 0.9
 
     def request_finished(
@@ -117,6 +121,7 @@ async def readiness(deps: Dependencies, ops: Operations) -> tuple[bool, dict[str
         checks["migrations"] = f"schema at {version}, code needs {LATEST_VERSION}"
     state = ops.engine_state()
     checks["engine"] = state
+    checks["buckets"] = ops.buckets_state()
     # "unknown" migrations (the database did not answer) are not named twice
     fine = ("ok", "running", "disabled", "unknown")
     not_ready = [name for name, value in checks.items() if value not in fine]

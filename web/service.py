@@ -11,6 +11,8 @@ and 6)::
                 │   ├── maintenance  store.run_maintenance: partitions, retention
                 │   ├── store ... store.StoreActor (transient: it returns only once
                 │   │             closed and drained)
+                │   ├── leases .. engine.run_leases: this node's share of the buckets
+                │   │             (extensions part 6; with --node-name/--lease-seconds)
                 │   ├── engine .. engine.run_engine under an engine.EngineSlot
                 │   │   └── shard-0 .. shard-N-1 ─ mon_... monitor actors
                 │   ├── webhooks  engine.run_webhook_sender: claims due deliveries,
@@ -36,23 +38,21 @@ Shutdown (leaving :func:`open_service` normally), within ``shutdown_seconds``: t
 server stops accepting and finishes the requests in flight, then the listening sockets
 close; the engine stops gracefully (no new probe starts, probes already sent finish, and
 the actors hand over what they probed: ``engine.engine``); the store's inbox
-closes and the store writes everything queued. If the deadline passes first, what is left
-is cancelled, and the store makes one last shielded attempt at its buffer (at most 1 s).
+closes and the store writes everything queued; then the lease actor gives every bucket
+back at once (the other nodes take them at their next renewal). If the deadline passes
+first, what is left is cancelled, and the store makes one last shielded attempt at its
+buffer (at most 1 s).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from pathlib import Path
-from typing import Any
 
 import structlog
 import trio
@@ -64,12 +64,14 @@ from engine import (
     Engine,
     EngineSlot,
     EngineStatistics,
+    Holding,
     Prober,
     RestartType,
     Supervisor,
     SupervisorStatistics,
     open_supervisor,
     run_engine,
+    run_leases,
     run_webhook_sender,
 )
 from store import (
@@ -79,14 +81,13 @@ from store import (
     MaintenanceSettings,
     StoreActor,
     StoreLocation,
-    accounts,
     open_store,
     run_maintenance,
 )
 
 from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free, serve_admin
 from .app import create_app
-from .auth import PERMISSIONS, issue_token, load_secret
+from .auth import load_secret
 from .deps import Dependencies, MonitorEngine, NoEngine
 from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
@@ -95,7 +96,7 @@ from .objects import event_object
 from .ops import Operations
 from .server import Incarnation, WebServer
 from .settings import ServiceSettings, WebOptions
-from .versioning import CURRENT_VERSION
+from .startup import FIRST_ACCOUNT, announce, first_token, wait_for_signal
 
 __all__ = [
     "FIRST_ACCOUNT",
@@ -108,9 +109,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("uptrio")
-
-FIRST_ACCOUNT = "default"
-"""The account the very first start creates, with a token holding every permission."""
 
 
 _MAINTENANCE_DEADLINE_SECONDS = 300.0
@@ -218,16 +216,28 @@ async def open_service(
         OSError: the web server could not bind.
     """
     metrics = Metrics() if metrics is None else metrics
-    store = StoreActor(db, settings.store, drain_seconds=settings.margin_seconds, observer=metrics)
-    stats = EngineStatistics()
-    metrics.attach(engine=stats, writer=store.writer)
     slot = EngineSlot() if settings.engine is not None else None
+    with_leases = slot is not None and settings.leases is not None
+    store = StoreActor(
+        db,
+        settings.store,
+        drain_seconds=settings.margin_seconds,
+        observer=metrics,
+        fence_node=settings.leases.node_name if with_leases and settings.leases else None,
+    )
+    stats = EngineStatistics()
+    holding = Holding() if with_leases else Holding.everything()
+    lease_stop = trio.Event()
+    metrics.attach(engine=stats, writer=store.writer, holding=holding if with_leases else None)
     server: WebServer | None = None
     if web is not None:
         engine_handle: MonitorEngine = slot if slot is not None else NoEngine()
         ops = Operations(
             metrics=metrics,
             engine_state=slot.state if slot is not None else Operations().engine_state,
+            buckets_state=partial(_buckets_state, holding)
+            if slot is not None
+            else Operations().buckets_state,
         )
         app = create_app(web.make_deps(engine_handle), ops=ops)
         server = WebServer(
@@ -252,13 +262,24 @@ async def open_service(
                         db.with_deadline(_MAINTENANCE_DEADLINE_SECONDS),
                         settings.maintenance,
                         partition_seconds=settings.store.partition_seconds,
-                        # this process, for the maintenance job lease (one round a cluster)
-                        holder=f"{socket.gethostname()}:{os.getpid()}",
+                        # the maintenance job lease's holder: one round a cluster (issue 14)
+                        holder=settings.leases.node_name
+                        if settings.leases is not None
+                        else f"{socket.gethostname()}:{os.getpid()}",
                     )
                     await root.start_child(ChildSpec(child_id="maintenance", start=maintenance))
                 await root.start_child(
                     ChildSpec(child_id="store", start=store.run, restart=RestartType.TRANSIENT)
                 )
+                if with_leases and settings.leases is not None:
+                    await root.start_child(
+                        ChildSpec(
+                            child_id="leases",
+                            start=partial(run_leases, db, settings.leases, holding, lease_stop),
+                            shutdown=partial(_set, lease_stop),
+                            shutdown_seconds=settings.margin_seconds + 5.0,
+                        )
+                    )
                 if slot is not None and settings.engine is not None:
                     engine_start = partial(
                         run_engine,
@@ -268,6 +289,7 @@ async def open_service(
                         settings.engine,
                         stats=stats,
                         observer=metrics,
+                        holding=holding,
                     )
                     await root.start_child(
                         ChildSpec(
@@ -314,6 +336,16 @@ async def open_service(
     )
 
 
+def _buckets_state(holding: Holding) -> str:
+    """``/readyz``'s ``buckets`` check (extensions part 6)."""
+    return "ok" if holding.ready else "claiming"
+
+
+def _set(event: trio.Event, _started: object) -> None:
+    """A ``shutdown`` hook: set ``event``."""
+    event.set()
+
+
 async def _stop_in_order(
     root: Supervisor,
     store: StoreActor,
@@ -334,6 +366,7 @@ async def _stop_in_order(
         await store.wait_finished()
         await root.stop_child("store")
         log.info("store flushed", seconds=round(trio.current_time() - began, 3))
+        await root.stop_child("leases")  # every bucket given back at once
     if scope.cancelled_caught:
         log.warning(
             "shutdown deadline passed; cancelling the rest",
@@ -355,6 +388,7 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
         OSError: the web server could not bind.
     """
     data_dir = location.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)  # also with --database-url (its socket)
     socket_path = admin_socket_path(data_dir)
     try:
         await check_admin_socket_free(socket_path)
@@ -364,9 +398,9 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
     secret = load_secret(data_dir)
     stop = trio.Event()
     async with trio_asyncio.open_loop(), open_store(location) as db:
-        first = await _first_token(db, secret, data_dir)
+        first = await first_token(db, secret, data_dir)
         async with trio.open_nursery() as outer:
-            await outer.start(_wait_for_signal, stop, outer.cancel_scope)
+            await outer.start(wait_for_signal, stop, outer.cancel_scope)
             await outer.start(
                 partial(
                     run_idempotency_purge,
@@ -391,7 +425,12 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
 
             web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)
             async with open_service(db, settings, prober=prober, web=web) as service:
-                _announce(service.binds, data_dir, first)
+                announce(
+                    service.binds,
+                    data_dir,
+                    first,
+                    db.url if location.database_url is None else None,
+                )
                 async with trio.open_nursery() as admin:
                     try:
                         await admin.start(serve_admin, socket_path, service)
@@ -402,53 +441,3 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
             outer.cancel_scope.cancel()
     log.info("stopped")
     return 0
-
-
-async def _first_token(db: Database, secret: bytes, data_dir: Path) -> str | None:
-    """On the very first start (no account yet): account ``default`` and a token with
-    every permission; returns its JWT (also saved to ``<data-dir>/first-token``, mode
-    0600), else None."""
-    now = int(time.time())
-    token = await db.transaction(
-        accounts.create_first_token,
-        FIRST_ACCOUNT,
-        list(PERMISSIONS),
-        now=now,
-        current_version=CURRENT_VERSION,
-    )
-    if token is None:
-        return None
-    jwt_token = issue_token(secret, token.id, now=now, expires_at=None)
-    path = data_dir / "first-token"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(jwt_token + "\n")
-    return jwt_token
-
-
-async def _wait_for_signal(
-    stop: trio.Event, force: trio.CancelScope, *, task_status: Any = trio.TASK_STATUS_IGNORED
-) -> None:
-    """SIGINT or SIGTERM: set ``stop`` (the graceful shutdown); a second one cancels
-    ``force`` (everything, at once)."""
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        task_status.started()
-        async for signum in signals:
-            if stop.is_set():
-                log.warning("second signal: stopping at once", signal=signal.Signals(signum).name)
-                force.cancel()
-                return
-            log.info("stopping", signal=signal.Signals(signum).name)
-            stop.set()
-
-
-def _announce(binds: list[str], data_dir: Path, first: str | None) -> None:
-    log.info("listening", binds=binds, data_dir=str(data_dir))
-    print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
-    if first is not None:
-        print(
-            "\nFirst start: created account 'default' and a token with every "
-            f"permission (also saved in {data_dir / 'first-token'}):\n\n{first}\n",
-            flush=True,
-        )

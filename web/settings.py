@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine import Backoff, EngineSettings, Intensity, TargetPolicy, WebhookSettings
+from engine import (
+    Backoff,
+    EngineSettings,
+    Intensity,
+    LeaseSettings,
+    TargetPolicy,
+    WebhookSettings,
+)
 from store import MaintenanceSettings, StoreSettings
 
 from .deps import Dependencies, MonitorEngine, WebSettings
@@ -45,6 +52,9 @@ class ServiceSettings:
         root_intensity: restarts the root tolerates per period before it escalates (the
             process then exits with an error).
         root_backoff: back-off before the root restarts a crashed child.
+        leases: this node's name and lease (``--node-name``, ``--lease-seconds``): a
+            lease actor then holds its share of the buckets (extensions part 6), or None
+            (tests, embedders): no lease actor, the engine runs every bucket.
     """
 
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -60,6 +70,7 @@ class ServiceSettings:
     database_timeout_seconds: float = 2.0
     root_intensity: Intensity = ROOT_INTENSITY
     root_backoff: Backoff = ROOT_BACKOFF
+    leases: LeaseSettings | None = None
 
     @property
     def graceful_seconds(self) -> float:

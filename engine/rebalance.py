@@ -1,0 +1,78 @@
+"""The engine following the buckets this node holds (extensions part 6; issue 14,
+item 1): :func:`follow` turns each change of the lease actor's :class:`~engine.leases.Holding`
+into a :class:`Rebalance` for the engine's command actor, which calls :func:`rebalance`
+(serialised with the web layer's commands)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+
+from store import Database, heartbeats, monitors
+
+from .leases import Holding
+from .loading import load_when_available
+from .shard import Shard, shard_of
+
+__all__ = ["Rebalance", "follow", "rebalance"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rebalance:
+    """The buckets this node holds changed (the lease actor's :class:`Holding`): stop
+    the actors of the lost ones, load and start those of the gained ones."""
+
+    held: dict[int, int]
+    """Bucket to lease epoch: a bucket whose epoch changed was lost and claimed again
+    (its actors restart, so their results carry the new epoch)."""
+
+
+async def follow(
+    holding: Holding, seen: dict[int, int], tell: Callable[[Rebalance], Awaitable[None]]
+) -> None:
+    """Tell the command actor (``tell``: its inbox) a :class:`Rebalance` each time the
+    buckets held (or their epochs) change."""
+    while True:
+        held = dict(holding.held)
+        if held != seen:
+            await tell(Rebalance(held=held))
+            seen = held
+        await holding.wait_changed()
+
+
+async def rebalance(
+    db: Database,
+    shards: list[Shard],
+    epochs: dict[int, int],
+    held: dict[int, int],
+    stopping: bool,
+) -> None:
+    """Stop the actors of buckets no longer held at the epoch they run under (updating
+    ``epochs``); read the monitors and heartbeats of the gained ones (one query each,
+    extensions part 6) and start them in their shards (none once the engine is
+    stopping)."""
+    count = len(shards)
+    lost = {b for b, epoch in epochs.items() if held.get(b) != epoch}
+    gained = {b for b, epoch in held.items() if epochs.get(b) != epoch}
+    epochs.clear()
+    epochs.update(held)
+    for shard in shards:
+        if mine := {b for b in lost if b % count == shard.index}:
+            await shard.lose(mine)
+    if not gained or stopping:
+        return
+    ordered = sorted(gained)
+    records = await load_when_available(
+        partial(db.run, monitors.load_active_monitors, ordered), "engine"
+    )
+    beats = await load_when_available(
+        partial(db.run, heartbeats.load_heartbeats, ordered), "engine"
+    )
+    for shard in shards:
+        if mine := {b for b in gained if b % count == shard.index}:
+            await shard.gain(
+                mine,
+                [r for r in records if shard_of(r.id, count) == shard.index],
+                [h for h in beats if shard_of(h.id, count) == shard.index],
+            )

@@ -1,0 +1,112 @@
+"""Reconciliation (extensions part 6; issue 14, item 3): the fallback by which a change
+made through another node reaches the actors of this one.
+
+Every ``reconcile_seconds`` (5 s by default) the engine's command actor reads the active
+monitors and the heartbeats of the buckets it holds (one query each) and compares them
+with the actors it runs: an actor whose monitor is gone or paused is stopped, a monitor
+with no actor is started, one whose run epoch or settings changed is restarted or
+reconfigured; likewise for heartbeats (by run epoch, period and grace). A change made
+through this node was applied at once already (the web layer tells the engine), so
+there is nothing left to do for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
+
+import structlog
+import trio
+
+from store import (
+    Database,
+    DatabaseUnavailable,
+    HeartbeatRecord,
+    MonitorRecord,
+    heartbeats,
+    monitors,
+)
+
+from .actor import ActorRef
+from .heartbeat import HeartbeatConfig
+from .settings import EngineSettings
+from .shard import Shard
+
+__all__ = ["reconcile", "tick"]
+
+log = structlog.get_logger("uptrio.engine")
+
+M = TypeVar("M")
+
+Apply = Callable[[str, MonitorRecord | HeartbeatRecord | None, float, bool], Awaitable[None]]
+"""``apply(resource_id, record or None, ask_seconds, stopping)``: ``engine.apply_change``."""
+
+
+async def tick(ref: ActorRef[M], message: M, every_seconds: float) -> None:
+    """Tell ``ref`` ``message`` every ``every_seconds`` until cancelled (a full inbox
+    skips a tick: the next one comes)."""
+    while True:
+        await trio.sleep(every_seconds)
+        with contextlib.suppress(trio.WouldBlock):
+            ref.tell_nowait(message)
+
+
+def _settings_of(record: MonitorRecord) -> MonitorRecord:
+    """``record`` without what the store changes on its own (status, times)."""
+    return dataclasses.replace(record, status="", updated=0, last_checked_at=None)
+
+
+async def reconcile(
+    db: Database,
+    shards: list[Shard],
+    epochs: dict[int, int],
+    apply: Apply,
+    settings: EngineSettings,
+) -> None:
+    """One comparison (module docstring) of the buckets in ``epochs``; a database that
+    does not answer skips it (the next one comes)."""
+    held = sorted(epochs)
+    if not held:
+        return
+    try:
+        stored = await db.run(monitors.load_active_monitors, held)
+        beats = await db.run(heartbeats.load_heartbeats, held)
+    except DatabaseUnavailable as exc:
+        log.warning("reconciliation skipped", error=str(exc))
+        return
+    change = partial(_change, apply, settings.ask_timeout_seconds)
+    active = {r.id: r for r in stored}
+    running: dict[str, MonitorRecord] = {}
+    for shard in shards:
+        for monitor_id, entry in list(shard.entries.items()):
+            running[monitor_id] = entry.record
+            if monitor_id not in active:
+                await change(monitor_id, None)
+    for record in stored:
+        known = running.get(record.id)
+        if known is None or _settings_of(known) != _settings_of(record):
+            await change(record.id, record)
+    found = {h.id: h for h in beats}
+    for shard in shards:
+        if shard.heartbeats is None:
+            continue
+        for heartbeat_id, handle in list(shard.heartbeats.handles.items()):
+            beat = found.get(heartbeat_id)
+            if beat is None or HeartbeatConfig.of(beat) != handle.config:
+                await change(heartbeat_id, beat)
+    for beat in beats:
+        if all(s.heartbeats is None or beat.id not in s.heartbeats.handles for s in shards):
+            await change(beat.id, beat)
+
+
+async def _change(
+    apply: Apply,
+    ask_seconds: float,
+    resource_id: str,
+    record: MonitorRecord | HeartbeatRecord | None,
+) -> None:
+    log.info("reconciled", resource=resource_id, removed=record is None)
+    await apply(resource_id, record, ask_seconds, False)

@@ -1,0 +1,192 @@
+"""Nodes and their bucket leases (extensions part 6; issue 14, item 1).
+
+Monitors and heartbeats are split into :data:`BUCKETS` buckets by :func:`bucket_of` (the
+first byte of the md5 of the id; the ``bucket`` column of migration 0008 computes the
+same). Every node registers itself (:func:`register_node`) and, every third of its lease,
+renews (:func:`renew_leases`): it extends the leases it holds, claims free or expired
+buckets up to its fair share (``ceil(256 / live nodes)``; each claim bumps the bucket's
+``epoch``) and gives back, a few at a time, those above it so a joining node gets some.
+A graceful stop gives everything back at once (:func:`release_node`). Every time is the
+database's clock (``now()``), so nodes' clocks never meet.
+
+Query functions (asyncio side), run each with :meth:`store.Database.transaction`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+from .database import Connection
+
+__all__ = [
+    "BUCKETS",
+    "LeaseRound",
+    "NodeRecord",
+    "bucket_of",
+    "list_nodes",
+    "register_node",
+    "release_node",
+    "renew_leases",
+]
+
+BUCKETS = 256
+"""The fixed number of buckets (design decision, issue 14: fixed, so a bucket's monitors
+never move between buckets; 256 leaves a fair share for up to 256 nodes)."""
+
+RELEASE_PER_ROUND = 32
+"""At most this many buckets above its share a node gives back per renewal: a joining
+node gets buckets within a few renewals, and no node drops half its work at once."""
+
+
+def bucket_of(resource_id: str) -> int:
+    """The bucket (0 to 255) of a monitor's or heartbeat's id: the first byte of its md5,
+    as the ``bucket`` column computes it in SQL (``get_byte(decode(md5(id), 'hex'), 0)``)."""
+    return hashlib.md5(resource_id.encode()).digest()[0]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRound:
+    """What one renewal found.
+
+    Attributes:
+        held: bucket to lease epoch, every bucket the node holds now.
+        share: its fair share, ``ceil(256 / live nodes)``.
+        live_nodes: nodes renewing (this one included), not stopping.
+        settled: True when it holds its share or no bucket was left to claim (the
+            others hold the rest, and give back what is above their share).
+        next_expiry_seconds: below its share, seconds until the next lease of another
+            node expires (the earliest moment a bucket may be claimed), else None.
+    """
+
+    held: dict[int, int]
+    share: int
+    live_nodes: int
+    settled: bool
+    next_expiry_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """A row of ``uptrio nodes list``: times in epoch seconds (the database's clock);
+    ``state`` is ``live``, ``stopped`` (gave its buckets back) or ``expired`` (stopped
+    renewing: its leases lapse)."""
+
+    name: str
+    started: float
+    renewed_at: float
+    buckets: int
+    state: str
+
+
+async def register_node(connection: Connection, name: str, lease_seconds: float) -> None:
+    """Register node ``name`` (a new start: whatever an earlier process of that name still
+    held is freed first, so every bucket it claims gets a new epoch). Run in a
+    transaction."""
+    await connection.execute(
+        "UPDATE bucket_leases SET node = NULL, expires_at = now() WHERE node = $1", name
+    )
+    await connection.execute(
+        "INSERT INTO nodes (name, started, renewed_at, lease_seconds) "
+        "VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET "
+        "started = now(), renewed_at = now(), lease_seconds = $2, stopping = false",
+        name,
+        lease_seconds,
+    )
+
+
+async def renew_leases(connection: Connection, name: str, lease_seconds: float) -> LeaseRound:
+    """One renewal of node ``name`` (module docstring): extend its leases to
+    ``now() + lease_seconds``, then claim up to its share or give back above it (at most
+    :data:`RELEASE_PER_ROUND`). A lease of its own that expired (a database outage) and
+    that no node claimed meanwhile is extended at the same epoch: nobody else wrote for
+    that bucket, so the results the node buffered meanwhile are still its to store. Run
+    in a transaction."""
+    await connection.execute(
+        "INSERT INTO nodes (name, started, renewed_at, lease_seconds) "
+        "VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET "
+        "renewed_at = now(), lease_seconds = $2, stopping = false",
+        name,
+        lease_seconds,
+    )
+    rows = await connection.fetch(
+        "UPDATE bucket_leases SET expires_at = now() + make_interval(secs => $2) "
+        "WHERE node = $1 RETURNING bucket, epoch",
+        name,
+        lease_seconds,
+    )
+    held = {r["bucket"]: r["epoch"] for r in rows}
+    live = await connection.fetchval(
+        "SELECT count(*) FROM nodes WHERE NOT stopping "
+        "AND renewed_at + make_interval(secs => lease_seconds) > now()"
+    )
+    live = max(1, int(live))
+    share = math.ceil(BUCKETS / live)
+    settled = True
+    if len(held) < share:
+        wanted = share - len(held)
+        claimed = await connection.fetch(
+            "UPDATE bucket_leases b SET node = $1, epoch = b.epoch + 1, "
+            "expires_at = now() + make_interval(secs => $2) WHERE b.bucket IN ("
+            " SELECT bucket FROM bucket_leases WHERE node IS NULL OR expires_at <= now()"
+            " ORDER BY bucket LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING bucket, epoch",
+            name,
+            lease_seconds,
+            wanted,
+        )
+        held.update((r["bucket"], r["epoch"]) for r in claimed)
+        settled = len(claimed) == wanted or not await connection.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM bucket_leases WHERE node IS NULL OR expires_at <= now())"
+        )
+    next_expiry: float | None = None
+    if len(held) < share:
+        next_expiry = await connection.fetchval(
+            "SELECT extract(epoch FROM min(expires_at) - now())::float8 FROM bucket_leases "
+            "WHERE node <> $1 AND expires_at > now()",
+            name,
+        )
+    if len(held) > share:
+        give = sorted(held)[-min(RELEASE_PER_ROUND, len(held) - share) :]
+        await connection.execute(
+            "UPDATE bucket_leases SET node = NULL, expires_at = now() "
+            "WHERE node = $1 AND bucket = ANY($2::smallint[])",
+            name,
+            give,
+        )
+        for bucket in give:
+            del held[bucket]
+    return LeaseRound(
+        held=held, share=share, live_nodes=live, settled=settled, next_expiry_seconds=next_expiry
+    )
+
+
+async def release_node(connection: Connection, name: str) -> int:
+    """A graceful stop: give back every bucket node ``name`` holds, at once, and mark it
+    stopping (no longer counted in the others' share). Returns the buckets given back.
+    Run in a transaction."""
+    released = await connection.fetch(
+        "UPDATE bucket_leases SET node = NULL, expires_at = now() WHERE node = $1 RETURNING bucket",
+        name,
+    )
+    await connection.execute(
+        "UPDATE nodes SET stopping = true, renewed_at = now() WHERE name = $1", name
+    )
+    return len(released)
+
+
+async def list_nodes(connection: Connection) -> list[NodeRecord]:
+    """Every node registered, by name, with the unexpired buckets it holds."""
+    rows = await connection.fetch(
+        "SELECT n.name, extract(epoch FROM n.started)::float8 AS started, "
+        "extract(epoch FROM n.renewed_at)::float8 AS renewed_at, "
+        "(SELECT count(*) FROM bucket_leases b WHERE b.node = n.name "
+        " AND b.expires_at > now()) AS buckets, "
+        "CASE WHEN n.stopping THEN 'stopped' "
+        " WHEN n.renewed_at + make_interval(secs => n.lease_seconds) > now() THEN 'live' "
+        " ELSE 'expired' END AS state FROM nodes n ORDER BY n.name"
+    )
+    return [
+        NodeRecord(r["name"], r["started"], r["renewed_at"], int(r["buckets"]), r["state"])
+        for r in rows
+    ]
