@@ -39,7 +39,6 @@ the response does not wait for a probe.
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 from functools import partial
 
@@ -56,7 +55,7 @@ from store import (
 )
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
-from .heap import freeze_heap, unfrozen_on_exit, young_gc_threshold
+from .heap import freeze_heap, keep_heap_frozen, unfrozen_on_exit, young_gc_threshold
 from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
 from .leases import Holding
 from .monitor import (
@@ -331,10 +330,10 @@ async def run_engine(
             )
         ref, inbox = open_inbox[EngineMessage](1024)
         log.info("engine started", monitors=sum(len(s.entries) for s in shards), shards=len(shards))
-        delay = settings.gc_freeze_delay_seconds
+        every = settings.gc_freeze_every_seconds
         engine = Engine(ref, root, shards, stats, settings, keys)
-        with unfrozen_on_exit(delay is not None):
-            if delay is not None:
+        with unfrozen_on_exit(every is not None):
+            if every is not None:
                 freeze_heap()
             task_status.started(engine)
             async with inbox, trio.open_nursery() as nursery:
@@ -343,6 +342,8 @@ async def run_engine(
                 )
                 nursery.start_soon(follow, holding, started_with, ref.tell)
                 nursery.start_soon(tick, ref, Reconcile(), settings.reconcile_seconds)
+                if every is not None:
+                    nursery.start_soon(keep_heap_frozen, every)
                 await engine._stop_requested.wait()
                 log.info("engine stopping; monitors finish the probes in flight")
                 await root.close()  # commands are still served meanwhile
@@ -358,21 +359,9 @@ async def _serve_commands(
     epochs: dict[int, int],
 ) -> None:
     """The engine's command actor: handle each command in turn (once ``engine`` is
-    stopping, none starts a monitor actor); freeze the heap ``gc_freeze_delay_seconds``
-    after a save. ``epochs``: the buckets the shards run, with their lease epochs."""
-    delay = settings.gc_freeze_delay_seconds
-    freeze_at = math.inf  # when the heap is next frozen: `delay` after a save
-    while True:
-        message: EngineMessage | None = None
-        with trio.move_on_at(freeze_at):  # only the wait: never a command
-            try:
-                message = await inbox.receive()
-            except trio.EndOfChannel:
-                return
-        if message is None:
-            freeze_heap()
-            freeze_at = math.inf
-            continue
+    stopping, none starts a monitor actor). ``epochs``: the buckets the shards run, with
+    their lease epochs."""
+    async for message in inbox:
         if isinstance(message, Reconcile):
             if not engine._stop_requested.is_set():
                 await reconcile(db, shards, epochs, partial(apply_change, shards), settings)
@@ -397,5 +386,3 @@ async def _serve_commands(
                 # stopping: its next load reads the committed change.
                 log.warning("shard restarting; change applies on reload", error=repr(exc))
             answer(message.reply, None)
-        if delay is not None and isinstance(message, Save):
-            freeze_at = min(freeze_at, trio.current_time() + delay)

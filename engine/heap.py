@@ -1,5 +1,5 @@
 """The garbage collector while the engine runs: a higher young-generation threshold, and
-the heap frozen after the monitors change (bench/RESULTS.md says why)."""
+the survivors of young collections frozen on a clock (bench/RESULTS.md says why)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator, Iterator
 
-import structlog
+import trio
 
-__all__ = ["freeze_heap", "unfrozen_on_exit", "young_gc_threshold"]
-
-log = structlog.get_logger("uptrio.engine")
+__all__ = ["freeze_heap", "keep_heap_frozen", "unfrozen_on_exit", "young_gc_threshold"]
 
 
 @contextlib.asynccontextmanager
@@ -39,21 +37,36 @@ async def young_gc_threshold(threshold: int | None) -> AsyncIterator[None]:
 
 
 def freeze_heap() -> None:
-    """Move every object the garbage collector tracks into its permanent generation
-    (``gc.freeze``, constant time), so that no later collection walks them again.
-
-    Why: the monitors' own objects (actors, records, timers) make up most of the heap and
-    live as long as their monitors. When the heap grows by a quarter, CPython collects the
-    oldest generation, walking all of it while the event loop stands still: 0.8 s at
-    10,000 monitors, and every check due in that time is late by as much
-    (bench/RESULTS.md). Frozen, they are still freed by reference counting when their
-    monitor goes; only a reference cycle among objects alive at a freeze is never
-    collected, which is why the engine freezes after the set of monitors changes (once
-    after loading, then `EngineSettings.gc_freeze_delay_seconds` after a save) rather
-    than on a clock.
+    """Collect the young generation (cyclic garbage allocated since the last collection),
+    then move every object the collector tracks into its permanent generation
+    (``gc.freeze``), so that no later collection walks them again. Costs about 0.3 ms per
+    1,000 objects allocated since the last call and still alive (the young collection;
+    the freeze itself takes constant time).
     """
+    gc.collect(0)
     gc.freeze()
-    log.debug("heap frozen", frozen_objects=gc.get_freeze_count())
+
+
+async def keep_heap_frozen(every_seconds: float) -> None:
+    """Call `freeze_heap` every ``every_seconds`` seconds until cancelled (the engine's
+    task; `EngineSettings.gc_freeze_every_seconds`).
+
+    Why (bench/RESULTS.md, issue 14): each check frees the objects its monitor kept since
+    the previous check and allocates as many, so CPython's count of allocations minus
+    frees, which triggers a young collection, barely moves, while the young generation
+    grows to every object allocated since the last collection: at 20,000 monitors a
+    young collection walked 80,000 to 450,000 objects (30 to 275 ms), and the older
+    generations then walked them again (0.5 to 0.9 s pauses). Collected and frozen on a
+    clock, the young generation holds a fraction of a second of allocations, and the
+    older ones stay empty.
+
+    The cost: a reference cycle still alive at one of these moments is never collected
+    while the engine runs (objects without a cycle are still freed by reference
+    counting); `unfrozen_on_exit` gives them back when the engine stops.
+    """
+    while True:
+        await trio.sleep(every_seconds)
+        freeze_heap()
 
 
 @contextlib.contextmanager

@@ -28,9 +28,9 @@ class EngineSettings:
         ask_timeout_seconds: how long a web request waits for the engine's acknowledgement.
         gc_young_threshold: the garbage collector's young-generation threshold while the
             engine runs (`young_gc_threshold`); None leaves the interpreter's (700).
-        gc_freeze_delay_seconds: seconds after a monitor is saved before the heap is frozen
-            (`freeze_heap`); the heap is also frozen once the shards have loaded their
-            monitors. None never freezes.
+        gc_freeze_every_seconds: seconds between two collections of the young generation
+            whose survivors are then frozen (`keep_heap_frozen`; issue 14); the heap is
+            also frozen once the shards have loaded their monitors. None never freezes.
         heartbeat_inbox_size: messages a heartbeat actor's mailbox holds; past it a ping
             is refused (500, retry) rather than queued. An empty mailbox costs the same
             whatever its bound; pings of one key come one at a time (the per-key rate
@@ -55,7 +55,7 @@ class EngineSettings:
     ask_timeout_seconds: float = 10.0
     monitor_inbox_size: int = 16
     gc_young_threshold: int | None = 50_000
-    gc_freeze_delay_seconds: float | None = 10.0
+    gc_freeze_every_seconds: float | None = 0.25
     heartbeat_inbox_size: int = 256
     ping_timeout_seconds: float = 5.0
     ping_ack_committed: bool = False
