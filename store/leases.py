@@ -71,13 +71,16 @@ class LeaseRound:
 class NodeRecord:
     """A row of ``uptrio nodes list``: times in epoch seconds (the database's clock);
     ``state`` is ``live``, ``stopped`` (gave its buckets back) or ``expired`` (stopped
-    renewing: its leases lapse)."""
+    renewing: its leases lapse); ``monitors`` and ``heartbeats``: the active (not paused)
+    ones in the buckets it holds, which it runs."""
 
     name: str
     started: float
     renewed_at: float
     buckets: int
     state: str
+    monitors: int = 0
+    heartbeats: int = 0
 
 
 async def register_node(connection: Connection, name: str, lease_seconds: float) -> None:
@@ -176,17 +179,30 @@ async def release_node(connection: Connection, name: str) -> int:
 
 
 async def list_nodes(connection: Connection) -> list[NodeRecord]:
-    """Every node registered, by name, with the unexpired buckets it holds."""
+    """Every node registered, by name, with the unexpired buckets it holds and the active
+    monitors and heartbeats in them."""
     rows = await connection.fetch(
+        "WITH held AS (SELECT bucket, node FROM bucket_leases WHERE expires_at > now()) "
         "SELECT n.name, extract(epoch FROM n.started)::float8 AS started, "
         "extract(epoch FROM n.renewed_at)::float8 AS renewed_at, "
-        "(SELECT count(*) FROM bucket_leases b WHERE b.node = n.name "
-        " AND b.expires_at > now()) AS buckets, "
+        "(SELECT count(*) FROM held b WHERE b.node = n.name) AS buckets, "
+        "(SELECT count(*) FROM monitors m JOIN held b USING (bucket) "
+        " WHERE b.node = n.name AND m.status <> 'paused') AS monitors, "
+        "(SELECT count(*) FROM heartbeats h JOIN held b USING (bucket) "
+        " WHERE b.node = n.name AND h.status <> 'paused') AS heartbeats, "
         "CASE WHEN n.stopping THEN 'stopped' "
         " WHEN n.renewed_at + make_interval(secs => n.lease_seconds) > now() THEN 'live' "
         " ELSE 'expired' END AS state FROM nodes n ORDER BY n.name"
     )
     return [
-        NodeRecord(r["name"], r["started"], r["renewed_at"], int(r["buckets"]), r["state"])
+        NodeRecord(
+            r["name"],
+            r["started"],
+            r["renewed_at"],
+            int(r["buckets"]),
+            r["state"],
+            int(r["monitors"]),
+            int(r["heartbeats"]),
+        )
         for r in rows
     ]

@@ -132,17 +132,24 @@ async def tokens_command(args: argparse.Namespace) -> int:
 
 
 async def nodes_command(args: argparse.Namespace) -> int:
-    """``uptrio nodes list``: every node sharing the database, with the buckets it holds,
-    its state (live, stopped, expired) and how long ago it last renewed its leases, by
-    the database's clock (extensions part 6). Exit status 0."""
+    """``uptrio nodes list``: every node sharing the database, with the buckets it holds
+    and the active monitors and heartbeats in them, its state (live, stopped, expired)
+    and how long ago it last renewed its leases, by the database's clock (extensions
+    part 6). Exit status 0."""
     async with trio_asyncio.open_loop(), open_store(store_location(args)) as db:
         rows = await db.run(leases.list_nodes)
         now = await db.run(_database_now)
-    print(f"{'NAME':<32} {'BUCKETS':>7} {'STATE':<8} {'RENEWED':>12} STARTED")
+    print(
+        f"{'NAME':<24} {'BUCKETS':>7} {'MONITORS':>8} {'HEARTBEATS':>10} {'STATE':<8}"
+        f" {'RENEWED':>12} STARTED"
+    )
     for node in rows:
         renewed = f"{max(0.0, now - node.renewed_at):.1f}s ago"
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(node.started))
-        print(f"{node.name:<32} {node.buckets:>7} {node.state:<8} {renewed:>12} {started}")
+        print(
+            f"{node.name:<24} {node.buckets:>7} {node.monitors:>8} {node.heartbeats:>10}"
+            f" {node.state:<8} {renewed:>12} {started}"
+        )
     return 0
 
 

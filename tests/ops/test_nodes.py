@@ -154,8 +154,13 @@ async def test_two_nodes_split_the_monitors_and_one_takes_over_after_a_sigkill(
                 cwd=ROOT,
             )
             rows = [line.split() for line in listed.stdout.decode().splitlines()]
-            assert rows[0][:4] == ["NAME", "BUCKETS", "STATE", "RENEWED"]
-            assert [r[:3] for r in rows[1:]] == [["a", "128", "live"], ["b", "128", "live"]]
+            head = ["NAME", "BUCKETS", "MONITORS", "HEARTBEATS", "STATE", "RENEWED"]
+            assert rows[0][:6] == head
+            assert [(r[0], r[1], r[4]) for r in rows[1:]] == [
+                ("a", "128", "live"),
+                ("b", "128", "live"),
+            ]
+            assert sum(int(r[2]) for r in rows[1:]) == len(paths)  # each runs on one node
             await trio.sleep(1.5)  # the moved actors are on their grid
 
             seen = len(target.requests)

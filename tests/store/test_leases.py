@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from store import Database, leases, monitors
-from tests.store.helpers import new_monitor
+from tests.store.helpers import new_heartbeat, new_monitor
 
 
 async def _sql(db: Database, query: str, *args: Any) -> list[dict[str, Any]]:
@@ -65,3 +65,24 @@ async def test_shares_move_as_nodes_join_expire_and_stop(db: Database) -> None:
     free = await _sql(db, "SELECT count(*) AS n FROM bucket_leases WHERE node IS NULL")
     assert free == [{"n": 256}]
     assert {n.name: n.state for n in await db.run(leases.list_nodes)}["a"] == "stopped"
+
+
+async def test_nodes_list_counts_the_active_monitors_and_heartbeats_each_node_runs(
+    db: Database,
+) -> None:
+    made = [await new_monitor(db, created=1_790_000_000) for _ in range(12)]
+    await _sql(db, "UPDATE monitors SET status = 'paused' WHERE id = $1", made[0].id)
+    beat = await new_heartbeat(db, created=1_790_000_000)
+    await db.transaction(leases.register_node, "a", 10.0)
+    await db.transaction(leases.renew_leases, "a", 10.0)
+    await db.transaction(leases.register_node, "b", 10.0)
+    for _ in range(8):
+        a = await db.transaction(leases.renew_leases, "a", 10.0)
+        b = await db.transaction(leases.renew_leases, "b", 10.0)
+    listed = {n.name: n for n in await db.run(leases.list_nodes)}
+    active = made[1:]
+    for node, held in (("a", a.held), ("b", b.held)):
+        runs = sum(leases.bucket_of(m.id) in held for m in active)
+        assert listed[node].monitors == runs
+        assert listed[node].heartbeats == int(leases.bucket_of(beat.id) in held)
+    assert listed["a"].monitors + listed["b"].monitors == 11  # the paused one runs nowhere
