@@ -162,10 +162,6 @@ class _Counter:
             slices += (now_slice, 1)
         self.total += 1
 
-    def counted(self) -> int:
-        """Requests counted now: this node's and, in a shared window, the other nodes'."""
-        return self.total + self.remote_total
-
     def timeline(self) -> list[tuple[int, int]]:
         """``(slice, count)`` of every slice counted, this node's and the others' added
         up, oldest first."""
@@ -179,8 +175,9 @@ class _Counter:
 
     def oldest(self) -> int | None:
         """The oldest slice counted (this node's or another's), or None."""
-        firsts = [flat[0] for flat in (self.slices, self.remote) if flat]
-        return min(firsts) if firsts else None
+        if not self.remote:
+            return self.slices[0] if self.slices else None
+        return min(self.slices[0], self.remote[0]) if self.slices else self.remote[0]
 
     def expiry(self, slice_number: int) -> float:
         """When the requests of slice ``slice_number`` stop counting (clock seconds)."""
@@ -370,7 +367,7 @@ def _judge(window: Window, counter: _Counter, now: float, *, admitted: bool = Fa
     (``admitted`` False: does one more fit?) or after it was counted."""
     oldest = counter.oldest()
     reset_after = max(counter.expiry(oldest) - now, 0.0) if oldest is not None else 0.0
-    counted = counter.counted()
+    counted = counter.total + counter.remote_total
     if admitted:
         return Decision(
             allowed=True,

@@ -9,11 +9,15 @@ rate-limit test.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
+
+import structlog
+import trio
 
 from store import Connection, Database
 from tests.web.test_rate_limits import Clock
-from web.limit_sync import sync_once
+from web.limit_sync import run_limit_sync, sync_once
 from web.ratelimit import RateLimiter, Window
 
 MINUTE = Window("token/minute", 10, 60.0)
@@ -113,3 +117,28 @@ def test_windows_not_shared_are_never_handed_to_the_sync() -> None:
     limiter.hit([(Window("auth-failures/minute", 60, 60.0), "127.0.0.1")])
     assert [c[:2] for c in limiter.take_changes()] == [("token/minute", "tok_a")]
     assert limiter.shared_keys() == [("token/minute", "tok_a")]
+
+
+async def test_without_the_table_a_node_counts_alone_and_says_so_once(db: Database) -> None:
+    """A sync that fails (here: the table renamed away, on the real server) logs once,
+    loses nothing it had to send, and the limiter goes on deciding."""
+    clock = Clock(1_800_000_000.0)
+    a = RateLimiter(clock=clock, shared=SHARED)
+
+    async def rename(connection: Connection, old: str, new: str) -> None:
+        await connection.execute(f"ALTER TABLE {old} RENAME TO {new}")
+
+    await db.run(rename, "rate_limit_counts", "elsewhere")
+    with structlog.testing.capture_logs() as logged, trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(partial(run_limit_sync, db, a, "a", interval_seconds=0.01))
+            assert _admitted(a, 3) == 3
+            await trio.sleep(0.1)  # several failed syncs
+            assert _admitted(a, 20) == 7
+            await db.run(rename, "elsewhere", "rate_limit_counts")
+            while not await _rows(db):
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    events = [e["event"] for e in logged if e["log_level"] in ("warning", "info")]
+    assert events == ["rate limits counted by this node alone", "rate limits shared again"]
+    assert [tuple(r)[2:] for r in await _rows(db)] == [("a", 10), ("a", 10)]
