@@ -307,6 +307,7 @@ async def run_engine(
             inbox_size=settings.heartbeat_inbox_size,
             ping_timeout_seconds=settings.ping_timeout_seconds,
             ping_ack_committed=settings.ping_ack_committed,
+            lease_epoch=deps.lease_epoch,
         )
 
     def on_restart(child_id: str, exc: Exception | None) -> None:

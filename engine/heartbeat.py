@@ -76,16 +76,21 @@ class HeartbeatConfig:
     period_seconds: int
     grace_seconds: int
     run_epoch: int
+    lease_epoch: int | None = None
+    """The lease epoch of its bucket when its actor started (the fence every move it
+    hands to the store carries: extensions part 6, ``store.fencing``), or None: not
+    fenced (a lone engine)."""
 
     @classmethod
-    def of(cls, record: HeartbeatRecord) -> HeartbeatConfig:
-        """The config of ``record``."""
+    def of(cls, record: HeartbeatRecord, lease_epoch: int | None = None) -> HeartbeatConfig:
+        """The config of ``record``, its moves fenced at ``lease_epoch`` (None: not)."""
         return cls(
             record.id,
             record.ping_key,
             record.period_seconds,
             record.grace_seconds,
             record.run_epoch,
+            lease_epoch,
         )
 
 
@@ -190,6 +195,7 @@ class HeartbeatState:
             run_epoch=self.config.run_epoch,
             created=int(wall),
             detail=detail,
+            lease_epoch=self.config.lease_epoch,
         )
 
 

@@ -120,7 +120,9 @@ class HeartbeatGroup:
     """The heartbeat actors of one shard (module docstring).
 
     ``buckets()`` gives the buckets whose heartbeats are its own (those of its shard this
-    node holds: extensions part 6); ``keys`` is the engine's shared map of ping keys.
+    node holds: extensions part 6); ``keys`` is the engine's shared map of ping keys;
+    ``lease_epoch(heartbeat_id)`` the lease epoch of its bucket, which an actor started
+    now carries in its moves (``store.fencing``; None: nothing fenced).
     """
 
     def __init__(
@@ -134,8 +136,10 @@ class HeartbeatGroup:
         inbox_size: int,
         ping_timeout_seconds: float,
         ping_ack_committed: bool = False,
+        lease_epoch: Callable[[str], int | None] | None = None,
     ) -> None:
         self.name = name
+        self.lease_epoch = lease_epoch
         self.writer = writer
         self.keys = keys
         self.ping_timeout_seconds = ping_timeout_seconds
@@ -200,7 +204,7 @@ class HeartbeatGroup:
             and record.status != "paused"
             and handle.config.run_epoch == record.run_epoch
         ):
-            handle.config = HeartbeatConfig.of(record)
+            handle.config = HeartbeatConfig.of(record, handle.config.lease_epoch)
             try:
                 handle.mailbox.put(Retune(handle.config))
                 return
@@ -226,7 +230,8 @@ class HeartbeatGroup:
         mailbox: Mailbox[HeartbeatMessage] | None = (
             None if record.status == "paused" else Mailbox(self._inbox_size)
         )
-        config = HeartbeatConfig.of(record)
+        epoch = None if self.lease_epoch is None else self.lease_epoch(record.id)
+        config = HeartbeatConfig.of(record, epoch)
         handle = HeartbeatHandle(config, self, mailbox)
         self.handles[record.id] = handle
         self.keys[config.ping_key] = handle

@@ -95,7 +95,7 @@ async def reconcile(
             continue
         for heartbeat_id, handle in list(shard.heartbeats.handles.items()):
             beat = found.get(heartbeat_id)
-            if beat is None or HeartbeatConfig.of(beat) != handle.config:
+            if beat is None or HeartbeatConfig.of(beat, handle.config.lease_epoch) != handle.config:
                 await change(heartbeat_id, beat)
     for beat in beats:
         if all(s.heartbeats is None or beat.id not in s.heartbeats.handles for s in shards):

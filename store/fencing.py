@@ -1,14 +1,17 @@
 """Fencing (extensions part 6; issue 14, item 2): a node stores a monitor's checks and
-status changes only while it holds the monitor's bucket at the lease epoch its actor ran
-under, unexpired, checked in the batch's own transaction.
+status changes, and a heartbeat's status moves, only while it holds the monitor's or
+heartbeat's bucket at the lease epoch its actor ran under, unexpired, checked in the
+batch's own transaction. (A heartbeat's pings are not fenced: a ping is a fact received
+from outside, stored by whichever node received it; the moves it causes are decided by
+the owner's actor, and those are fenced.)
 
 The store actor of a node with leases (``StoreActor(fence_node=...)``) calls
 :func:`fence` first in every batch's transaction: it reads this node's unexpired leases
 on the batch's buckets ``FOR SHARE``, so another node taking one of them (an ``UPDATE``
 of the lease row) waits until this batch commits, and the rows written are exactly the
 rows the lease covered. Rows whose epoch does not match are refused: counted, dropped,
-never retried (another node runs that monitor now). Rows with no epoch (None: a lone
-engine, or a write the web layer made) are not fenced.
+never retried (another node runs that monitor or heartbeat now). Rows with no epoch
+(None: a lone engine, or a write the web layer made) are not fenced.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from .buffer import Change
 from .checks import StatusChange
 from .database import Connection
 from .leases import bucket_of
+from .pings import HeartbeatChange
 from .records import CheckRecord
 
 __all__ = ["fence"]
@@ -31,14 +35,11 @@ async def fence(
     changes: Sequence[Change],
 ) -> tuple[list[CheckRecord], list[Change], int]:
     """``(checks kept, changes kept, rows refused)`` of one batch of node ``node``:
-    ``checks`` pairs each check with the lease epoch it was probed under. Must run in the
+    ``checks`` pairs each check with the lease epoch it was probed under; ``changes`` are
+    monitors' status changes and heartbeats' moves, each with its own. Must run in the
     batch's transaction (the lease rows stay locked ``FOR SHARE`` until it ends)."""
-    epochs = {bucket_of(c.monitor_id) for c, epoch in checks if epoch is not None}
-    epochs |= {
-        bucket_of(c.monitor_id)
-        for c in changes
-        if isinstance(c, StatusChange) and c.lease_epoch is not None
-    }
+    fenced = [(c.monitor_id, epoch) for c, epoch in checks] + [_fence_of(c) for c in changes]
+    epochs = {bucket_of(resource_id) for resource_id, epoch in fenced if epoch is not None}
     if not epochs:
         return [c for c, _ in checks], list(changes), 0
     rows = await connection.fetch(
@@ -53,10 +54,15 @@ async def fence(
         return epoch is None or held.get(bucket_of(monitor_id)) == epoch
 
     kept_checks = [c for c, epoch in checks if covered(c.monitor_id, epoch)]
-    kept_changes = [
-        c
-        for c in changes
-        if not isinstance(c, StatusChange) or covered(c.monitor_id, c.lease_epoch)
-    ]
+    kept_changes = [c for c in changes if covered(*_fence_of(c))]
     refused = len(checks) - len(kept_checks) + len(changes) - len(kept_changes)
     return kept_checks, kept_changes, refused
+
+
+def _fence_of(change: Change) -> tuple[str, int | None]:
+    """The monitor's or heartbeat's id a change belongs to, and its lease epoch."""
+    if isinstance(change, StatusChange):
+        return change.monitor_id, change.lease_epoch
+    if isinstance(change, HeartbeatChange):
+        return change.heartbeat_id, change.lease_epoch
+    raise TypeError(f"not a change: {change!r}")

@@ -9,7 +9,9 @@ results and in the same way (``store.checks``):
   retried after a lost commit acknowledgement inserts nothing twice) and, from the rows
   it inserted, moves each heartbeat's ``last_ping_at`` (any kind) and
   ``last_success_at`` (success pings) forward;
-* when the batch holds status moves, a second statement applies those of the
+* when the batch holds status moves (fenced first by the store actor of a node with
+  leases, as monitors' are: ``store.fencing``; the pings themselves are facts received
+  from outside and stored whichever node received them), a second statement applies those of the
   heartbeat's current run (``run_epoch``, not paused), logs them in ``status_changes``
   under their own ``hbm_`` id (a move already logged is skipped: a retry causes nothing
   twice), and the moves it applied open and resolve incidents and write
@@ -51,6 +53,8 @@ class HeartbeatChange:
     run_epoch: int
     created: int
     detail: str
+    lease_epoch: int | None = None
+    """The lease epoch its actor ran under (``store.fencing``), or None: not fenced."""
 
 
 async def write_ping_batch(

@@ -22,12 +22,21 @@ keys whose requests all expired are dropped every :data:`PRUNE_EVERY` operations
 Time: the clock is injected (default `trio.current_time`, monotonic seconds); tests pass
 their own function and move it by hand. Results say durations relative to that clock;
 the middleware turns them into epoch seconds for ``X-RateLimit-Reset``.
+
+Several nodes (extensions part 6, "rate limits hold for the whole service"): the windows
+named in ``shared`` also count what other nodes admitted. The limiter stays pure: a
+separate actor (:mod:`web.limit_sync`) takes this node's changed slice counts
+(:meth:`RateLimiter.take_changes`), stores them, and hands back the other nodes' counts for
+the keys held here (:meth:`RateLimiter.shared_keys`, :meth:`RateLimiter.merge_remote`),
+which then count beside this node's own. Slice numbers are then compared across nodes, so
+a shared limiter runs on the wall clock (epoch seconds). A limiter that never merged
+anything decides exactly as one without sharing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import trio
@@ -38,6 +47,7 @@ __all__ = [
     "Decision",
     "RateLimiter",
     "RateLimiterStatistics",
+    "SliceCount",
     "Window",
 ]
 
@@ -89,6 +99,12 @@ class Decision:
     retry_after_seconds: float
 
 
+SliceCount = tuple[str, str, int, int, float]
+"""One slice of one key of a shared window, as the sync stores it: ``(window name, key,
+slice number, requests counted there by this node, expiry)``; the expiry is when those
+requests stop counting, in the limiter's clock's seconds (epoch seconds when shared)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RateLimiterStatistics:
     """What the limiter holds: ``keys`` counted right now (``(window, key)`` pairs)."""
@@ -104,12 +120,17 @@ class _Counter:
     kilobyte, and the limiter holds one per heartbeat that pings (issue 16's memory goal:
     an empty deque alone is 624 bytes)."""
 
-    __slots__ = ("slice_seconds", "slices", "total")
+    __slots__ = ("changed_from", "remote", "remote_total", "slice_seconds", "slices", "total")
 
     def __init__(self, slice_seconds: float) -> None:
         self.slice_seconds = slice_seconds
         self.slices: list[int] = []
         self.total = 0
+        # other nodes' counts, the same flat shape (shared windows only; empty otherwise)
+        self.remote: list[int] = []
+        self.remote_total = 0
+        # the oldest slice counted in since the last sync (shared windows only), or None
+        self.changed_from: int | None = None
 
     def expire(self, now_slice: int) -> None:
         """Drop slices that no longer count at slice ``now_slice``: a request of slice
@@ -122,6 +143,14 @@ class _Counter:
             gone += 2
         if gone:
             del slices[:gone]
+        if self.remote:
+            gone = 0
+            remote = self.remote
+            while gone < len(remote) and remote[gone] < oldest:
+                self.remote_total -= remote[gone + 1]
+                gone += 2
+            if gone:
+                del remote[:gone]
 
     def add(self, now_slice: int) -> None:
         """Count one request in slice ``now_slice`` (a clock that went back counts it in
@@ -133,13 +162,26 @@ class _Counter:
             slices += (now_slice, 1)
         self.total += 1
 
-    def counts(self) -> list[int]:
-        """The slices' counts, oldest first."""
-        return self.slices[1::2]
+    def timeline(self) -> list[tuple[int, int]]:
+        """``(slice, count)`` of every slice counted, this node's and the others' added
+        up, oldest first."""
+        if not self.remote:
+            return list(zip(self.slices[::2], self.slices[1::2], strict=True))
+        merged: dict[int, int] = {}
+        for flat in (self.slices, self.remote):
+            for i in range(0, len(flat), 2):
+                merged[flat[i]] = merged.get(flat[i], 0) + flat[i + 1]
+        return sorted(merged.items())
 
-    def expiry(self, index: int) -> float:
-        """When the requests of the ``index``-th oldest slice stop counting (clock seconds)."""
-        return (self.slices[2 * index] + 1 + SUB_WINDOWS) * self.slice_seconds
+    def oldest(self) -> int | None:
+        """The oldest slice counted (this node's or another's), or None."""
+        if not self.remote:
+            return self.slices[0] if self.slices else None
+        return min(self.slices[0], self.remote[0]) if self.slices else self.remote[0]
+
+    def expiry(self, slice_number: int) -> float:
+        """When the requests of slice ``slice_number`` stop counting (clock seconds)."""
+        return (slice_number + 1 + SUB_WINDOWS) * self.slice_seconds
 
 
 class RateLimiter:
@@ -154,12 +196,26 @@ class RateLimiter:
             inside ``trio.run`` then).
     """
 
-    __slots__ = ("_clock", "_counters", "_operations")
+    __slots__ = ("_changed", "_clock", "_counters", "_operations", "_shared")
 
-    def __init__(self, *, clock: Callable[[], float] = trio.current_time) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = trio.current_time,
+        shared: Collection[str] = (),
+    ) -> None:
+        """``shared``: names of the windows counted across nodes (module docstring); give
+        a wall clock (``time.time``) with them."""
         self._clock = clock
         self._counters: dict[str, dict[str, _Counter]] = {}  # window name, key
         self._operations = 0
+        self._shared = frozenset(shared)
+        self._changed: dict[tuple[str, str], _Counter] = {}
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock the limiter counts on (seconds)."""
+        return self._clock
 
     def admit(self, checks: Sequence[tuple[Window, str]]) -> Decision:
         """Admit one request if every ``(window, key)`` of ``checks`` has room, and count it
@@ -188,6 +244,8 @@ class RateLimiter:
             now_slice = math.floor(now / counter.slice_seconds)
             counter.expire(now_slice)
             counter.add(now_slice)
+            if window.name in self._shared:
+                self._mark(window.name, key, counter, now_slice)
         self._tick(now)
 
     def statistics(self) -> RateLimiterStatistics:
@@ -211,14 +269,78 @@ class RateLimiter:
             self._tick(now)
             return max(refused, key=lambda d: d.retry_after_seconds)
         if count:
-            for counter, now_slice in counters:
+            for (window, key), (counter, now_slice) in zip(checks, counters, strict=True):
                 counter.add(now_slice)
+                if window.name in self._shared:
+                    self._mark(window.name, key, counter, now_slice)
             decisions = [
                 _judge(window, counter, now, admitted=True)
                 for (window, _), (counter, _) in zip(checks, counters, strict=True)
             ]
         self._tick(now)
         return min(decisions, key=lambda d: (d.remaining, -d.reset_after_seconds))
+
+    def take_changes(self) -> list[SliceCount]:
+        """This node's counts, in full, of every slice of a shared window counted in since
+        the previous call (and still counting), which the sync then stores; forgets that
+        they changed (:meth:`requeue` when they could not be stored)."""
+        now = self._clock()
+        changes: list[SliceCount] = []
+        for (name, key), counter in self._changed.items():
+            since = counter.changed_from
+            counter.changed_from = None
+            if since is None:
+                continue
+            counter.expire(math.floor(now / counter.slice_seconds))
+            flat = counter.slices
+            for i in range(0, len(flat), 2):
+                if flat[i] >= since:
+                    changes.append((name, key, flat[i], flat[i + 1], counter.expiry(flat[i])))
+        self._changed.clear()
+        return changes
+
+    def requeue(self, changes: Iterable[SliceCount]) -> None:
+        """Mark the slices of ``changes`` (from :meth:`take_changes`) as changed again,
+        because the sync could not store them."""
+        for name, key, slice_number, _count, _expiry in changes:
+            counter = self._counters.get(name, {}).get(key)
+            if counter is not None:
+                self._mark(name, key, counter, slice_number)
+
+    def shared_keys(self) -> list[tuple[str, str]]:
+        """``(window name, key)`` of every key of a shared window that counts something
+        now (this node's requests or the others'): the keys whose other nodes' counts the
+        sync reads back."""
+        now = self._clock()
+        keys: list[tuple[str, str]] = []
+        for name in self._shared:
+            for key, counter in self._counters.get(name, {}).items():
+                counter.expire(math.floor(now / counter.slice_seconds))
+                if counter.slices or counter.remote:
+                    keys.append((name, key))
+        return keys
+
+    def merge_remote(
+        self, keys: Iterable[tuple[str, str]], counts: Iterable[tuple[str, str, int, int]]
+    ) -> None:
+        """Replace the other nodes' counts of each of ``keys`` (from :meth:`shared_keys`)
+        with ``counts``: ``(window name, key, slice, requests)`` rows, the other nodes'
+        sums; a key without rows has none. Keys dropped meanwhile are skipped."""
+        found: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for name, key, slice_number, count in counts:
+            found.setdefault((name, key), []).append((slice_number, count))
+        for name, key in keys:
+            counter = self._counters.get(name, {}).get(key)
+            if counter is None:
+                continue
+            slices = sorted(found.get((name, key), ()))
+            counter.remote = [n for pair in slices for n in pair]
+            counter.remote_total = sum(count for _, count in slices)
+
+    def _mark(self, name: str, key: str, counter: _Counter, slice_number: int) -> None:
+        if counter.changed_from is None or slice_number < counter.changed_from:
+            counter.changed_from = slice_number
+        self._changed[name, key] = counter
 
     def _counter(self, window: Window, key: str) -> _Counter:
         counters = self._counters.get(window.name)
@@ -236,36 +358,38 @@ class RateLimiter:
         for counters in self._counters.values():
             for key, counter in list(counters.items()):
                 counter.expire(math.floor(now / counter.slice_seconds))
-                if not counter.slices:
+                if not counter.slices and not counter.remote:
                     del counters[key]
 
 
 def _judge(window: Window, counter: _Counter, now: float, *, admitted: bool = False) -> Decision:
     """The decision for ``window`` from its (expired) counter: before counting the request
     (``admitted`` False: does one more fit?) or after it was counted."""
-    reset_after = max(counter.expiry(0) - now, 0.0) if counter.slices else 0.0
+    oldest = counter.oldest()
+    reset_after = max(counter.expiry(oldest) - now, 0.0) if oldest is not None else 0.0
+    counted = counter.total + counter.remote_total
     if admitted:
         return Decision(
             allowed=True,
             window=window.name,
             limit=window.limit,
-            remaining=max(window.limit - counter.total, 0),
+            remaining=max(window.limit - counted, 0),
             reset_after_seconds=reset_after,
             retry_after_seconds=0.0,
         )
-    if counter.total < window.limit:
+    if counted < window.limit:
         return Decision(
             allowed=True,
             window=window.name,
             limit=window.limit,
-            remaining=window.limit - counter.total - 1,
+            remaining=window.limit - counted - 1,
             reset_after_seconds=reset_after,
             retry_after_seconds=0.0,
         )
     # Refused: wait until enough of the oldest slices expire to leave room for one more.
-    excess = counter.total - window.limit + 1
-    index = 0
-    for index, slice_count in enumerate(counter.counts()):  # noqa: B007
+    excess = counted - window.limit + 1
+    slice_number = 0
+    for slice_number, slice_count in counter.timeline():  # noqa: B007
         excess -= slice_count
         if excess <= 0:
             break
@@ -275,5 +399,5 @@ def _judge(window: Window, counter: _Counter, now: float, *, admitted: bool = Fa
         limit=window.limit,
         remaining=0,
         reset_after_seconds=reset_after,
-        retry_after_seconds=max(counter.expiry(index) - now, 0.0),
+        retry_after_seconds=max(counter.expiry(slice_number) - now, 0.0),
     )

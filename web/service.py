@@ -17,6 +17,8 @@ and 6)::
                 │   │   └── shard-0 .. shard-N-1 ─ mon_... monitor actors
                 │   ├── webhooks  engine.run_webhook_sender: claims due deliveries,
                 │   │             POSTs them (unless --no-webhooks)
+                │   ├── limits .. web.limit_sync: rate-limit counts shared through
+                │   │             Postgres every 0.5 s (with leases)
                 │   └── web ..... web.server.WebServer: Hypercorn serving the app
                 └── admin socket (web.admin): <data-dir>/admin.sock, mode 0600
 
@@ -50,6 +52,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -91,12 +94,15 @@ from .auth import load_secret
 from .deps import Dependencies, MonitorEngine, NoEngine
 from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
+from .limit_sync import run_limit_sync
 from .metrics import Metrics
 from .objects import event_object
 from .ops import Operations
+from .ratelimit import RateLimiter
 from .server import Incarnation, WebServer
 from .settings import ServiceSettings, WebOptions
 from .startup import FIRST_ACCOUNT, announce, first_token, wait_for_signal
+from .throttle import SHARED_WINDOWS
 
 __all__ = [
     "FIRST_ACCOUNT",
@@ -239,7 +245,8 @@ async def open_service(
             if slot is not None
             else Operations().buckets_state,
         )
-        app = create_app(web.make_deps(engine_handle), ops=ops)
+        deps = web.make_deps(engine_handle)
+        app = create_app(deps, ops=ops)
         server = WebServer(
             app, hypercorn_config(web.bind, graceful_seconds=settings.graceful_seconds)
         )
@@ -313,6 +320,9 @@ async def open_service(
                         policy=settings.target_policy,
                     )
                     await root.start_child(ChildSpec(child_id="webhooks", start=sender))
+                if server is not None and with_leases and settings.leases is not None:
+                    sync = partial(run_limit_sync, db, deps.rate_limiter, settings.leases.node_name)
+                    await root.start_child(ChildSpec(child_id="limits", start=sync))
                 if server is not None:
                     await root.start_child(
                         ChildSpec(
@@ -421,6 +431,8 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
                     settings=settings.web,
                     target_policy=settings.target_policy,
                     history=settings.maintenance or MaintenanceSettings(),
+                    # wall clock: slices are compared across nodes (web.limit_sync)
+                    rate_limiter=RateLimiter(clock=time.time, shared=SHARED_WINDOWS),
                 )
 
             web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)

@@ -23,9 +23,11 @@ Two middlewares of the chain (:data:`web.app.DEFAULT_MIDDLEWARES`)::
   even looked at, so a token cannot be guessed at speed and a 429 reveals nothing about
   the token sent. Requests with a valid token cost nothing here.
 
-Counters live in the :class:`web.ratelimit.RateLimiter` of :class:`Dependencies`, in memory:
-limits hold per process. The client address is the TCP peer's (behind a proxy, the
-proxy's).
+Counters live in the :class:`web.ratelimit.RateLimiter` of :class:`Dependencies`, in memory;
+with several nodes the windows of :data:`SHARED_WINDOWS` also count the other nodes'
+requests (:mod:`web.limit_sync`; extensions part 6), so those limits hold for the whole
+service, within the overshoot the README gives. The client address is the TCP peer's
+(behind a proxy, the proxy's).
 """
 
 from __future__ import annotations
@@ -36,10 +38,15 @@ from .errors import ApiError
 from .pipeline import ApiResponse, Handler, RequestContext
 from .ratelimit import Decision, Window
 
-__all__ = ["rate_limit", "rate_limit_headers", "throttle_failed_authentication"]
+__all__ = ["SHARED_WINDOWS", "rate_limit", "rate_limit_headers", "throttle_failed_authentication"]
 
 MINUTE_SECONDS = 60.0
 HOUR_SECONDS = 3600.0
+
+SHARED_WINDOWS = ("token/minute", "token/hour", "account/minute", "auth-failures/minute")
+"""The windows counted across nodes (extensions part 6): spec part 8's three and failed
+logins. Pings' per-key window stays per node (one key per heartbeat: too many to read
+back twice a second for a limit that only protects this node)."""
 
 
 def rate_limit_headers(decision: Decision, wall_now: float) -> dict[str, str]:

@@ -33,20 +33,21 @@ _BASES: dict[str, str] = {}
 """Each node's base URL, by name (filled by :func:`_serve`)."""
 
 
-def _command(data_dir: Path, database_url: str, name: str) -> list[str]:
+def _command(data_dir: Path, database_url: str, name: str, *extra: str) -> list[str]:
     return [
         *CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", str(data_dir),
         "--database-url", database_url, "--shutdown-seconds", "2", "--node-name", name,
-        "--lease-seconds", str(_LEASE), "--no-webhooks",
+        "--lease-seconds", str(_LEASE), "--no-webhooks", *extra,
     ]  # fmt: skip
 
 
-async def _serve(tmp: Path, database_url: str, name: str) -> trio.Process:
-    """Start node ``name``; return once it listens (its URL in :data:`_BASES`)."""
+async def _serve(tmp: Path, database_url: str, name: str, *extra: str) -> trio.Process:
+    """Start node ``name`` (``extra``: more flags of ``uptrio serve``); return once it
+    listens (its URL in :data:`_BASES`)."""
     env = service_env()
     env["UPTRIO_JWT_SECRET"] = "nodes-test-secret"
     process = await trio.lowlevel.open_process(
-        _command(tmp / name, database_url, name),
+        _command(tmp / name, database_url, name, *extra),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -103,16 +104,17 @@ async def _account_id(connection: Any) -> str:
 
 @asynccontextmanager
 async def _two_nodes(
-    tmp: Path, database_url: str, db: Database
+    tmp: Path, database_url: str, db: Database, *extra: str
 ) -> AsyncIterator[tuple[trio.Process, trio.Process]]:
-    """Node ``a`` (all 256 buckets), then node ``b``; yields once they hold 128 each (the
-    buckets moved to the new node); kills what is left on exit."""
+    """Node ``a`` (all 256 buckets), then node ``b`` (both with the flags ``extra``);
+    yields once they hold 128 each (the buckets moved to the new node); kills what is
+    left on exit."""
     started: list[trio.Process] = []
     try:
         with trio.fail_after(30):
-            started.append(await _serve(tmp, database_url, "a"))
+            started.append(await _serve(tmp, database_url, "a", *extra))
             await _wait_held(db, {"a": 256})
-            started.append(await _serve(tmp, database_url, "b"))
+            started.append(await _serve(tmp, database_url, "b", *extra))
             await _wait_held(db, {"a": 128, "b": 128})
         yield started[0], started[1]
     finally:
