@@ -200,6 +200,7 @@ def _failover(
         "monitors_over_bound": int(np.count_nonzero(gaps > bound)),
         "first_probe_after_kill_seconds": _seconds(np.where(np.isinf(waits), np.nan, waits)),
         "killed_node_monitors_not_probed_again": int(np.count_nonzero(np.isinf(waits))),
+        "first_probe_over_bound": int(np.count_nonzero(waits > bound)),
         "stored_longest_gap_seconds": {
             "killed_node_monitors": max((stored.get(int(i), 0) for i in killed_ids), default=None),
             "all_monitors": max(stored.values(), default=None),
@@ -284,7 +285,8 @@ def print_nodes(report: dict[str, Any], console: Console | None = None) -> None:
             f"monitor p50/p99/max s, its monitors {_three(gap['killed_node_monitors'])}, "
             f"all {_three(gap['all_monitors'])}; over the bound "
             f"{fmt(failover['monitors_over_bound'])}; first probe after the kill "
-            f"{_three(failover['first_probe_after_kill_seconds'])} s; not probed again "
+            f"{_three(failover['first_probe_after_kill_seconds'])} s "
+            f"({fmt(failover['first_probe_over_bound'])} over the bound); not probed again "
             f"{fmt(failover['killed_node_monitors_not_probed_again'])}; buckets taken after "
             f"{fmt(failover['buckets_taken_seconds'], 1)} s",
             highlight=False,
