@@ -22,12 +22,12 @@ and CPU at both ends of the window (a killed node: just before its kill), its me
 which node held each monitor's bucket at the window's start and end (`ClusterRecord`),
 and, from the store, pairs of checks of one monitor closer than half an interval
 (stored twice) and the longest gap between a monitor's stored checks. `bench.cluster_report`
-turns these into the report's ``nodes`` section.
+turns these into the report's ``nodes`` section; `bench.nodes` starts the nodes and
+asks the database.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import secrets
 import signal
@@ -35,7 +35,6 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import trio
@@ -43,7 +42,18 @@ import trio
 from .analysis import phases_by_index, quiet_offset
 from .api import ApiLatencies, CreateOutcome, TokenPool, create_monitors, read_load
 from .display import Display
-from .metrics import Labels, MetricsSnapshot, scrape
+from .metrics import MetricsSnapshot, scrape
+from .nodes import (
+    BUCKETS,
+    DEFAULT_LEASE_SECONDS,
+    held_buckets,
+    merge_snapshots,
+    owners,
+    start_nodes,
+    stored_gaps,
+    wait_ready,
+    wait_split,
+)
 from .plan import BenchParams, MonitorPlan
 from .procstats import CpuSnapshot, MemorySample, ProcessGroup
 from .run import (
@@ -61,18 +71,10 @@ from .service import (
     ServiceProcess,
     mint_tokens,
     open_bench_database,
-    run_service_process,
-    service_command,
 )
 from .targets import TargetSet
 
-__all__ = ["BUCKETS", "ClusterRecord", "NodeRecord", "cluster_phase", "merge_snapshots"]
-
-BUCKETS = 256
-"""Buckets the monitors are split into (README, Several nodes)."""
-
-DEFAULT_LEASE_SECONDS = 10.0
-"""``uptrio serve --lease-seconds``'s default (README, Several nodes)."""
+__all__ = ["ClusterRecord", "NodeRecord", "cluster_phase"]
 
 
 @dataclass(slots=True)
@@ -135,143 +137,6 @@ class ClusterRecord:
     stored_longest_gap: dict[int, int] = field(default_factory=dict)
 
 
-def node_command(
-    params: BenchParams, data_dir: Path, database_url: str, number: int, dns_port: int
-) -> list[str]:
-    """``uptrio serve`` of node ``number`` (1 to N): one service's command
-    (`service_command`) on ``database_url``, with ``--node-name node-<number>``, its own
-    data directory and the run's ``--lease-seconds``."""
-    command = service_command(
-        dataclasses.replace(params, database_url=database_url),
-        data_dir / f"node-{number}",
-        dns_port,
-    )
-    command += ["--node-name", f"node-{number}"]
-    if params.lease_seconds is not None:
-        command += ["--lease-seconds", f"{params.lease_seconds:g}"]
-    return command
-
-
-def merge_snapshots(snapshots: list[MetricsSnapshot]) -> MetricsSnapshot:
-    """One snapshot summing every sample of ``snapshots`` by (name, labels): counters,
-    gauges and histogram buckets of the nodes added up, as the whole cluster's.
-    Missing when any is."""
-    at = max(s.at for s in snapshots)
-    broken = [s for s in snapshots if s.missing]
-    if broken:
-        return MetricsSnapshot(at=at, missing=True, error=broken[0].error)
-    samples: dict[tuple[str, Labels], float] = {}
-    for snapshot in snapshots:
-        for key, value in snapshot.samples.items():
-            samples[key] = samples.get(key, 0.0) + value
-    return MetricsSnapshot(at=at, samples=samples)
-
-
-async def _held(bench_db: BenchDatabase) -> dict[str, int]:
-    """Unexpired buckets per node (``bucket_leases``)."""
-
-    async def query(connection: Any) -> dict[str, int]:
-        rows = await connection.fetch(
-            "SELECT node, count(*) AS n FROM bucket_leases "
-            "WHERE node IS NOT NULL AND expires_at > now() GROUP BY node"
-        )
-        return {str(r["node"]): int(r["n"]) for r in rows}
-
-    return await bench_db.run(query, timeout_seconds=10.0)
-
-
-async def _wait_split(bench_db: BenchDatabase, names: list[str], seconds: float) -> dict[str, int]:
-    """Wait (at most ``seconds``) until every node of ``names`` holds at least its share
-    (``floor(256 / N)``) and every bucket is held; the split.
-
-    Raises:
-        trio.TooSlowError: not split in time.
-    """
-    share = BUCKETS // len(names)
-    with trio.fail_after(seconds):
-        while True:
-            held = await _held(bench_db)
-            if sum(held.values()) == BUCKETS and all(held.get(n, 0) >= share for n in names):
-                return held
-            await trio.sleep(0.2)
-
-
-async def _wait_ready(base_url: str, seconds: float) -> None:
-    """Wait (at most ``seconds``) for ``/readyz`` to answer 200."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=5.0) as client:
-        with trio.fail_after(seconds):
-            while True:
-                if (await client.get("/readyz")).status_code == 200:
-                    return
-                await trio.sleep(0.2)
-
-
-async def _owners(bench_db: BenchDatabase, ids: dict[int, str]) -> dict[int, str]:
-    """Monitor index -> the node whose unexpired lease holds its bucket now."""
-    index_of = {monitor_id: index for index, monitor_id in ids.items()}
-
-    async def query(connection: Any) -> list[Any]:
-        return list(
-            await connection.fetch(
-                "SELECT m.id, l.node FROM monitors m JOIN bucket_leases l "
-                "ON l.bucket = m.bucket AND l.node IS NOT NULL AND l.expires_at > now()"
-            )
-        )
-
-    rows = await bench_db.run(query)
-    return {index_of[r["id"]]: str(r["node"]) for r in rows if r["id"] in index_of}
-
-
-async def _stored_gaps(
-    bench_db: BenchDatabase, ids: dict[int, str], interval: float, window_start: float
-) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
-    """Per monitor index: consecutive stored checks closer than half ``interval``, the
-    later one in the window or after it, and the same over the whole run; the longest
-    gap (seconds) ending at a check of the window or later."""
-    index_of = {monitor_id: index for index, monitor_id in ids.items()}
-
-    async def query(connection: Any) -> list[Any]:
-        return list(
-            await connection.fetch(
-                "SELECT monitor_id, count(*) FILTER (WHERE gap < $1::float8) AS close_all, "
-                "count(*) FILTER (WHERE gap < $1::float8 AND created >= $2) AS close, "
-                "max(gap) FILTER (WHERE created >= $2) AS longest FROM ("
-                " SELECT monitor_id, created, created - lag(created) OVER"
-                " (PARTITION BY monitor_id ORDER BY created) AS gap FROM checks) g "
-                "GROUP BY monitor_id",
-                interval / 2,
-                math.ceil(window_start),
-            )
-        )
-
-    rows = await bench_db.run(query, timeout_seconds=300.0)
-    close = {index_of[r["monitor_id"]]: int(r["close"]) for r in rows if r["close"]}
-    close_all = {index_of[r["monitor_id"]]: int(r["close_all"]) for r in rows if r["close_all"]}
-    longest = {
-        index_of[r["monitor_id"]]: int(r["longest"]) for r in rows if r["longest"] is not None
-    }
-    return close, close_all, longest
-
-
-async def _start_nodes(
-    stack: AsyncExitStack,
-    params: BenchParams,
-    bench_db: BenchDatabase,
-    data_dir: Path,
-    out_dir: Path,
-    dns_port: int,
-    env: dict[str, str],
-) -> list[ServiceProcess]:
-    """Node 1 (it applies the migrations), then the others; each stopped when
-    ``stack`` closes (SIGTERM, then SIGKILL after 30 s)."""
-    nodes = []
-    for number in range(1, params.nodes + 1):
-        command = node_command(params, data_dir, bench_db.url, number, dns_port)
-        log = out_dir / f"service-{number}.log"
-        nodes.append(await stack.enter_async_context(run_service_process(command, log, env)))
-    return nodes
-
-
 async def _kill(
     cluster: ClusterRecord,
     node: ServiceProcess,
@@ -297,7 +162,7 @@ async def _kill(
     others = [n.name for n in cluster.nodes if n.name != record.name]
     with trio.move_on_after(3 * cluster.lease_seconds + 10):
         while True:
-            held = await _held(bench_db)
+            held = await held_buckets(bench_db)
             if sum(held.get(n, 0) for n in others) == BUCKETS:
                 cluster.buckets_taken_at = time.time()
                 return
@@ -335,7 +200,7 @@ async def cluster_phase(
         AsyncExitStack() as stack,
     ):
         started = time.monotonic()
-        nodes = await _start_nodes(
+        nodes = await start_nodes(
             stack, params, bench_db, data_dir, out_dir, targets.ports.dns, env
         )
         names = [f"node-{k}" for k in range(1, params.nodes + 1)]
@@ -349,9 +214,9 @@ async def cluster_phase(
         )
         record.cluster = cluster
         display.set_phase("waiting for the buckets to split")
-        await _wait_split(bench_db, names, 60.0 + 5 * lease)
+        await wait_split(bench_db, names, 60.0 + 5 * lease)
         for node in nodes:
-            await _wait_ready(node.base_url, 30.0)
+            await wait_ready(node.base_url, 30.0)
         cluster.split_seconds = time.monotonic() - started
         groups = {
             f"service-{k}": ProcessGroup("service", n.pid, include_children=False)
@@ -387,8 +252,8 @@ async def cluster_phase(
                 cluster.kill_at = record.window_start + (params.window_intervals // 2) * interval
             display.set_phase("warm-up", ends_at=record.window_start)
             await sleep_until_wall(record.window_start - min(2.0, interval / 2))
-            cluster.owner_start = await _owners(bench_db, ids)
-            cluster.buckets_at_start = await _held(bench_db)
+            cluster.owner_start = await owners(bench_db, ids)
+            cluster.buckets_at_start = await held_buckets(bench_db)
             monitor_ids = [ids[p.index] for p in plans if p.index in ids]
             sampler.in_window = True
             await _window(
@@ -396,7 +261,7 @@ async def cluster_phase(
                 monitor_ids, display,
             )  # fmt: skip
             sampler.in_window = False
-            cluster.owner_end = await _owners(bench_db, ids)
+            cluster.owner_end = await owners(bench_db, ids)
             display.set_phase("stopping the nodes")
             stop_at = record.window_end
             if time.time() > record.window_end + gap / 2 - 0.002:
@@ -420,7 +285,7 @@ async def cluster_phase(
         record.stored_window_seconds = math.floor(record.window_end) - math.ceil(
             record.window_start
         )
-        gaps = await _stored_gaps(bench_db, ids, interval, record.window_start)
+        gaps = await stored_gaps(bench_db, ids, interval, record.window_start)
         cluster.stored_close, cluster.stored_close_whole_run, cluster.stored_longest_gap = gaps
         version = await bench_db.run(server_version)
     return record, creation, ids, nodes[0].command, version
