@@ -42,9 +42,11 @@ __all__ = [
     "WindowFigures",
     "arrival_series",
     "distribution",
+    "longest_gaps",
     "per_monitor_counts",
     "phases_by_index",
     "quiet_offset",
+    "slot_arrivals",
     "window_figures",
 ]
 
@@ -210,6 +212,50 @@ def per_monitor_counts(
     inside = (slots.at >= start) & (slots.at < end)
     found, counts = np.unique(slots.index[inside], return_counts=True)
     return {int(i): int(c) for i, c in zip(found, counts, strict=True)}
+
+
+def slot_arrivals(
+    indices: IntArray,
+    times: FloatArray,
+    phases: FloatArray,
+    interval_seconds: float,
+    start: float,
+    end: float,
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Per monitor index with a grid point in ``[start, end)`` that got an arrival:
+    ``(index, slots with an arrival, arrivals in those slots)``, three arrays of one
+    length. Two nodes probing one monitor give it twice as many arrivals as slots."""
+    slots = _slots(indices, times, phases, float(interval_seconds))
+    inside = (slots.grid >= start) & (slots.grid < end)
+    found, first, served = np.unique(slots.index[inside], return_index=True, return_counts=True)
+    arrivals = np.add.reduceat(slots.arrivals[inside], first) if found.size else found
+    return found.astype(np.int64), served.astype(np.int64), arrivals.astype(np.int64)
+
+
+def longest_gaps(
+    indices: IntArray,
+    times: FloatArray,
+    size: int,
+    start: float,
+    end: float,
+    interval_seconds: float,
+) -> FloatArray:
+    """Per monitor index (0 to ``size`` - 1), the longest time (seconds) between two
+    consecutive arrivals, the later one in ``[start, end)`` (the earlier may be up to
+    one interval before ``start``), or from the last arrival to ``end`` when that is
+    longer (a monitor no longer probed); NaN for a monitor with no arrival."""
+    keep = (times >= start - interval_seconds) & (times < end)
+    index, at = indices[keep], times[keep]
+    order = np.lexsort((at, index))
+    index, at = index[order], at[order]
+    longest = np.full(size, np.nan)
+    if index.size == 0:
+        return longest
+    chosen = (index[1:] == index[:-1]) & (at[1:] >= start)
+    np.fmax.at(longest, index[1:][chosen], np.diff(at)[chosen])
+    last = np.append(index[1:] != index[:-1], True)
+    np.fmax.at(longest, index[last], end - at[last])
+    return longest
 
 
 @dataclass(frozen=True, slots=True)

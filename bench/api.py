@@ -2,7 +2,8 @@
 measured window.
 
 `create_monitors` POSTs every planned monitor through ``create_concurrency`` tasks over
-keep-alive connections. Tokens are used round-robin; a token answered 429 rests until
+keep-alive connections (to each service, with several: plan ``k`` goes to service
+``k % len(base_urls)``). Tokens are used round-robin; a token answered 429 rests until
 its ``Retry-After`` (the request is retried on another token), so a run is slowed by a
 rate limit, never broken by it. An answer that says the service was busy (500 or 503
 with code ``database_unavailable`` or ``engine_unavailable``) is retried after a short
@@ -15,6 +16,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 import httpx
@@ -104,62 +106,83 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 async def create_monitors(
-    base_url: str,
+    base_url: str | Sequence[str],
     pools: Sequence[TokenPool],
     plans: Sequence[MonitorPlan],
     params: BenchParams,
     on_progress: Callable[[int], None],
 ) -> CreateOutcome:
     """Create ``plans`` through ``POST /monitors``; plan ``k`` goes to account pool
-    ``k % len(pools)``. ``on_progress(created)`` is called after each 201.
+    ``k % len(pools)``. ``on_progress(created)`` is called after each 201. With several
+    ``base_url`` (the nodes of `bench.cluster`), plan ``k`` goes to service
+    ``k % len(base_url)``, with ``create_concurrency`` tasks for each.
 
     Raises:
         RuntimeError: an answer other than 201 or 429 (its body says why).
     """
     outcome = CreateOutcome(started_at=time.time())
-    queue = list(reversed(plans))
+    urls = [base_url] if isinstance(base_url, str) else list(base_url)
     limits = httpx.Limits(
         max_connections=params.create_concurrency,
         max_keepalive_connections=params.create_concurrency,
     )
     started = time.perf_counter()
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120.0) as client:
-
-        async def worker() -> None:
-            while queue:
-                plan = queue.pop()
-                pool = pools[plan.index % len(pools)]
-                for _attempt in range(1000):  # bounded: a limit that never lifts fails
-                    slot, token = await pool.take()
-                    response = await client.post(
-                        "/monitors",
-                        json=_body(plan, params),
-                        headers={"Authorization": f"Bearer {token}"},
-                    )
-                    if response.status_code == 201:
-                        outcome.ids[plan.index] = str(response.json()["id"])
-                        on_progress(len(outcome.ids))
-                        break
-                    if response.status_code == 429:
-                        pool.rest(slot, _retry_after(response))
-                        continue
-                    if response.status_code in (500, 503) and _retryable(response):
-                        outcome.retried += 1
-                        await trio.sleep(min(2.0, 0.05 * 2 ** min(_attempt, 5)))
-                        continue
-                    raise RuntimeError(
-                        f"POST /monitors answered {response.status_code}: {response.text[:500]}"
-                    )
-                else:
-                    raise RuntimeError("POST /monitors kept answering 429")
-
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=url, limits=limits, timeout=120.0)
+            )
+            for url in urls
+        ]
         async with trio.open_nursery() as nursery:
-            for _ in range(params.create_concurrency):
-                nursery.start_soon(worker)
+            for k, client in enumerate(clients):
+                queue = list(reversed(plans[k :: len(clients)]))
+                for _ in range(params.create_concurrency):
+                    nursery.start_soon(
+                        _create_worker, client, queue, pools, params, outcome, on_progress
+                    )
     outcome.seconds = time.perf_counter() - started
     outcome.finished_at = time.time()
     outcome.throttled = sum(p.throttled for p in pools)
     return outcome
+
+
+async def _create_worker(
+    client: httpx.AsyncClient,
+    queue: list[MonitorPlan],
+    pools: Sequence[TokenPool],
+    params: BenchParams,
+    outcome: CreateOutcome,
+    on_progress: Callable[[int], None],
+) -> None:
+    """One task of `create_monitors`: POSTs the plans it pops from ``queue`` (shared
+    with the other tasks of ``client``'s service) until it is empty."""
+    while queue:
+        plan = queue.pop()
+        pool = pools[plan.index % len(pools)]
+        for _attempt in range(1000):  # bounded: a limit that never lifts fails
+            slot, token = await pool.take()
+            response = await client.post(
+                "/monitors",
+                json=_body(plan, params),
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            if response.status_code == 201:
+                outcome.ids[plan.index] = str(response.json()["id"])
+                on_progress(len(outcome.ids))
+                break
+            if response.status_code == 429:
+                pool.rest(slot, _retry_after(response))
+                continue
+            if response.status_code in (500, 503) and _retryable(response):
+                outcome.retried += 1
+                await trio.sleep(min(2.0, 0.05 * 2 ** min(_attempt, 5)))
+                continue
+            raise RuntimeError(
+                f"POST /monitors answered {response.status_code}: {response.text[:500]}"
+            )
+        else:
+            raise RuntimeError("POST /monitors kept answering 429")
 
 
 @dataclass(slots=True)

@@ -7,7 +7,8 @@ and says in one line how to install the harness's extras when they are missing::
 
     uptrio bench [--monitors 1000] [--type http|tcp|dns|ping|mix|http=7,dns=3]
                  [--interval 10] [--timeout 5] [--duration 30] [--warmup S]
-                 [--failing 0.0] [--slow 0.0] [--refusing 0.0] [--baseline] ...
+                 [--failing 0.0] [--slow 0.0] [--refusing 0.0] [--baseline]
+                 [--nodes 1] [--kill-node [K]] [--lease-seconds S] ...
     uptrio bench sweep [--counts 1000,5000,10000,20000] [same options]
     uptrio bench history [--monitors N] [--days 90] ...
     uptrio bench status-pages [--monitors 10000] [--components 100] [--pages 20]
@@ -136,6 +137,30 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         help="extra flag for uptrio serve, repeatable (e.g. --serve-arg=--shards=16)",
     )
     parts.add_argument("--service-log-level", default="info")
+    nodes = bench.add_argument_group("several nodes (README, Several nodes)")
+    nodes.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="uptrio serve processes on one Postgres, the monitors created through each in "
+        "turn; figures per node and in total (default 1)",
+    )
+    nodes.add_argument(
+        "--kill-node",
+        type=int,
+        nargs="?",
+        const=2,
+        default=None,
+        metavar="K",
+        help="SIGKILL node K (default 2) in the middle of the window and report the longest "
+        "gap per monitor between two probes (needs --nodes 2 or more)",
+    )
+    nodes.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=None,
+        help="the nodes' --lease-seconds (default the service's, 10)",
+    )
     output = bench.add_argument_group("output")
     output.add_argument("--output", type=Path, default=None, help="directory for the files")
     output.add_argument("--no-progress", action="store_true", help="no live display")
@@ -227,6 +252,9 @@ def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> A
         progress=not args.no_progress,
         keep_data=args.keep_data,
         profile=args.profile,
+        nodes=args.nodes,
+        kill_node=args.kill_node,
+        lease_seconds=args.lease_seconds,
     )
 
 
@@ -379,7 +407,14 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     single = _params(args, [(args.monitors, output)])
     if single is None:
         return 2
-    record = trio.run(run_bench, single[0], argv)
+    if single[0].nodes > 1:
+        from .cluster import cluster_phase
+
+        record = trio.run(
+            functools.partial(run_bench, service_phase=cluster_phase), single[0], argv
+        )
+    else:
+        record = trio.run(run_bench, single[0], argv)
     report = build_report(record)
     report["files"] = {"json": str(output / "report.json")}
     if not args.no_chart:
@@ -388,5 +423,9 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     report["files"]["service_log"] = str(output / "service.log")
     write_json(report, output / "report.json")
     print_table(report)
+    if "nodes" in report:
+        from .cluster_report import print_nodes
+
+        print_nodes(report)
     print(f"report: {output / 'report.json'}")
     return 0

@@ -187,7 +187,8 @@ def write_json(report: dict[str, Any], path: Path) -> None:
 def write_chart(report: dict[str, Any], path: Path) -> None:
     """Two panels against seconds from the window's start: checks per second the
     targets saw (with the scheduled rate), and lateness p50 / p99 (ms, log scale), for
-    the service and, when run, the baseline; the measured window shaded."""
+    the service and, when run, the baseline; the measured window shaded, and the kill
+    of a node marked (``--kill-node``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -224,6 +225,14 @@ def write_chart(report: dict[str, Any], path: Path) -> None:
             label="creating monitors",
         )
         axis.grid(alpha=0.3)
+    failover = (report.get("nodes") or {}).get("failover")
+    if failover and failover["killed_at_offset_seconds"] is not None:
+        for axis in (top, bottom):
+            axis.axvline(
+                failover["killed_at_offset_seconds"],
+                color="tab:red",
+                label=f"{failover['node']} killed",
+            )
     top.set_ylabel("checks per second at the targets")
     top.legend(loc="lower right", fontsize=8)
     bottom.set_yscale("log")

@@ -115,6 +115,12 @@ class BenchParams:
         progress: show the live display (on stderr).
         keep_data: keep the temporary data directory (the database) after the run.
         profile: sample the service (and the baseline) with py-spy during the window.
+        nodes: ``uptrio serve`` processes on one Postgres (extensions part 6; issue 14):
+            1 is the single service of every earlier run; more run `bench.cluster`.
+        kill_node: with ``nodes`` >= 2, the node (1 to ``nodes``) SIGKILLed in the
+            middle of the window (`bench.cluster`), or ``None``.
+        lease_seconds: the nodes' ``--lease-seconds`` (``None``: the service's default,
+            10 s).
     """
 
     monitors: int = 1000
@@ -146,6 +152,9 @@ class BenchParams:
     progress: bool = True
     keep_data: bool = False
     profile: bool = False
+    nodes: int = 1
+    kill_node: int | None = None
+    lease_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.monitors < 1:
@@ -159,6 +168,14 @@ class BenchParams:
             raise ValueError("behaviour shares must be >= 0 and sum to at most 1")
         if self.duration_seconds <= 0:
             raise ValueError("duration_seconds must be positive")
+        if not 1 <= self.nodes <= 16:
+            raise ValueError("nodes must be 1 to 16")
+        if self.kill_node is not None and not (
+            self.nodes >= 2 and 1 <= self.kill_node <= self.nodes
+        ):
+            raise ValueError("--kill-node needs --nodes 2 or more and names a node 1 to --nodes")
+        if self.lease_seconds is not None and self.lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
 
     @property
     def shares(self) -> tuple[float, float, float, float]:
@@ -167,10 +184,12 @@ class BenchParams:
 
     @property
     def warmup(self) -> float:
-        """The warm-up in seconds (``warmup_seconds`` or its default)."""
+        """The warm-up in seconds (``warmup_seconds`` or its default: one interval plus
+        2 s, plus 5 s with several nodes, the reconciliation period by which a monitor
+        created through one node reaches its owner; README, Several nodes)."""
         if self.warmup_seconds is not None:
             return self.warmup_seconds
-        return float(self.interval_seconds) + 2.0
+        return float(self.interval_seconds) + 2.0 + (5.0 if self.nodes > 1 else 0.0)
 
     @property
     def window_intervals(self) -> int:

@@ -1,5 +1,6 @@
 """The report of a bench run: every figure as JSON (`build_report`); `bench.output`
-prints it as a table and draws its chart.
+prints it as a table and draws its chart. With several nodes the figures are the whole
+cluster's and a ``nodes`` section has them per node (`bench.cluster_report`).
 
 Units are in the keys: ``_ms`` milliseconds, ``_mb`` mebibytes, ``_kb`` kibibytes,
 ``per_second`` per wall-clock second of the window. A figure that could not be measured
@@ -21,6 +22,7 @@ import numpy as np
 import psutil
 
 from .analysis import Distribution, arrival_series, distribution, per_monitor_counts, window_figures
+from .cluster_report import cluster_section
 from .metrics import counter_delta, gauge_value, histogram_delta, histogram_summary
 from .run import PhaseRecord, RunRecord
 
@@ -484,6 +486,10 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         for m in missing_figures({k: v for k, v in report.items() if k not in skip})
         if not m.startswith("baseline") or baseline is not None
     ]
+    if record.service.cluster is not None:  # several nodes (bench.cluster_report)
+        arrivals = _arrays(record, record.creation.started_at, record.service.stopped_at)
+        report["nodes"] = nodes = cluster_section(record, arrivals, _observable(record))
+        report["missing"] += [m for m in missing_figures(nodes, "nodes") if m != "nodes.failover"]
     return report
 
 

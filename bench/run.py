@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -54,7 +55,19 @@ from .service import (
 )
 from .targets import ArrivalLog, TargetSet, open_targets, stop_process
 
-__all__ = ["PhaseRecord", "RunExtension", "RunRecord", "run_bench"]
+__all__ = [
+    "PhaseRecord",
+    "RunExtension",
+    "RunRecord",
+    "Sampler",
+    "ServicePhase",
+    "next_quiet",
+    "run_bench",
+    "server_version",
+    "sleep_until_wall",
+    "snapshot_cpu",
+    "stored_checks",
+]
 
 
 class RunExtension(Protocol):
@@ -86,7 +99,8 @@ class PhaseRecord:
     Times are epoch seconds; ``cpu[group] = (at window start, at window end)``;
     ``memory_idle`` before the monitors exist; ``memory_peak`` the largest sample of the
     window (RSS for the service and baseline, PSS for Postgres); ``series`` one dict per
-    second of samples (time, CPU shares, memory, target arrivals).
+    second of samples (time, CPU shares, memory, target arrivals); ``cluster`` what
+    `bench.cluster` measured per node (None for one service).
     """
 
     name: str
@@ -108,6 +122,7 @@ class PhaseRecord:
     profile: dict[str, object] | None = None
     baseline_records: dict[str, list[Any]] | None = None
     exit_code: int | None = None
+    cluster: Any = None  # bench.cluster.ClusterRecord with several nodes, else None
 
 
 @dataclass(slots=True)
@@ -130,17 +145,18 @@ class RunRecord:
     argv: list[str]
 
 
-def _next_quiet(after: float, offset: float, interval: float) -> float:
+def next_quiet(after: float, offset: float, interval: float) -> float:
     """The first quiet instant (``offset`` into the interval, wall time) at or after
     ``after`` (epoch seconds)."""
     return after + ((offset - after) % interval)
 
 
-async def _sleep_until_wall(at: float) -> None:
+async def sleep_until_wall(at: float) -> None:
+    """Sleep until wall time ``at`` (epoch seconds); returns at once if it is past."""
     await trio.sleep(max(0.0, at - time.time()))
 
 
-class _Sampler:
+class Sampler:
     """Samples CPU, memory and target arrivals once per second into a phase's series
     and the live display, until `stop`."""
 
@@ -205,9 +221,28 @@ class _Sampler:
                 await self._stop.wait()
 
 
-def _snapshot_cpu(groups: dict[str, ProcessGroup]) -> dict[str, CpuSnapshot]:
+def snapshot_cpu(groups: dict[str, ProcessGroup]) -> dict[str, CpuSnapshot]:
+    """Each group's CPU seconds so far, stamped now."""
     now = time.time()
     return {name: group.cpu(now) for name, group in groups.items()}
+
+
+ServicePhase = Callable[
+    [
+        BenchParams,
+        list[MonitorPlan],
+        TargetSet,
+        Path,
+        Path,
+        Display,
+        trio.Nursery,
+        "RunExtension | None",
+    ],
+    Awaitable[tuple[PhaseRecord, CreateOutcome, dict[int, str], list[str], str | None]],
+]
+"""The service phase of a run: ``(params, plans, targets, data_dir, out_dir, display,
+nursery, extension) -> (record, creation, ids, service command, Postgres version)``:
+`run_bench`'s own for one service, `bench.cluster.cluster_phase` for several nodes."""
 
 
 async def _service_phase(
@@ -241,7 +276,7 @@ async def _service_phase(
             record.memory_idle = {
                 name: g.memory(pss=name == "postgres") for name, g in groups.items()
             }
-            sampler = _Sampler(record, groups, targets, display)
+            sampler = Sampler(record, groups, targets, display)
             nursery.start_soon(sampler.run, 24 * 3600.0)
             try:
                 display.set_phase("creating monitors", total=len(plans))
@@ -257,13 +292,13 @@ async def _service_phase(
                 phases = phases_by_index(ids, interval, len(plans))
                 offset, gap = quiet_offset(phases, interval)
                 record.quiet_gap_seconds = gap
-                record.window_start = _next_quiet(time.time() + params.warmup, offset, interval)
+                record.window_start = next_quiet(time.time() + params.warmup, offset, interval)
                 record.window_end = record.window_start + params.window_seconds
                 display.set_phase("warm-up", ends_at=record.window_start)
                 async with httpx.AsyncClient(base_url=service.base_url) as client:
-                    await _sleep_until_wall(record.window_start)
+                    await sleep_until_wall(record.window_start)
                     before = await scrape(client, time.time())
-                    cpu_start = _snapshot_cpu(groups | target_groups)
+                    cpu_start = snapshot_cpu(groups | target_groups)
                     sampler.in_window = True
                     display.set_phase("measuring", ends_at=record.window_end)
                     record.api = ApiLatencies()
@@ -284,9 +319,9 @@ async def _service_phase(
                             params.window_seconds - 0.5,
                             record.api,
                         )
-                        await _sleep_until_wall(record.window_end)
+                        await sleep_until_wall(record.window_end)
                         after = await scrape(client, time.time())
-                        cpu_end = _snapshot_cpu(groups | target_groups)
+                        cpu_end = snapshot_cpu(groups | target_groups)
                     sampler.in_window = False
                 record.metrics = (before, after)
                 record.cpu = {name: (cpu_start[name], cpu_end[name]) for name in cpu_start}
@@ -297,8 +332,8 @@ async def _service_phase(
                 display.set_phase("stopping the service")
                 stop_at = record.window_end
                 if time.time() > record.window_end + gap / 2 - 0.002:
-                    stop_at = _next_quiet(time.time(), offset, interval)
-                await _sleep_until_wall(stop_at)
+                    stop_at = next_quiet(time.time(), offset, interval)
+                await sleep_until_wall(stop_at)
                 service.terminate()
                 record.exit_code = await service.wait_stopped()
                 record.stopped_at = time.time()
@@ -307,13 +342,13 @@ async def _service_phase(
         display.set_phase("reading the store")
         if extension is not None:
             await extension.service_stopped(bench_db, record.window_start, record.window_end)
-        record.stored_counts, record.stored_latency_ms = await _stored(
+        record.stored_counts, record.stored_latency_ms = await stored_checks(
             bench_db, ids, record.window_start, record.window_end
         )
         record.stored_window_seconds = int(np.floor(record.window_end)) - int(
             np.ceil(record.window_start)
         )
-        version = await bench_db.run(_server_version)
+        version = await bench_db.run(server_version)
     return record, creation, ids, command, version
 
 
@@ -324,11 +359,12 @@ async def _profile(record: PhaseRecord, pid: int, seconds: float, out_dir: Path)
     record.profile = {"error": failure} if failure else {"file": str(path), **summarize(path)}
 
 
-async def _server_version(connection: Any) -> str:
+async def server_version(connection: Any) -> str:
+    """Postgres's ``server_version``."""
     return str(await connection.fetchval("SHOW server_version"))
 
 
-async def _stored(
+async def stored_checks(
     bench_db: BenchDatabase, ids: dict[int, str], window_start: float, window_end: float
 ) -> tuple[dict[int, int], list[float]]:
     """Stored checks per monitor index (whole run) and the response times (ms) of the
@@ -369,7 +405,7 @@ async def _baseline_phase(
     phases = phases_by_index(ids, interval, len(plans))
     offset, gap = quiet_offset(phases, interval)
     record.quiet_gap_seconds = gap
-    record.window_start = _next_quiet(time.time() + params.warmup, offset, interval)
+    record.window_start = next_quiet(time.time() + params.warmup, offset, interval)
     record.window_end = record.window_start + params.window_seconds
     stop_at = record.window_end + min(interval, 1.0)
     plan_path, out_path = out_dir / "baseline-plan.json", out_dir / "baseline-records.json"
@@ -408,12 +444,12 @@ async def _baseline_phase(
         target_groups = {
             f"target-{k}": ProcessGroup("target", pid) for k, pid in enumerate(targets.pids())
         }
-        sampler = _Sampler(record, groups, targets, display)
+        sampler = Sampler(record, groups, targets, display)
         nursery.start_soon(sampler.run, 24 * 3600.0)
         try:
             display.set_phase("baseline: warm-up", ends_at=record.window_start)
-            await _sleep_until_wall(record.window_start)
-            cpu_start = _snapshot_cpu(groups | target_groups)
+            await sleep_until_wall(record.window_start)
+            cpu_start = snapshot_cpu(groups | target_groups)
             sampler.in_window = True
             display.set_phase("baseline: measuring", ends_at=record.window_end)
             async with trio.open_nursery() as profiling:
@@ -421,8 +457,8 @@ async def _baseline_phase(
                     profiling.start_soon(
                         _profile, record, process.pid, params.window_seconds, out_dir
                     )
-                await _sleep_until_wall(record.window_end)
-                cpu_end = _snapshot_cpu(groups | target_groups)
+                await sleep_until_wall(record.window_end)
+                cpu_end = snapshot_cpu(groups | target_groups)
             sampler.in_window = False
             record.cpu = {name: (cpu_start[name], cpu_end[name]) for name in cpu_start}
             record.peak_rss_hwm = {"baseline": groups["baseline"].peak_rss_bytes()}
@@ -441,11 +477,15 @@ async def _baseline_phase(
 
 
 async def run_bench(
-    params: BenchParams, argv: list[str], extension: RunExtension | None = None
+    params: BenchParams,
+    argv: list[str],
+    extension: RunExtension | None = None,
+    service_phase: ServicePhase | None = None,
 ) -> RunRecord:
     """Run one bench (module docstring) and return its raw record; the report is built
     from it by `bench.report.build_report`. ``extension`` adds work to the service
-    phase (`RunExtension`).
+    phase (`RunExtension`); ``service_phase`` replaces the phase of one service
+    (`bench.cluster.cluster_phase`: several nodes).
 
     Raises:
         RuntimeError: a part failed to start or the API refused a monitor (the message
@@ -468,7 +508,8 @@ async def run_bench(
                 display.set_phase("starting targets")
                 async with open_targets(plans, params, out_dir, max_seconds=budget) as targets:
                     plans = [p.with_ports(targets.ports) for p in plans]
-                    service, creation, ids, command, version = await _service_phase(
+                    phase = service_phase or _service_phase
+                    service, creation, ids, command, version = await phase(
                         params, plans, targets, data_dir, out_dir, display, nursery, extension
                     )
                     baseline = None

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,17 +246,25 @@ def service_command(params: BenchParams, data_dir: Path, dns_port: int) -> list[
 
 
 @asynccontextmanager
-async def run_service_process(command: list[str], log_path: Path) -> AsyncIterator[ServiceProcess]:
-    """Run ``command`` (from `service_command`) with its output in ``log_path``; yield
-    once it listens (at most 60 s); stop it on exit (SIGTERM, then SIGKILL after 30 s).
+async def run_service_process(
+    command: list[str], log_path: Path, env: Mapping[str, str] | None = None
+) -> AsyncIterator[ServiceProcess]:
+    """Run ``command`` (from `service_command`) with its output in ``log_path`` and
+    ``env`` added to this process's environment; yield once it listens (at most 60 s);
+    stop it on exit (SIGTERM, then SIGKILL after 30 s).
 
     Raises:
         RuntimeError: the service exited or did not listen within 60 s (its log says why).
     """
-    env = {k: v for k, v in os.environ.items() if k not in ("UPTRIO_DATABASE_URL",)}
+    environment = {k: v for k, v in os.environ.items() if k not in ("UPTRIO_DATABASE_URL",)}
+    environment.update(env or {})
     with log_path.open("wb") as log:
         process = await trio.lowlevel.open_process(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=environment,
         )
     try:
         base_url = await _wait_listening(process, log_path, timeout_seconds=60.0)
@@ -283,10 +291,15 @@ async def _wait_listening(process: trio.Process, log_path: Path, *, timeout_seco
 
 
 async def mint_tokens(
-    data_dir: Path, database_url: str | None, account: str, count: int
+    data_dir: Path,
+    database_url: str | None,
+    account: str,
+    count: int,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``count`` API tokens with every permission for ``account``, each made by
-    ``uptrio tokens create`` (60 s at most each), as an operator would.
+    ``uptrio tokens create`` (60 s at most each, ``env`` added to the environment: the
+    nodes' shared ``UPTRIO_JWT_SECRET``), as an operator would.
 
     Raises:
         subprocess.CalledProcessError: the command failed.
@@ -298,6 +311,11 @@ async def mint_tokens(
     minted = []
     for _ in range(count):
         with trio.fail_after(60):
-            done = await trio.run_process(command, capture_stdout=True, capture_stderr=True)
+            done = await trio.run_process(
+                command,
+                capture_stdout=True,
+                capture_stderr=True,
+                env={**os.environ, **(env or {})},
+            )
         minted.append(bytes(done.stdout).decode().strip())
     return minted
