@@ -168,6 +168,21 @@ class Engine:
         a dictionary lookup, no query (and no checkpoint)."""
         return self._keys.get(ping_key)
 
+    def pinged_elsewhere(self, heartbeat_id: str, kind: str, wall: float) -> None:
+        """Another node stored a ping of ``kind`` of heartbeat ``heartbeat_id`` at
+        ``wall`` (epoch seconds; ``engine.listener``): its actor, if it runs here, moves
+        its deadline and decides the status move. Not waited for: a ping its actor
+        cannot take now is caught up by the next reconciliation."""
+        shard = self.shards[shard_of(heartbeat_id, len(self.shards))]
+        if shard.heartbeats is not None:
+            shard.heartbeats.stored_elsewhere(heartbeat_id, kind, wall)
+
+    def reconcile_now(self) -> None:
+        """Ask for one reconciliation (``engine.reconcile``) now, without waiting: after
+        the listener (re)connected or dropped notifications."""
+        with contextlib.suppress(trio.WouldBlock, ActorUnavailable):
+            self._ref.tell_nowait(Reconcile())
+
     async def _save(self, record: MonitorRecord | HeartbeatRecord) -> None:
         def make(reply: Reply[None]) -> Save:
             return Save(record=record, reply=reply)

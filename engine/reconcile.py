@@ -5,7 +5,9 @@ Every ``reconcile_seconds`` (5 s by default) the engine's command actor reads th
 monitors and the heartbeats of the buckets it holds (one query each) and compares them
 with the actors it runs: an actor whose monitor is gone or paused is stopped, a monitor
 with no actor is started, one whose run epoch or settings changed is restarted or
-reconfigured; likewise for heartbeats (by run epoch, period and grace). A change made
+reconfigured; likewise for heartbeats (by run epoch, period and grace), and a heartbeat
+whose stored ``last_success_at`` is newer than its actor knows is told of that success
+(a ping stored by another node whose notification was lost). A change made
 through this node was applied at once already (the web layer tells the engine), so
 there is nothing left to do for it.
 """
@@ -97,6 +99,10 @@ async def reconcile(
             beat = found.get(heartbeat_id)
             if beat is None or HeartbeatConfig.of(beat) != handle.config:
                 await change(heartbeat_id, beat)
+            elif (success := beat.last_success_at) is not None and success > handle.seen_success:
+                # a success stored by another node whose notification was lost (or one
+                # of this node's own, which its actor knows already and ignores)
+                shard.heartbeats.stored_elsewhere(heartbeat_id, "success", success)
     for beat in beats:
         if all(s.heartbeats is None or beat.id not in s.heartbeats.handles for s in shards):
             await change(beat.id, beat)
