@@ -15,11 +15,14 @@ channel and, for each batch of notifications:
   record: a reconfiguration with the same settings);
 * hands each ping stored by another node to the heartbeat's actor
   (``EngineSlot.pinged_elsewhere``), which moves its deadline and decides the status
-  move (the ping itself is stored already).
+  move (the ping itself is stored already);
+* nudges the lease actor (:meth:`~engine.leases.Holding.nudge`) when another node
+  registered or gave buckets back, so this one renews at once (a joining node gets its
+  share, and a bucket given back is claimed, without waiting for the next renewal).
 
 Losing notifications (a disconnection, a full queue) delays a change, never loses it:
-after every (re)connection and every overflow the listener asks the engine for one
-reconciliation (``engine.reconcile``, which also runs every 5 s and catches a heartbeat
+after every (re)connection (when it also nudges the lease actor) and every overflow the
+listener asks the engine for one reconciliation (``engine.reconcile``, which also runs every 5 s and catches a heartbeat
 up with its stored ``last_success_at``). Every wait outside the process has a deadline:
 the connection and ``LISTEN`` (``deadline_seconds``), the reads, and a ``SELECT 1``
 after ``keepalive_seconds`` without a notification (a connection that died silently is
@@ -72,11 +75,13 @@ async def run_listener(
     db: Database,
     slot: EngineSlot,
     holding: Holding,
+    node_name: str,
     settings: ListenerSettings = ListenerSettings(),
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen and apply (module docstring) until cancelled; reports started at once
+    """Listen and apply (module docstring) until cancelled (``node_name``: this node's,
+    whose own lease notifications are ignored); reports started at once
     (what it misses before its first connection, the reconciliation that follows it
     catches)."""
     task_status.started()
@@ -89,7 +94,8 @@ async def run_listener(
                 log.info("listening for changes", channel=notify.CHANNEL)
                 backoff = 0.5
                 slot.reconcile_now()  # what was missed while not listening
-                await _follow(listener, db, slot, holding, settings)
+                holding.nudge()
+                await _follow(listener, db, slot, holding, node_name, settings)
         except DatabaseUnavailable as exc:
             log.warning("listener disconnected", error=str(exc), retry_seconds=backoff)
         await trio.sleep(backoff)
@@ -101,6 +107,7 @@ async def _follow(
     db: Database,
     slot: EngineSlot,
     holding: Holding,
+    node_name: str,
     settings: ListenerSettings,
 ) -> None:
     """Apply batches of notifications until the connection is lost.
@@ -120,18 +127,24 @@ async def _follow(
             listener.overflowed = False
             slot.reconcile_now()
         try:
-            await _apply(payloads, reads, slot, holding)
+            await _apply(payloads, reads, slot, holding, node_name)
         except (DatabaseUnavailable, ActorUnavailable) as exc:
             # the reconciliation (every 5 s) brings these changes
             log.warning("notified changes not applied", error=str(exc))
 
 
-async def _apply(payloads: list[str], db: Database, slot: EngineSlot, holding: Holding) -> None:
+async def _apply(
+    payloads: list[str], db: Database, slot: EngineSlot, holding: Holding, node_name: str
+) -> None:
     """Apply one batch (module docstring)."""
     held = holding.held
     changed: set[str] = set()
     for payload in payloads:
         found = notify.parse_notification(payload)
+        if found is not None and found.leases_of is not None:
+            if found.leases_of != node_name:
+                holding.nudge()
+            continue
         if found is None or leases.bucket_of(found.resource_id) not in held:
             continue
         if found.kind is None:

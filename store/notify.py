@@ -10,7 +10,11 @@ What is told (a notification's payload, a few dozen bytes):
   commits, and never for one rolled back);
 * ``<id> <kind> <seconds>``: a ping of heartbeat ``<id>`` (``success``, ``fail``,
   ``start``) received by a node that does not run its actor was stored at epoch
-  ``<seconds>`` (a float) (:func:`store_ping_elsewhere`).
+  ``<seconds>`` (a float) (:func:`store_ping_elsewhere`);
+* ``leases <node>``: node ``<node>`` registered or gave buckets back
+  (:func:`notify_leases`, from :mod:`store.leases`): the others renew at once, so a
+  joining node learns its share and a bucket given back is claimed without waiting for
+  the next renewal (the handover leaves no monitor unprobed for long).
 
 Postgres delivers a notification to every session listening when the transaction
 commits; one that arrives while a listener is disconnected is lost (``NOTIFY`` keeps
@@ -48,6 +52,7 @@ __all__ = [
     "Listener",
     "Notification",
     "notify_change",
+    "notify_leases",
     "open_listener",
     "parse_notification",
     "store_ping_elsewhere",
@@ -61,6 +66,12 @@ async def notify_change(connection: Connection, resource_id: str) -> None:
     """Tell every node that monitor or heartbeat ``resource_id`` changed; call inside the
     change's transaction (delivered when it commits). Asyncio side."""
     await connection.execute("SELECT pg_notify($1, $2)", CHANNEL, resource_id)
+
+
+async def notify_leases(connection: Connection, node: str) -> None:
+    """Tell every node that node ``node`` registered or gave buckets back; call inside
+    that transaction. Asyncio side."""
+    await connection.execute("SELECT pg_notify($1, $2)", CHANNEL, f"leases {node}")
 
 
 async def store_ping_elsewhere(connection: Connection, ping: PingRecord, wall: float) -> bool:
@@ -79,11 +90,13 @@ async def store_ping_elsewhere(connection: Connection, ping: PingRecord, wall: f
 @dataclass(frozen=True, slots=True)
 class Notification:
     """A parsed payload: ``resource_id`` changed (``kind`` None), or was pinged with
-    ``kind`` at ``wall`` (epoch seconds) on another node."""
+    ``kind`` at ``wall`` (epoch seconds) on another node; or (``leases_of`` set, no
+    resource) node ``leases_of`` registered or gave buckets back."""
 
     resource_id: str
     kind: str | None = None
     wall: float = 0.0
+    leases_of: str | None = None
 
 
 def parse_notification(payload: str) -> Notification | None:
@@ -91,6 +104,8 @@ def parse_notification(payload: str) -> Notification | None:
     parts = payload.split(" ")
     if len(parts) == 1 and parts[0]:
         return Notification(parts[0])
+    if len(parts) >= 2 and parts[0] == "leases":
+        return Notification("", leases_of=payload[len("leases ") :])
     if len(parts) == 3:
         try:
             wall = float(parts[2])

@@ -303,8 +303,9 @@ async def open_service(
                             shutdown_seconds=settings.graceful_seconds,
                         )
                     )
-                    if with_leases:  # changes made through other nodes, within 1 s
-                        listener = partial(run_listener, db, slot, holding)
+                    if with_leases and settings.leases is not None:  # other nodes' changes
+                        node = settings.leases.node_name
+                        listener = partial(run_listener, db, slot, holding, node)
                         await root.start_child(ChildSpec(child_id="listener", start=listener))
                 if settings.webhooks is not None:
                     sender = partial(

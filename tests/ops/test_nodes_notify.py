@@ -1,0 +1,213 @@
+"""Commands and pings made through one node reach the owner of the bucket within a second
+(extensions part 6; issue 14, items 3 and 6), with two real ``uptrio serve`` processes
+on one Postgres (the fixture of ``tests/ops/test_nodes.py``: 2 s leases, 40 http
+monitors every second on a local target that counts arrivals per monitor's path).
+
+Without ``LISTEN``/``NOTIFY`` these changes would reach the owner only by its
+reconciliation, every 5 s: each test's window is shorter than that. A node added: the
+buckets moving from the first node to the new one leave no monitor unprobed for longer
+than one interval beyond its own. Loopback only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from store import Database, accounts, leases
+from tests.ops.test_nodes import _BASES, _setup, _two_nodes
+from tests.targets import HttpTarget
+from web.auth import PERMISSIONS, issue_token
+from web.versioning import CURRENT_VERSION
+
+_SECRET = b"nodes-test-secret"  # the nodes' UPTRIO_JWT_SECRET (tests/ops/test_nodes.py)
+_NOTIFIED_SECONDS = 1.0
+"""How soon a change made through one node must be in effect on the owner, seconds."""
+
+
+async def _client(db: Database, node: str) -> httpx.AsyncClient:
+    """An API client of node ``node``, with a token of account ``default`` that may do
+    everything."""
+    now = int(time.time())
+    _, token = await db.transaction(
+        accounts.create_token,
+        "default",
+        list(PERMISSIONS),
+        now=now,
+        expires_at=None,
+        current_version=CURRENT_VERSION,
+    )
+    jwt = issue_token(_SECRET, token.id, now=now, expires_at=None)
+    headers = {"Authorization": f"Bearer {jwt}"}
+    return httpx.AsyncClient(base_url=_BASES[node], headers=headers, timeout=10)
+
+
+async def _buckets_of(db: Database, node: str) -> set[int]:
+    async def fetch(connection: Any) -> set[int]:
+        rows = await connection.fetch(
+            "SELECT bucket FROM bucket_leases WHERE node = $1 AND expires_at > now()", node
+        )
+        return {r["bucket"] for r in rows}
+
+    return await db.run(fetch)
+
+
+async def _monitor_ids(db: Database) -> dict[str, str]:
+    """Monitor id by URL."""
+
+    async def fetch(connection: Any) -> dict[str, str]:
+        return {r["url"]: r["id"] for r in await connection.fetch("SELECT id, url FROM monitors")}
+
+    return await db.run(fetch)
+
+
+def _arrivals(target: HttpTarget, path: str, after: float, before: float = float("inf")) -> int:
+    return sum(1 for r in target.requests if r.path == path and after < r.at <= before)
+
+
+async def test_changes_made_through_the_other_node_reach_the_owner_within_a_second(
+    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
+) -> None:
+    target = HttpTarget()
+    await nursery.start(target.run)
+    paths = await _setup(db, target)
+    async with _two_nodes(tmp_path, database_url, db) as _:
+        with trio.fail_after(60):
+            owned_by_a = await _buckets_of(db, "a")
+            ids = await _monitor_ids(db)
+            on_a = [p for p in paths if leases.bucket_of(ids[target.url(p)]) in owned_by_a]
+            patched, paused, deleted = on_a[:3]
+            await trio.sleep(1.5)  # the moved actors are on their grid
+            async with await _client(db, "b") as b:
+                # PATCH through b: interval 1 s -> 3 s on a
+                response = await b.patch(
+                    f"/monitors/{ids[target.url(patched)]}", json={"interval_seconds": 3}
+                )
+                assert response.status_code == 200, response.text
+                patched_at = trio.current_time()
+                # pause and delete through b: a starts no probe of them after a second
+                response = await b.post(f"/monitors/{ids[target.url(paused)]}/pause")
+                assert response.status_code == 200, response.text
+                paused_at = trio.current_time()
+                response = await b.delete(f"/monitors/{ids[target.url(deleted)]}")
+                assert response.status_code == 204, response.text
+                deleted_at = trio.current_time()
+                # a monitor created through b in a bucket a holds: a probes it at once
+                created_at, created_path = await _create_on(b, target, owned_by_a)
+                await trio.sleep(4.0)
+            settled = patched_at + _NOTIFIED_SECONDS
+            # every 3 s from a second after the PATCH: 1 or 2 in 3.9 s (every 1 s: 4)
+            assert _arrivals(target, patched, settled, settled + 3.9) <= 2
+            assert _arrivals(target, paused, paused_at + _NOTIFIED_SECONDS) == 0
+            assert _arrivals(target, deleted, deleted_at + _NOTIFIED_SECONDS) == 0
+            first = min(r.at for r in target.requests if r.path == created_path)
+            assert first - created_at <= _NOTIFIED_SECONDS + 1.0  # one interval
+            # the control: every other monitor still probed every second
+            for path in paths:
+                if path not in (patched, paused, deleted):
+                    assert _arrivals(target, path, paused_at, paused_at + 3.5) >= 3, path
+
+
+async def _create_on(
+    api: httpx.AsyncClient, target: HttpTarget, buckets: set[int]
+) -> tuple[float, str]:
+    """Create monitors through ``api`` until one's bucket is in ``buckets``; delete the
+    others at once. Its creation time (trio clock, seconds) and path."""
+    for attempt in range(40):
+        path = f"/created-{attempt}"
+        body = {
+            "name": path,
+            "url": target.url(path),
+            "type": "http",
+            "interval_seconds": 1,
+            "timeout_seconds": 1,
+        }
+        response = await api.post("/monitors", json=body)
+        assert response.status_code == 201, response.text
+        created_at = trio.current_time()
+        monitor_id = response.json()["id"]
+        if leases.bucket_of(monitor_id) in buckets:
+            return created_at, path
+        assert (await api.delete(f"/monitors/{monitor_id}")).status_code == 204
+    raise AssertionError("no monitor landed in the other node's buckets")
+
+
+async def test_a_ping_sent_to_the_other_node_brings_the_heartbeat_up(
+    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
+) -> None:
+    target = HttpTarget()
+    await nursery.start(target.run)
+    await _setup(db, target)
+    async with _two_nodes(tmp_path, database_url, db) as _:
+        with trio.fail_after(60):
+            owned_by_a = await _buckets_of(db, "a")
+            async with await _client(db, "b") as b:
+                for _attempt in range(40):
+                    response = await b.post(
+                        "/heartbeats", json={"name": "job", "period_seconds": 60}
+                    )
+                    assert response.status_code == 201, response.text
+                    heartbeat = response.json()
+                    if leases.bucket_of(heartbeat["id"]) in owned_by_a:
+                        break
+                else:
+                    raise AssertionError("no heartbeat landed in a's buckets")
+                assert heartbeat["status"] == "pending"
+                key = heartbeat["ping_url"].rsplit("/", 1)[1]
+                unknown = await b.get(f"/ping/{'0' * 32}")
+                assert unknown.status_code == 404, unknown.text
+                assert unknown.json()["error"]["code"] == "resource_missing"
+                pinged = await b.get(f"/ping/{key}")  # b does not run it
+                assert pinged.status_code == 200, pinged.text
+                sent = trio.current_time()
+                status = ""
+                while status != "up":
+                    assert trio.current_time() - sent <= _NOTIFIED_SECONDS + 0.5, status
+                    await trio.sleep(0.05)
+                    response = await b.get(f"/heartbeats/{heartbeat['id']}")
+                    status = response.json()["status"]
+                pings = (await b.get(f"/heartbeats/{heartbeat['id']}/pings")).json()["data"]
+                assert [p["kind"] for p in pings] == ["success"]  # stored once
+                failed = await b.get(f"/ping/{key}/fail")
+                assert failed.status_code == 200, failed.text
+                with trio.fail_after(_NOTIFIED_SECONDS + 0.5):
+                    while (await b.get(f"/heartbeats/{heartbeat['id']}")).json()[
+                        "status"
+                    ] != "down":
+                        await trio.sleep(0.05)
+
+
+def _gaps(target: HttpTarget, paths: Sequence[str]) -> dict[str, list[float]]:
+    """Per path, the times between consecutive arrivals, seconds."""
+    gaps: dict[str, list[float]] = {}
+    for path in paths:
+        times = sorted(r.at for r in target.requests if r.path == path)
+        gaps[path] = [b - a for a, b in itertools.pairwise(times)]
+    return gaps
+
+
+async def test_a_node_added_takes_its_buckets_without_a_gap_longer_than_an_interval(
+    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
+) -> None:
+    target = HttpTarget()
+    await nursery.start(target.run)
+    paths = await _setup(db, target)
+    async with _two_nodes(tmp_path, database_url, db) as _:
+        with trio.fail_after(30):
+            await trio.sleep(2.0)
+            owned_by_b = await _buckets_of(db, "b")
+            ids = await _monitor_ids(db)
+            moved = [p for p in paths if leases.bucket_of(ids[target.url(p)]) in owned_by_b]
+            assert moved
+            gaps = _gaps(target, paths)
+            # every second, from a, then from b for those that moved: no grid point
+            # missed (a gap under two intervals), none probed by both (nor over half one)
+            longest = max(max(g) for g in gaps.values())
+            shortest = min(min(g) for g in gaps.values())
+            assert 0.5 <= shortest <= longest < 1.5, (shortest, longest)
