@@ -48,6 +48,7 @@ from .pings import write_ping_batch
 from .records import PingRecord
 
 __all__ = [
+    "APPLICATION",
     "CHANNEL",
     "Listener",
     "Notification",
@@ -60,6 +61,9 @@ __all__ = [
 
 CHANNEL = "uptrio_changes"
 """The one ``NOTIFY`` channel of the service (design decision, issue 14)."""
+
+APPLICATION = "uptrio-listener"
+"""The listening connection's ``application_name`` (as ``pg_stat_activity`` shows it)."""
 
 
 async def notify_change(connection: Connection, resource_id: str) -> None:
@@ -195,7 +199,9 @@ async def open_listener(
     holder: list[Listener] = []
 
     async def connect(work: Work) -> Any:
-        connection = await asyncpg.connect(url, timeout=deadline_seconds)
+        connection = await asyncpg.connect(
+            url, timeout=deadline_seconds, server_settings={"application_name": APPLICATION}
+        )
         work.connection = connection
         listener = Listener(connection, bridge, capacity)
         holder.append(listener)
