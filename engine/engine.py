@@ -67,7 +67,7 @@ from .monitor import (
 from .observer import CheckObserver
 from .probes import Prober
 from .rebalance import Rebalance, follow, rebalance
-from .reconcile import reconcile, tick
+from .reconcile import reconcile, same_settings, tick
 from .settings import EngineSettings
 from .shard import DRAIN_SECONDS, Shard, shard_of
 from .supervisor import (
@@ -258,6 +258,8 @@ async def apply_change(
                 await shard.stop(record.id)
                 if not stopping:  # else the next load from the database starts it
                     await shard.start(record, check_now=True)
+            elif same_settings(entry.record, record):
+                entry.record = record  # nothing new (this node's own change, notified)
             else:
                 entry.record = record
 

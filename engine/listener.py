@@ -22,8 +22,9 @@ channel and, for each batch of notifications:
 
 Losing notifications (a disconnection, a full queue) delays a change, never loses it:
 after every (re)connection (when it also nudges the lease actor) and every overflow the
-listener asks the engine for one reconciliation (``engine.reconcile``, which also runs every 5 s and catches a heartbeat
-up with its stored ``last_success_at``). Every wait outside the process has a deadline:
+listener asks the engine for one reconciliation (``engine.reconcile``, which also runs
+every 5 s and catches a heartbeat up with its stored ``last_success_at``). Every wait
+outside the process has a deadline:
 the connection and ``LISTEN`` (``deadline_seconds``), the reads, and a ``SELECT 1``
 after ``keepalive_seconds`` without a notification (a connection that died silently is
 found then). On a lost connection it reconnects by itself with back-off (0.5 s to

@@ -37,7 +37,7 @@ from .heartbeat import HeartbeatConfig
 from .settings import EngineSettings
 from .shard import Shard
 
-__all__ = ["reconcile", "tick"]
+__all__ = ["reconcile", "same_settings", "tick"]
 
 log = structlog.get_logger("uptrio.engine")
 
@@ -59,6 +59,12 @@ async def tick(ref: ActorRef[M], message: M, every_seconds: float) -> None:
 def _settings_of(record: MonitorRecord) -> MonitorRecord:
     """``record`` without what the store changes on its own (status, times)."""
     return dataclasses.replace(record, status="", updated=0, last_checked_at=None)
+
+
+def same_settings(running: MonitorRecord, stored: MonitorRecord) -> bool:
+    """Whether ``stored`` asks nothing new of an actor running ``running`` (the same
+    settings and run; status and times aside)."""
+    return _settings_of(running) == _settings_of(stored)
 
 
 async def reconcile(
@@ -89,7 +95,7 @@ async def reconcile(
                 await change(monitor_id, None)
     for record in stored:
         known = running.get(record.id)
-        if known is None or _settings_of(known) != _settings_of(record):
+        if known is None or not same_settings(known, record):
             await change(record.id, record)
     found = {h.id: h for h in beats}
     for shard in shards:

@@ -67,6 +67,16 @@ async def _monitor_ids(db: Database) -> dict[str, str]:
     return await db.run(fetch)
 
 
+async def _checks_since_pause(connection: Any, monitor_id: str) -> int:
+    return int(
+        await connection.fetchval(
+            "SELECT count(*) FROM checks c JOIN monitors m ON m.id = c.monitor_id "
+            "WHERE m.id = $1 AND c.created >= m.status_since",
+            monitor_id,
+        )
+    )
+
+
 def _arrivals(target: HttpTarget, path: str, after: float, before: float = float("inf")) -> int:
     return sum(1 for r in target.requests if r.path == path and after < r.at <= before)
 
@@ -105,6 +115,9 @@ async def test_changes_made_through_the_other_node_reach_the_owner_within_a_seco
             # every 3 s from a second after the PATCH: 1 or 2 in 3.9 s (every 1 s: 4)
             assert _arrivals(target, patched, settled, settled + 3.9) <= 2
             assert _arrivals(target, paused, paused_at + _NOTIFIED_SECONDS) == 0
+            # nor is a check stored that started at or after the pause (a probe a started
+            # before it was told is refused by the store)
+            assert await db.run(_checks_since_pause, ids[target.url(paused)]) == 0
             assert _arrivals(target, deleted, deleted_at + _NOTIFIED_SECONDS) == 0
             first = min(r.at for r in target.requests if r.path == created_path)
             assert first - created_at <= _NOTIFIED_SECONDS + 1.0  # one interval
