@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,28 @@ async def _checks_since_pause(connection: Any, monitor_id: str) -> int:
     )
 
 
+@asynccontextmanager
+async def _cluster(
+    tmp: Path, database_url: str, db: Database, nursery: trio.Nursery
+) -> AsyncIterator[tuple[HttpTarget, list[str]]]:
+    """A target, 40 monitors on it (their paths), and nodes a and b holding 128 buckets
+    each."""
+    target = HttpTarget()
+    await nursery.start(target.run)
+    paths = await _setup(db, target)
+    async with _two_nodes(tmp, database_url, db):
+        yield target, paths
+
+
+async def _paths_on(
+    db: Database, target: HttpTarget, paths: list[str], node: str
+) -> tuple[dict[str, str], list[str]]:
+    """Monitor ids by URL, and the paths of the monitors node ``node`` runs."""
+    held = await _buckets_of(db, node)
+    ids = await _monitor_ids(db)
+    return ids, [p for p in paths if leases.bucket_of(ids[target.url(p)]) in held]
+
+
 def _arrivals(target: HttpTarget, path: str, after: float, before: float = float("inf")) -> int:
     return sum(1 for r in target.requests if r.path == path and after < r.at <= before)
 
@@ -84,14 +107,10 @@ def _arrivals(target: HttpTarget, path: str, after: float, before: float = float
 async def test_changes_made_through_the_other_node_reach_the_owner_within_a_second(
     tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
 ) -> None:
-    target = HttpTarget()
-    await nursery.start(target.run)
-    paths = await _setup(db, target)
-    async with _two_nodes(tmp_path, database_url, db) as _:
+    async with _cluster(tmp_path, database_url, db, nursery) as (target, paths):
         with trio.fail_after(60):
             owned_by_a = await _buckets_of(db, "a")
-            ids = await _monitor_ids(db)
-            on_a = [p for p in paths if leases.bucket_of(ids[target.url(p)]) in owned_by_a]
+            ids, on_a = await _paths_on(db, target, paths, "a")
             patched, paused, deleted = on_a[:3]
             await trio.sleep(1.5)  # the moved actors are on their grid
             async with await _client(db, "b") as b:
@@ -154,10 +173,7 @@ async def _create_on(
 async def test_a_ping_sent_to_the_other_node_brings_the_heartbeat_up(
     tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
 ) -> None:
-    target = HttpTarget()
-    await nursery.start(target.run)
-    await _setup(db, target)
-    async with _two_nodes(tmp_path, database_url, db) as _:
+    async with _cluster(tmp_path, database_url, db, nursery):
         with trio.fail_after(60):
             owned_by_a = await _buckets_of(db, "a")
             async with await _client(db, "b") as b:
@@ -208,15 +224,10 @@ def _gaps(target: HttpTarget, paths: Sequence[str]) -> dict[str, list[float]]:
 async def test_a_node_added_takes_its_buckets_without_a_gap_longer_than_an_interval(
     tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
 ) -> None:
-    target = HttpTarget()
-    await nursery.start(target.run)
-    paths = await _setup(db, target)
-    async with _two_nodes(tmp_path, database_url, db) as _:
+    async with _cluster(tmp_path, database_url, db, nursery) as (target, paths):
         with trio.fail_after(30):
             await trio.sleep(2.0)
-            owned_by_b = await _buckets_of(db, "b")
-            ids = await _monitor_ids(db)
-            moved = [p for p in paths if leases.bucket_of(ids[target.url(p)]) in owned_by_b]
+            _, moved = await _paths_on(db, target, paths, "b")
             assert moved
             gaps = _gaps(target, paths)
             # every second, from a, then from b for those that moved: no grid point
