@@ -80,8 +80,8 @@ async def write_check_batch(
             # A check of a paused monitor whose probe started at the pause's second or
             # later is refused: probed by the owner between a pause committed through
             # another node and the notification (extensions part 6).
-            "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND NOT "
-            "(m.status = 'paused' AND u.created >= coalesce(m.status_since, m.created))) "
+            "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND "
+            "(m.status <> 'paused' OR m.status_since IS NULL OR u.created < m.status_since)) "
             "ORDER BY ord ON CONFLICT DO NOTHING "
             "RETURNING monitor_id, created, status, response_time_ms), "
             "by_bucket AS (SELECT monitor_id, created - created % 3600 AS hour, "

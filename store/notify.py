@@ -120,6 +120,16 @@ def parse_notification(payload: str) -> Notification | None:
     return None
 
 
+_BROKEN = (
+    OSError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+)
+"""What asyncpg raises on a connection that broke or was ended (the server's
+termination may leave its protocol mid-operation: ``InternalClientError``)."""
+
+
 class Listener:
     """One connection listening on :data:`CHANNEL` (made by :func:`open_listener`).
 
@@ -175,12 +185,12 @@ class Listener:
             work.connection = connection
             await connection.fetchval("SELECT 1")
 
-        try:
-            await self._bridge.cross(select_one, deadline_seconds)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise DatabaseUnavailable(f"the listening connection broke: {exc!r}") from exc
         if self.lost:
             raise DatabaseUnavailable("the listening connection ended")
+        try:
+            await self._bridge.cross(select_one, deadline_seconds)
+        except _BROKEN as exc:
+            raise DatabaseUnavailable(f"the listening connection broke: {exc!r}") from exc
 
 
 @asynccontextmanager
@@ -211,7 +221,7 @@ async def open_listener(
 
     try:
         connection = await bridge.cross(connect, deadline_seconds)
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+    except _BROKEN as exc:
         raise DatabaseUnavailable(f"could not listen: {exc!r}") from exc
 
     async def close(work: Work) -> None:
@@ -222,6 +232,6 @@ async def open_listener(
         yield holder[0]
     finally:
         with trio.CancelScope(shield=True):
-            with contextlib.suppress(DatabaseUnavailable, OSError, asyncpg.InterfaceError):
+            with contextlib.suppress(DatabaseUnavailable, *_BROKEN):
                 await bridge.cross(close, deadline_seconds)
             await bridge.aclose(deadline_seconds)
