@@ -104,7 +104,7 @@ def _arrivals(target: HttpTarget, path: str, after: float, before: float = float
     return sum(1 for r in target.requests if r.path == path and after < r.at <= before)
 
 
-async def test_changes_made_through_the_other_node_reach_the_owner_within_a_second(
+async def test_a_node_added_then_changes_and_pings_through_it_reach_the_owner_in_a_second(
     tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
 ) -> None:
     async with _cluster(tmp_path, database_url, db, nursery) as (target, paths):
@@ -129,7 +129,9 @@ async def test_changes_made_through_the_other_node_reach_the_owner_within_a_seco
                 deleted_at = trio.current_time()
                 # a monitor created through b in a bucket a holds: a probes it at once
                 created_at, created_path = await _create_on(b, target, owned_by_a)
-                await trio.sleep(4.0)
+                # a ping sent to b of a heartbeat a runs
+                await _ping_through(b, owned_by_a)
+                await trio.sleep_until(patched_at + 5.0)
             settled = patched_at + _NOTIFIED_SECONDS
             # every 3 s from a second after the PATCH: 1 or 2 in 3.9 s (every 1 s: 4)
             assert _arrivals(target, patched, settled, settled + 3.9) <= 2
@@ -141,9 +143,23 @@ async def test_changes_made_through_the_other_node_reach_the_owner_within_a_seco
             first = min(r.at for r in target.requests if r.path == created_path)
             assert first - created_at <= _NOTIFIED_SECONDS + 1.0  # one interval
             # the control: every other monitor still probed every second
-            for path in paths:
-                if path not in (patched, paused, deleted):
-                    assert _arrivals(target, path, paused_at, paused_at + 3.5) >= 3, path
+            others = [p for p in paths if p not in (patched, paused, deleted)]
+            for path in others:
+                assert _arrivals(target, path, paused_at, paused_at + 3.5) >= 3, path
+            _assert_moved_without_a_gap(target, others, [p for p in others if p not in on_a])
+
+
+def _assert_moved_without_a_gap(
+    target: HttpTarget, paths: Sequence[str], moved: Sequence[str]
+) -> None:
+    """Node b added (the cluster's start): the monitors whose buckets moved from a to b
+    (``moved``, some) missed no grid point (every second, from a, then from b: under two
+    intervals between two probes) and none was probed by both (nor under half one)."""
+    assert moved
+    gaps = _gaps(target, paths)
+    longest = max(max(g) for g in gaps.values())
+    shortest = min(min(g) for g in gaps.values())
+    assert 0.5 <= shortest <= longest < 1.5, (shortest, longest)
 
 
 async def _create_on(
@@ -170,46 +186,38 @@ async def _create_on(
     raise AssertionError("no monitor landed in the other node's buckets")
 
 
-async def test_a_ping_sent_to_the_other_node_brings_the_heartbeat_up(
-    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
-) -> None:
-    async with _cluster(tmp_path, database_url, db, nursery):
-        with trio.fail_after(60):
-            owned_by_a = await _buckets_of(db, "a")
-            async with await _client(db, "b") as b:
-                for _attempt in range(40):
-                    response = await b.post(
-                        "/heartbeats", json={"name": "job", "period_seconds": 60}
-                    )
-                    assert response.status_code == 201, response.text
-                    heartbeat = response.json()
-                    if leases.bucket_of(heartbeat["id"]) in owned_by_a:
-                        break
-                else:
-                    raise AssertionError("no heartbeat landed in a's buckets")
-                assert heartbeat["status"] == "pending"
-                key = heartbeat["ping_url"].rsplit("/", 1)[1]
-                unknown = await b.get(f"/ping/{'0' * 32}")
-                assert unknown.status_code == 404, unknown.text
-                assert unknown.json()["error"]["code"] == "resource_missing"
-                pinged = await b.get(f"/ping/{key}")  # b does not run it
-                assert pinged.status_code == 200, pinged.text
-                sent = trio.current_time()
-                status = ""
-                while status != "up":
-                    assert trio.current_time() - sent <= _NOTIFIED_SECONDS + 0.5, status
-                    await trio.sleep(0.05)
-                    response = await b.get(f"/heartbeats/{heartbeat['id']}")
-                    status = response.json()["status"]
-                pings = (await b.get(f"/heartbeats/{heartbeat['id']}/pings")).json()["data"]
-                assert [p["kind"] for p in pings] == ["success"]  # stored once
-                failed = await b.get(f"/ping/{key}/fail")
-                assert failed.status_code == 200, failed.text
-                with trio.fail_after(_NOTIFIED_SECONDS + 0.5):
-                    while (await b.get(f"/heartbeats/{heartbeat['id']}")).json()[
-                        "status"
-                    ] != "down":
-                        await trio.sleep(0.05)
+async def _ping_through(b: httpx.AsyncClient, owned_by_a: set[int]) -> None:
+    """Through node ``b``: create a heartbeat that a runs, ping it (up within a second),
+    ping its /fail (down within a second); an unknown key is 404."""
+    for _attempt in range(40):
+        response = await b.post("/heartbeats", json={"name": "job", "period_seconds": 60})
+        assert response.status_code == 201, response.text
+        heartbeat = response.json()
+        if leases.bucket_of(heartbeat["id"]) in owned_by_a:
+            break
+    else:
+        raise AssertionError("no heartbeat landed in a's buckets")
+    assert heartbeat["status"] == "pending"
+    key = heartbeat["ping_url"].rsplit("/", 1)[1]
+    unknown = await b.get(f"/ping/{'0' * 32}")
+    assert unknown.status_code == 404, unknown.text
+    assert unknown.json()["error"]["code"] == "resource_missing"
+    pinged = await b.get(f"/ping/{key}")  # b does not run it
+    assert pinged.status_code == 200, pinged.text
+    sent = trio.current_time()
+    status = ""
+    while status != "up":
+        assert trio.current_time() - sent <= _NOTIFIED_SECONDS + 0.5, status
+        await trio.sleep(0.05)
+        response = await b.get(f"/heartbeats/{heartbeat['id']}")
+        status = response.json()["status"]
+    pings = (await b.get(f"/heartbeats/{heartbeat['id']}/pings")).json()["data"]
+    assert [p["kind"] for p in pings] == ["success"]  # stored once
+    failed = await b.get(f"/ping/{key}/fail")
+    assert failed.status_code == 200, failed.text
+    with trio.fail_after(_NOTIFIED_SECONDS + 0.5):
+        while (await b.get(f"/heartbeats/{heartbeat['id']}")).json()["status"] != "down":
+            await trio.sleep(0.05)
 
 
 def _gaps(target: HttpTarget, paths: Sequence[str]) -> dict[str, list[float]]:
@@ -219,19 +227,3 @@ def _gaps(target: HttpTarget, paths: Sequence[str]) -> dict[str, list[float]]:
         times = sorted(r.at for r in target.requests if r.path == path)
         gaps[path] = [b - a for a, b in itertools.pairwise(times)]
     return gaps
-
-
-async def test_a_node_added_takes_its_buckets_without_a_gap_longer_than_an_interval(
-    tmp_path: Path, database_url: str, db: Database, nursery: trio.Nursery
-) -> None:
-    async with _cluster(tmp_path, database_url, db, nursery) as (target, paths):
-        with trio.fail_after(30):
-            await trio.sleep(2.0)
-            _, moved = await _paths_on(db, target, paths, "b")
-            assert moved
-            gaps = _gaps(target, paths)
-            # every second, from a, then from b for those that moved: no grid point
-            # missed (a gap under two intervals), none probed by both (nor over half one)
-            longest = max(max(g) for g in gaps.values())
-            shortest = min(min(g) for g in gaps.values())
-            assert 0.5 <= shortest <= longest < 1.5, (shortest, longest)
