@@ -11,6 +11,7 @@ from .health import Health, after_check
 from .heartbeat import PING_KINDS, HeartbeatState, Ping, run_heartbeat
 from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
 from .leases import Holding, LeaseSettings, run_leases
+from .listener import ListenerSettings, run_listener
 from .mailbox import Mailbox
 from .monitor import EngineStatistics, probe_spec
 from .observer import CheckObserver
@@ -76,6 +77,7 @@ __all__ = [
     "InvalidRequestHeaders",
     "InvalidTarget",
     "LeaseSettings",
+    "ListenerSettings",
     "Mailbox",
     "Ping",
     "ProbeResult",
@@ -99,6 +101,7 @@ __all__ = [
     "run_engine",
     "run_heartbeat",
     "run_leases",
+    "run_listener",
     "run_webhook_sender",
     "shard_of",
     "signature_header",

@@ -66,7 +66,7 @@ from .monitor import (
 from .observer import CheckObserver
 from .probes import Prober
 from .rebalance import Rebalance, follow, rebalance
-from .reconcile import reconcile, tick
+from .reconcile import reconcile, same_settings, tick
 from .settings import EngineSettings
 from .shard import DRAIN_SECONDS, Shard, shard_of
 from .supervisor import (
@@ -167,6 +167,21 @@ class Engine:
         a dictionary lookup, no query (and no checkpoint)."""
         return self._keys.get(ping_key)
 
+    def pinged_elsewhere(self, heartbeat_id: str, kind: str, wall: float) -> None:
+        """Another node stored a ping of ``kind`` of heartbeat ``heartbeat_id`` at
+        ``wall`` (epoch seconds; ``engine.listener``): its actor, if it runs here, moves
+        its deadline and decides the status move. Not waited for: a ping its actor
+        cannot take now is caught up by the next reconciliation."""
+        shard = self.shards[shard_of(heartbeat_id, len(self.shards))]
+        if shard.heartbeats is not None:
+            shard.heartbeats.stored_elsewhere(heartbeat_id, kind, wall)
+
+    def reconcile_now(self) -> None:
+        """Ask for one reconciliation (``engine.reconcile``) now, without waiting: after
+        the listener (re)connected or dropped notifications."""
+        with contextlib.suppress(trio.WouldBlock, ActorUnavailable):
+            self._ref.tell_nowait(Reconcile())
+
     async def _save(self, record: MonitorRecord | HeartbeatRecord) -> None:
         def make(reply: Reply[None]) -> Save:
             return Save(record=record, reply=reply)
@@ -242,6 +257,8 @@ async def apply_change(
                 await shard.stop(record.id)
                 if not stopping:  # else the next load from the database starts it
                     await shard.start(record, check_now=True)
+            elif same_settings(entry.record, record):
+                entry.record = record  # nothing new (this node's own change, notified)
             else:
                 entry.record = record
 

@@ -52,12 +52,19 @@ PING_KINDS = ("success", "fail", "start")
 class Ping:
     """A ping to hand to the store: ``kind`` (success, fail, start), the sender's
     address; ``done`` is set once the actor handed it to the store (``recorded`` True)
-    or gave it up (``recorded`` False: the actor stopped first)."""
+    or gave it up (``recorded`` False: the actor stopped first).
+
+    ``stored_at`` (epoch seconds) marks a ping another node received and stored already
+    (extensions part 6: ``store.notify``), or the stored ``last_success_at`` the
+    reconciliation found newer than what the actor knows: the actor applies it as of
+    that time and hands only the move it causes to the store. A stored success older
+    than the actor's latest is ignored (unless the heartbeat is ``pending``)."""
 
     kind: str
     source_ip: str | None
     done: trio.Event = field(default_factory=trio.Event)
     recorded: bool = False
+    stored_at: float | None = None
 
     def settle(self, recorded: bool) -> None:
         """Tell the sender: the ping is in the store's path (True) or was not taken."""
@@ -273,7 +280,18 @@ def _handle(
     if isinstance(message, Retune):
         state.retune(message.config)
         return None
-    ping, change = state.ping(message.kind, message.source_ip, trio.current_time(), time.time())
+    now, wall = trio.current_time(), time.time()
+    if message.stored_at is not None:  # stored by another node: only the move is ours
+        now, wall = now - max(0.0, wall - message.stored_at), message.stored_at
+        if message.kind == "success" and state.status != "pending" and now <= state.last_success:
+            message.settle(True)
+            return None  # no news
+        _, change = state.ping(message.kind, message.source_ip, now, wall)
+        if change is not None and not writer.write_ping_nowait(None, change):
+            return _Unwritten(None, change, message)
+        message.settle(True)
+        return None
+    ping, change = state.ping(message.kind, message.source_ip, now, wall)
     if not writer.write_ping_nowait(ping, change):
         return _Unwritten(ping, change, message)
     message.settle(True)

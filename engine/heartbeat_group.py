@@ -60,11 +60,14 @@ __all__ = ["HeartbeatGroup", "HeartbeatHandle"]
 @dataclass(slots=True, eq=False)
 class HeartbeatHandle:
     """A heartbeat as the engine holds it: what it keeps of its latest record, its group,
-    and its actor's mailbox (None while paused: no actor)."""
+    its actor's mailbox (None while paused: no actor), and ``seen_success``, the latest
+    stored success (epoch seconds) its actor was told of (its record's when it started,
+    then those stored by other nodes: :meth:`HeartbeatGroup.stored_elsewhere`)."""
 
     config: HeartbeatConfig
     group: HeartbeatGroup
     mailbox: Mailbox[HeartbeatMessage] | None
+    seen_success: float = 0.0
 
     @property
     def heartbeat_id(self) -> str:
@@ -214,6 +217,21 @@ class HeartbeatGroup:
             self._stop(handle)
         self._start(record)
 
+    def stored_elsewhere(self, heartbeat_id: str, kind: str, wall: float) -> None:
+        """A ping of ``kind`` (or a success found by the reconciliation) of heartbeat
+        ``heartbeat_id`` was stored at ``wall`` (epoch seconds) by another node
+        (extensions part 6): tell its actor, if it runs here, without waiting (a full
+        mailbox drops it; the reconciliation catches the success up)."""
+        handle = self.handles.get(heartbeat_id)
+        if handle is None or handle.mailbox is None:
+            return  # paused (the ping is stored as it is) or not ours
+        try:
+            handle.mailbox.put(Ping(kind, None, stored_at=wall))
+        except (trio.WouldBlock, ActorUnavailable):
+            return
+        if kind == "success":
+            handle.seen_success = max(handle.seen_success, wall)
+
     def remove(self, heartbeat_id: str) -> None:
         """A heartbeat was deleted (committed): stop its actor and forget its key."""
         if self._touched is not None:
@@ -232,7 +250,7 @@ class HeartbeatGroup:
         )
         epoch = None if self.lease_epoch is None else self.lease_epoch(record.id)
         config = HeartbeatConfig.of(record, epoch)
-        handle = HeartbeatHandle(config, self, mailbox)
+        handle = HeartbeatHandle(config, self, mailbox, float(record.last_success_at or 0))
         self.handles[record.id] = handle
         self.keys[config.ping_key] = handle
         if mailbox is not None:

@@ -6,9 +6,11 @@ registers the node (``store.leases.register_node``), renews every third of the l
 (``store.leases.renew_leases``: extend, claim up to the fair share, give back above it),
 and publishes each round in the :class:`Holding` the engine follows (it starts the
 actors of gained buckets and stops those of lost ones). Every renewal has a deadline
-(the lease itself). A node that cannot renew (a database outage) keeps its actors
-running, as a lone node always did: the fence decides at write time, and the first
-renewal that succeeds tells it which buckets it lost. On a graceful stop (``request_stop``, after
+(the lease itself); a nudge (:meth:`Holding.nudge`: another node registered or gave
+buckets back, told through ``store.notify``) makes it renew at once. A node that
+cannot renew (a database outage) keeps its actors running, as a lone node always did:
+the fence decides at write time, and the first renewal that succeeds tells it which
+buckets it lost. On a graceful stop (``request_stop``, after
 the engine stopped and the store flushed) it gives every bucket back at once.
 """
 
@@ -59,6 +61,7 @@ class Holding:
         self.fenced = True
         """Whether results carry lease epochs (False for :meth:`everything`)."""
         self._changed = trio.Event()
+        self._nudged = trio.Event()
 
     @classmethod
     def everything(cls) -> Holding:
@@ -85,6 +88,11 @@ class Holding:
             self.held = dict(held)
             self._changed.set()
             self._changed = trio.Event()
+
+    def nudge(self) -> None:
+        """Renew now rather than at the next third of the lease: another node registered
+        or gave buckets back (``engine.listener``, from ``store.notify``)."""
+        self._nudged.set()
 
     async def wait_changed(self) -> None:
         """Wait until the next :meth:`publish` that changes what is held."""
@@ -122,8 +130,7 @@ async def run_leases(
     task_status.started(holding)
     try:
         while not stop.is_set():
-            with trio.move_on_after(wait):
-                await stop.wait()
+            await _sleep(wait, stop, holding)
             if stop.is_set():
                 break
             wait = lease / 3
@@ -139,6 +146,22 @@ async def run_leases(
             except DatabaseUnavailable as exc:
                 log.warning("could not give buckets back", node=name, error=str(exc))
         holding.publish({}, ready=False)
+
+
+async def _sleep(seconds: float, stop: trio.Event, holding: Holding) -> None:
+    """Wait ``seconds`` seconds, or until ``stop`` is set or ``holding`` is nudged
+    (:meth:`Holding.nudge`; the nudge is then taken)."""
+    with trio.move_on_after(seconds):
+        async with trio.open_nursery() as nursery:
+
+            async def until(event: trio.Event) -> None:
+                await event.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(until, stop)
+            nursery.start_soon(until, holding._nudged)
+    if holding._nudged.is_set():
+        holding._nudged = trio.Event()
 
 
 async def _renew(db: Database, name: str, lease: float, holding: Holding) -> float:

@@ -5,7 +5,9 @@ Every ``reconcile_seconds`` (5 s by default) the engine's command actor reads th
 monitors and the heartbeats of the buckets it holds (one query each) and compares them
 with the actors it runs: an actor whose monitor is gone or paused is stopped, a monitor
 with no actor is started, one whose run epoch or settings changed is restarted or
-reconfigured; likewise for heartbeats (by run epoch, period and grace). A change made
+reconfigured; likewise for heartbeats (by run epoch, period and grace), and a heartbeat
+whose stored ``last_success_at`` is newer than its actor knows is told of that success
+(a ping stored by another node whose notification was lost). A change made
 through this node was applied at once already (the web layer tells the engine), so
 there is nothing left to do for it.
 """
@@ -35,7 +37,7 @@ from .heartbeat import HeartbeatConfig
 from .settings import EngineSettings
 from .shard import Shard
 
-__all__ = ["reconcile", "tick"]
+__all__ = ["reconcile", "same_settings", "tick"]
 
 log = structlog.get_logger("uptrio.engine")
 
@@ -57,6 +59,12 @@ async def tick(ref: ActorRef[M], message: M, every_seconds: float) -> None:
 def _settings_of(record: MonitorRecord) -> MonitorRecord:
     """``record`` without what the store changes on its own (status, times)."""
     return dataclasses.replace(record, status="", updated=0, last_checked_at=None)
+
+
+def same_settings(running: MonitorRecord, stored: MonitorRecord) -> bool:
+    """Whether ``stored`` asks nothing new of an actor running ``running`` (the same
+    settings and run; status and times aside)."""
+    return _settings_of(running) == _settings_of(stored)
 
 
 async def reconcile(
@@ -87,7 +95,7 @@ async def reconcile(
                 await change(monitor_id, None)
     for record in stored:
         known = running.get(record.id)
-        if known is None or _settings_of(known) != _settings_of(record):
+        if known is None or not same_settings(known, record):
             await change(record.id, record)
     found = {h.id: h for h in beats}
     for shard in shards:
@@ -97,6 +105,10 @@ async def reconcile(
             beat = found.get(heartbeat_id)
             if beat is None or HeartbeatConfig.of(beat, handle.config.lease_epoch) != handle.config:
                 await change(heartbeat_id, beat)
+            elif (success := beat.last_success_at) is not None and success > handle.seen_success:
+                # a success stored by another node whose notification was lost (or one
+                # of this node's own, which its actor knows already and ignores)
+                shard.heartbeats.stored_elsewhere(heartbeat_id, "success", success)
     for beat in beats:
         if all(s.heartbeats is None or beat.id not in s.heartbeats.handles for s in shards):
             await change(beat.id, beat)

@@ -135,3 +135,15 @@ class EngineSlot:
         if engine is None:
             engine = await self._running()
         return await engine.find_heartbeat(ping_key)
+
+    def pinged_elsewhere(self, heartbeat_id: str, kind: str, wall: float) -> None:
+        """As :meth:`engine.Engine.pinged_elsewhere`, on the running incarnation (none:
+        nothing; the next one loads the stored ping)."""
+        if self.current is not None:
+            self.current.pinged_elsewhere(heartbeat_id, kind, wall)
+
+    def reconcile_now(self) -> None:
+        """As :meth:`engine.Engine.reconcile_now` (none running: nothing; the next
+        incarnation loads from the database anyway)."""
+        if self.current is not None:
+            self.current.reconcile_now()

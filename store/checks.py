@@ -63,7 +63,9 @@ async def write_check_batch(
     inside a transaction when there are ``changes``; without them it is one statement,
     atomic by itself).
 
-    Checks of monitors deleted meanwhile are dropped; when several changes of one monitor
+    Checks of monitors deleted meanwhile are dropped, and those of a paused monitor
+    whose probe started (``created``) at or after the pause's second (a pause response
+    means no new check starts after it; spec 3.1); when several changes of one monitor
     are in the batch, the monitor ends with the last. Returns the number of check rows
     inserted.
     """
@@ -75,7 +77,11 @@ async def write_check_batch(
             f"SELECT {_CHECK_COLUMNS} FROM unnest($1::text[], $2::text[], $3::text[], "
             "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::bigint[]) "
             f"WITH ORDINALITY AS u({_CHECK_COLUMNS}, ord) "
-            "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id) "
+            # A check of a paused monitor whose probe started at the pause's second or
+            # later is refused: probed by the owner between a pause committed through
+            # another node and the notification (extensions part 6).
+            "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND "
+            "(m.status <> 'paused' OR m.status_since IS NULL OR u.created < m.status_since)) "
             "ORDER BY ord ON CONFLICT DO NOTHING "
             "RETURNING monitor_id, created, status, response_time_ms), "
             "by_bucket AS (SELECT monitor_id, created - created % 3600 AS hour, "

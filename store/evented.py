@@ -3,8 +3,10 @@ create, update, pause or resume, delete, each with its ``<kind>.<what>`` event i
 change's own transaction (extensions part 1: a transactional outbox).
 
 The rows themselves are read and written as :mod:`store.owned` says; this module adds
-the events, once for every such table (:class:`EventedTable`). Table and column names
-come from code, never from a request.
+the events, once for every such table (:class:`EventedTable`), and, in the same
+transaction, a ``NOTIFY`` of the change (:func:`store.notify.notify_change`: the node
+that runs the resource's actor learns of it when it commits; extensions part 6). Table
+and column names come from code, never from a request.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from .database import Connection
 from .events import EventCause, Resource, record_event
+from .notify import notify_change
 from .owned import Getter, delete_owned, insert_owned, update_owned
 
 __all__ = ["EventedTable"]
@@ -63,6 +66,7 @@ class EventedTable(Generic[R]):
             created=row["created"],
             cause=cause,
         )
+        await notify_change(connection, record.id)
         return record
 
     async def update(
@@ -98,6 +102,7 @@ class EventedTable(Generic[R]):
                 cause=cause,
                 previous=previous,
             )
+            await notify_change(connection, record.id)
         return record
 
     async def moved(
@@ -124,6 +129,7 @@ class EventedTable(Generic[R]):
                 cause=cause,
                 previous={"status": old_status},
             )
+            await notify_change(connection, record.id)
         return record, old_status is not None
 
     async def delete(
@@ -148,4 +154,5 @@ class EventedTable(Generic[R]):
         )
         for table, column in self.owned_by:
             await connection.execute(f"DELETE FROM {table} WHERE {column} = $1", row_id)
+        await notify_change(connection, row_id)
         return True

@@ -30,6 +30,7 @@ __all__ = [
     "UPDATABLE",
     "delete_heartbeat",
     "get_heartbeat",
+    "heartbeat_of_ping_key",
     "insert_heartbeat",
     "list_heartbeats",
     "load_heartbeats",
@@ -189,11 +190,23 @@ async def delete_heartbeat(
     return await _HEARTBEATS.delete(connection, account_id, heartbeat_id, now, cause)
 
 
+async def heartbeat_of_ping_key(connection: Connection, ping_key: str) -> str | None:
+    """The id of the heartbeat whose ping key is ``ping_key``, or None (a ping received
+    by a node that does not run the heartbeat: extensions part 6)."""
+    found = await connection.fetchval("SELECT id FROM heartbeats WHERE ping_key = $1", ping_key)
+    return None if found is None else str(found)
+
+
 async def load_heartbeats(
-    connection: Connection, buckets: Sequence[int] | None = None, *, chunk: int = 1000
+    connection: Connection,
+    buckets: Sequence[int] | None = None,
+    *,
+    ids: Sequence[str] | None = None,
+    chunk: int = 1000,
 ) -> list[HeartbeatRecord]:
     """Every heartbeat in ``buckets`` (bucket numbers, ``store.leases.bucket_of``; all
-    when None: extensions part 6, the buckets a node holds), paused ones included
+    when None: extensions part 6, the buckets a node holds), among ``ids`` when given
+    (those a notification named: ``store.notify``), paused ones included
     (the engine keeps every ping key in memory; it runs an actor for those not paused).
     The one query by which the engine learns its heartbeats.
 
@@ -205,9 +218,11 @@ async def load_heartbeats(
         rows = await connection.fetch(
             f"SELECT t.seq, {_SELECT} FROM heartbeats t WHERE t.seq > $1 "
             "AND ($2::smallint[] IS NULL OR t.bucket = ANY($2::smallint[])) "
+            "AND ($3::text[] IS NULL OR t.id = ANY($3::text[])) "
             f"ORDER BY t.seq LIMIT {int(chunk)}",
             after,
             None if buckets is None else list(buckets),
+            None if ids is None else list(ids),
         )
         kept.extend(_interned(HeartbeatRecord.from_row(row)) for row in rows)
         if len(rows) < chunk:

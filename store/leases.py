@@ -6,8 +6,10 @@ same). Every node registers itself (:func:`register_node`) and, every third of i
 renews (:func:`renew_leases`): it extends the leases it holds, claims free or expired
 buckets up to its fair share (``ceil(256 / live nodes)``; each claim bumps the bucket's
 ``epoch``) and gives back, a few at a time, those above it so a joining node gets some.
-A graceful stop gives everything back at once (:func:`release_node`). Every time is the
-database's clock (``now()``), so nodes' clocks never meet.
+A graceful stop gives everything back at once (:func:`release_node`). A registration
+and every give-back ``NOTIFY`` the other nodes (:func:`store.notify.notify_leases`), which
+renew at once. Every time is the database's clock (``now()``), so nodes' clocks never
+meet.
 
 Query functions (asyncio side), run each with :meth:`store.Database.transaction`.
 """
@@ -19,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 from .database import Connection
+from .notify import notify_leases
 
 __all__ = [
     "BUCKETS",
@@ -97,6 +100,7 @@ async def register_node(connection: Connection, name: str, lease_seconds: float)
         name,
         lease_seconds,
     )
+    await notify_leases(connection, name)  # the others renew now: a fair share sooner
 
 
 async def renew_leases(connection: Connection, name: str, lease_seconds: float) -> LeaseRound:
@@ -159,6 +163,7 @@ async def renew_leases(connection: Connection, name: str, lease_seconds: float) 
         )
         for bucket in give:
             del held[bucket]
+        await notify_leases(connection, name)  # claimed at once by a node below its share
     return LeaseRound(
         held=held, share=share, live_nodes=live, settled=settled, next_expiry_seconds=next_expiry
     )
@@ -175,6 +180,7 @@ async def release_node(connection: Connection, name: str) -> int:
     await connection.execute(
         "UPDATE nodes SET stopping = true, renewed_at = now() WHERE name = $1", name
     )
+    await notify_leases(connection, name)
     return len(released)
 
 

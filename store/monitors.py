@@ -226,18 +226,23 @@ async def delete_monitor(
 
 
 async def load_active_monitors(
-    connection: Connection, buckets: Sequence[int] | None = None
+    connection: Connection,
+    buckets: Sequence[int] | None = None,
+    ids: Sequence[str] | None = None,
 ) -> list[MonitorRecord]:
     """Every monitor this node runs: all that are not paused, in ``buckets`` (bucket
-    numbers, ``store.leases.bucket_of``; None: every bucket).
+    numbers, ``store.leases.bucket_of``; None: every bucket), and among ``ids`` when
+    given (the monitors a notification named: ``store.notify``).
 
     The one query by which the engine learns its work (DESIGN: "the monitors this node
     owns"; extensions part 6: only the buckets it holds a lease on).
     """
     rows = await connection.fetch(
         f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' "
-        "AND ($1::smallint[] IS NULL OR t.bucket = ANY($1::smallint[])) ORDER BY t.seq",
+        "AND ($1::smallint[] IS NULL OR t.bucket = ANY($1::smallint[])) "
+        "AND ($2::text[] IS NULL OR t.id = ANY($2::text[])) ORDER BY t.seq",
         None if buckets is None else list(buckets),
+        None if ids is None else list(ids),
     )
     return [MonitorRecord.from_row(r) for r in rows]
 

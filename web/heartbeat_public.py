@@ -13,6 +13,14 @@ heartbeat's actor, and the 200 goes once the actor has handed the ping (and the 
 caused) to the store actor, whose buffer writes it within ``--batch-age-ms`` and keeps
 it through a database outage (README, Heartbeats: the durability choice).
 
+A ping of a heartbeat this node does not run (another node holds its bucket:
+extensions part 6) is found in the database instead (the key's heartbeat id is then
+kept in memory, at most :data:`_REMOTE_KEYS` of them), stored in a transaction of its
+own that also tells the owner (``store.notify.store_ping_elsewhere``: the owner's actor
+moves the deadline and decides the status move), and answered once committed; a
+heartbeat deleted meanwhile is 404, and a database that does not answer 500
+(``ping_not_recorded``). The per-key rate limit is this node's.
+
 Answers:
 
 - 200 ``OK`` (``text/plain``): recorded. The body of a POST is read and ignored.
@@ -29,11 +37,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from quart import Response, g, request
 from quart_trio import QuartTrio
 
 from engine import ActorUnavailable
+from store import PingRecord, StoreError, heartbeats, new_id, notify
 
 from .deps import Dependencies
 from .errors import ApiError, error_body
@@ -44,6 +54,9 @@ __all__ = ["add_ping_routes"]
 
 _KEY = re.compile(r"[0-9a-f]{32}")
 _OK = b"OK\n"
+_REMOTE_KEYS = 10_000
+"""Ping keys of other nodes' heartbeats kept in memory (key to heartbeat id); past it
+the map starts afresh."""
 
 
 def _error(error: ApiError, headers: dict[str, str] | None = None) -> Response:
@@ -57,18 +70,39 @@ def add_ping_routes(app: QuartTrio, deps: Dependencies) -> None:
     window = Window("ping/minute", deps.settings.pings_per_minute, MINUTE_SECONDS)
     missing = ApiError("resource_missing", "no heartbeat has this ping key", param="key")
     not_recorded = ApiError("ping_not_recorded", "the ping was not recorded; retry in a moment")
+    remote: dict[str, str] = {}  # ping key to heartbeat id, of heartbeats run elsewhere
 
-    async def record(key: str, kind: str) -> Response:
-        if request.method == "POST":
-            await request.get_data(cache=False)  # a job's output, perhaps: not kept
-        if _KEY.fullmatch(key) is None:
-            return _error(missing)
+    async def elsewhere(key: str, kind: str) -> Response:
+        """A ping of a heartbeat another node runs (module docstring)."""
         try:
-            heartbeat = await deps.engine.find_heartbeat(key)
-        except ActorUnavailable:
+            heartbeat_id = remote.get(key)
+            if heartbeat_id is None:
+                heartbeat_id = await deps.db.run(heartbeats.heartbeat_of_ping_key, key)
+                if heartbeat_id is None:
+                    return _error(missing)
+                if len(remote) >= _REMOTE_KEYS:
+                    remote.clear()
+                remote[key] = heartbeat_id
+            if (limited := admit(key)) is not None:
+                return limited
+            wall = time.time()
+            ping = PingRecord(
+                id=new_id("png"),
+                heartbeat_id=heartbeat_id,
+                kind=kind,
+                created=int(wall),
+                duration_ms=None,
+                source_ip=request.remote_addr,
+            )
+            if not await deps.db.transaction(notify.store_ping_elsewhere, ping, wall):
+                remote.pop(key, None)
+                return _error(missing)
+        except StoreError:
             return _error(not_recorded)
-        if heartbeat is None:
-            return _error(missing)
+        return Response(_OK, status=200, content_type="text/plain; charset=utf-8")
+
+    def admit(key: str) -> Response | None:
+        """None when ``key`` may ping now, else the 429."""
         decision = deps.rate_limiter.admit([(window, key)])
         if not decision.allowed:
             headers = rate_limit_headers(decision, deps.clock())
@@ -81,6 +115,21 @@ def add_ping_routes(app: QuartTrio, deps: Dependencies) -> None:
                 ),
                 headers,
             )
+        return None
+
+    async def record(key: str, kind: str) -> Response:
+        if request.method == "POST":
+            await request.get_data(cache=False)  # a job's output, perhaps: not kept
+        if _KEY.fullmatch(key) is None:
+            return _error(missing)
+        try:
+            heartbeat = await deps.engine.find_heartbeat(key)
+        except ActorUnavailable:
+            return _error(not_recorded)
+        if heartbeat is None:
+            return await elsewhere(key, kind)
+        if (limited := admit(key)) is not None:
+            return limited
         if not await heartbeat.ping(kind, request.remote_addr):
             return _error(not_recorded)
         return Response(_OK, status=200, content_type="text/plain; charset=utf-8")

@@ -15,6 +15,8 @@ and 6)::
                 │   │             (extensions part 6; with --node-name/--lease-seconds)
                 │   ├── engine .. engine.run_engine under an engine.EngineSlot
                 │   │   └── shard-0 .. shard-N-1 ─ mon_... monitor actors
+                │   ├── listener  engine.run_listener: LISTEN for changes and pings
+                │   │             made through other nodes (with leases)
                 │   ├── webhooks  engine.run_webhook_sender: claims due deliveries,
                 │   │             POSTs them (unless --no-webhooks)
                 │   ├── limits .. web.limit_sync: rate-limit counts shared through
@@ -75,6 +77,7 @@ from engine import (
     open_supervisor,
     run_engine,
     run_leases,
+    run_listener,
     run_webhook_sender,
 )
 from store import (
@@ -307,6 +310,10 @@ async def open_service(
                             shutdown_seconds=settings.graceful_seconds,
                         )
                     )
+                    if with_leases and settings.leases is not None:  # other nodes' changes
+                        node = settings.leases.node_name
+                        listener = partial(run_listener, db, slot, holding, node)
+                        await root.start_child(ChildSpec(child_id="listener", start=listener))
                 if settings.webhooks is not None:
                     sender = partial(
                         run_webhook_sender,

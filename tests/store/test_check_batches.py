@@ -93,6 +93,32 @@ async def test_status_change_of_an_old_epoch_or_a_paused_monitor_is_ignored(
         assert record is not None and record.status == "paused"
 
 
+async def test_a_check_started_after_a_pause_is_refused(db: Database) -> None:
+    """A pause made through another node: the owner may start a probe before it is told
+    (extensions part 6); that check is not stored, one started before the pause is."""
+    with trio.fail_after(10):
+        monitor_id = await _monitor(db)
+        now = int(time.time())
+        await db.run(checks.ensure_partitions, now - 10, now + 10, 86_400)
+        record, changed = await db.transaction(
+            monitors.pause_monitor, (await _account(db, monitor_id)), monitor_id, now
+        )
+        assert changed and record is not None
+        before, after = _check(monitor_id, created=now - 1), _check(monitor_id, created=now)
+        late = _change(after, "pending", "up", epoch=record.run_epoch - 1)
+        assert await db.transaction(checks.write_check_batch, [before, after], [late]) == 1
+        listed, _ = await db.run(checks.list_checks, monitor_id, limit=10, starting_after=None)
+        assert [c.id for c in listed] == [before.id]
+        stored = await db.run(monitors.get_monitor, None, monitor_id)
+        assert stored is not None and stored.status == "paused"
+
+
+async def _account(db: Database, monitor_id: str) -> str:
+    record = await db.run(monitors.get_monitor, None, monitor_id)
+    assert record is not None
+    return record.account_id
+
+
 async def test_checks_of_a_deleted_monitor_are_dropped(db: Database) -> None:
     with trio.fail_after(10):
         assert await db.transaction(checks.write_check_batch, [_check("mon_gone")], []) == 0
