@@ -6,6 +6,7 @@ response models of :mod:`web.models`, which the tests validate them against.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -258,3 +259,10 @@ def list_object(
 ) -> dict[str, Any]:
     """The list wrapper of DESIGN: ``{"object": "list", "data", "has_more", "url"}``."""
     return {"object": "list", "data": [shape(i) for i in items], "has_more": has_more, "url": url}
+
+
+def render_event(record: EventRecord, ping_base: str = "") -> bytes:
+    """A webhook delivery's body: the event as ``GET /events/:id`` shows it, as JSON
+    (UTF-8), extensions part 2; ``ping_base`` makes a heartbeat's ``ping_url``
+    (``--public-url``, else the address the service listens on)."""
+    return json.dumps(event_object(record, ping_base)).encode()

@@ -50,7 +50,6 @@ buffer (at most 1 s).
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -83,7 +82,6 @@ from engine import (
 from store import (
     CheckWriter,
     Database,
-    EventRecord,
     MaintenanceSettings,
     StoreActor,
     StoreLocation,
@@ -99,7 +97,7 @@ from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
 from .limit_sync import run_limit_sync
 from .metrics import Metrics
-from .objects import event_object
+from .objects import render_event
 from .ops import Operations
 from .ratelimit import RateLimiter
 from .server import Incarnation, WebServer
@@ -127,13 +125,6 @@ CONCURRENTLY waits for the transactions using the table), seconds."""
 _WEBHOOK_DATABASE_DEADLINE_SECONDS = 10.0
 """The longest one claim or record of the webhook sender may wait on the database,
 seconds (a hung database then costs a poll, not the sender)."""
-
-
-def render_event(record: EventRecord, ping_base: str = "") -> bytes:
-    """A webhook delivery's body: the event as ``GET /events/:id`` shows it, as JSON
-    (UTF-8), extensions part 2; ``ping_base`` makes a heartbeat's ``ping_url``
-    (``--public-url``, else the address the service listens on)."""
-    return json.dumps(event_object(record, ping_base)).encode()
 
 
 class RunningService:

@@ -32,7 +32,7 @@ from tests.api import Api
 from tests.receiver import Receiver, expected_signature, signatures
 from tests.targets import DnsTarget, HttpTarget, TcpTarget
 from web.models import CheckList
-from web.service import render_event
+from web.objects import render_event
 
 FAST = {"interval_seconds": 1, "timeout_seconds": 1}
 
