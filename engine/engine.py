@@ -382,7 +382,8 @@ async def _serve_commands(
     async for message in inbox:
         if isinstance(message, Reconcile):
             if not engine._stop_requested.is_set():
-                await reconcile(db, shards, epochs, partial(apply_change, shards), settings)
+                apply = partial(apply_change, shards)
+                await reconcile(db, shards, epochs, apply, settings, engine.statistics)
             continue
         if isinstance(message, Rebalance):
             try:

@@ -95,6 +95,9 @@ class EngineStatistics:
             (``uptrio_monitors{status}`` counts it when scraped).
         supervisor_restarts: automatic restarts each engine supervisor made (``engine``,
             ``shard-N``), by supervisor name, since start.
+        reconciled_buckets: buckets whose monitors a reconciliation read again because
+            their settings digests differed from the actors' (``engine.reconcile``): a
+            change that reached this node by no notification, or not yet.
     """
 
     checks: int = 0
@@ -105,6 +108,7 @@ class EngineStatistics:
     max_samples: int = 200_000
     statuses: dict[str, str] = field(default_factory=dict)
     supervisor_restarts: dict[str, int] = field(default_factory=dict)
+    reconciled_buckets: int = 0
 
     def record_lateness(self, seconds: float) -> None:
         """Keep one lateness sample (seconds)."""

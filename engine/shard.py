@@ -54,6 +54,8 @@ class _Entry:
     ref: ActorRef[MonitorMessage]
     inbox: trio.MemoryReceiveChannel[MonitorMessage]
     check_now: bool
+    bucket: int
+    """Its bucket (``store.leases.bucket_of``), kept so reconciliation need not hash."""
     fresh: bool = True
 
 
@@ -123,7 +125,7 @@ class Shard:
         """Buckets this node no longer holds: stop their monitor and heartbeat actors at
         once (another node runs them now; a result still in flight would be refused)."""
         self.buckets -= lost
-        for monitor_id in [m for m in self.entries if leases.bucket_of(m) in lost]:
+        for monitor_id in [m for m, e in self.entries.items() if e.bucket in lost]:
             await self.stop(monitor_id)
         if self.heartbeats is not None:
             for heartbeat_id in list(self.heartbeats.handles):
@@ -154,7 +156,8 @@ class Shard:
         """Start an actor for ``record`` (not paused) under this shard's supervisor."""
         assert self.supervisor is not None
         ref, inbox = open_inbox(self.settings.monitor_inbox_size)
-        entry = _Entry(record=record, ref=ref, inbox=inbox, check_now=check_now)
+        bucket = leases.bucket_of(record.id)
+        entry = _Entry(record=record, ref=ref, inbox=inbox, check_now=check_now, bucket=bucket)
         self.entries[record.id] = entry
         await self.supervisor.start_child(
             ChildSpec(

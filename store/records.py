@@ -28,7 +28,11 @@ class _FromRow:
 
     def snapshot(self) -> dict[str, Any]:
         """The record as an event stores it: field name to value (JSON-able)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)  # type: ignore[arg-type]
+            if not f.metadata.get("internal")
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +107,10 @@ class MonitorRecord(_FromRow):
     request_body: str | None = None
     assertions: list[dict[str, Any]] | None = None
     tls_expiry_days: int | None = None
+    settings_digest: int = field(default=0, metadata={"internal": True})
+    """A 64-bit hash of its settings and run epoch (every column but ``status`` and
+    ``updated``), computed by the store's queries (``store.monitors``): equal digests,
+    same settings. Not part of an event's snapshot; 0 when not read from the database."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

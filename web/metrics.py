@@ -21,6 +21,11 @@ process, as in tests, never mix their figures). Names are a contract (the benchm
     uptrio_store_database_available               gauge      1, or 0 while writes fail
     uptrio_supervisor_restarts_total{supervisor}  counter    automatic restarts made by
                                                              root, engine, shard-N
+    uptrio_fenced_writes_refused_total            counter    rows refused: lease lost
+    uptrio_node_buckets_held                      gauge      buckets leased (of 256)
+    uptrio_node_lease_renew_lag_seconds           gauge      since the last renewal
+    uptrio_reconciled_buckets_total               counter    buckets read again by the
+                                                             reconciliation (digests differed)
     uptrio_http_requests_total{route,status}      counter    route: the URL rule
     uptrio_http_request_duration_seconds{route}   histogram
 
@@ -246,6 +251,12 @@ class _ScrapeCollector(Collector):
             "Check rows and status changes refused: this node no longer held their bucket "
             "at their lease epoch (extensions part 6).",
             value=refused,
+        )
+        yield CounterMetricFamily(
+            "uptrio_reconciled_buckets",
+            "Buckets whose monitors the reconciliation read again: their settings digests "
+            "differed from the running actors' (a change no notification brought, or not yet).",
+            value=engine.reconciled_buckets if engine is not None else 0,
         )
         holding = metrics.holding
         yield GaugeMetricFamily(
