@@ -58,7 +58,8 @@ async def keep_heap_frozen(every_seconds: float) -> None:
     young collection walked 80,000 to 450,000 objects (30 to 275 ms), and the older
     generations then walked them again (0.5 to 0.9 s pauses). Collected and frozen on a
     clock, the young generation holds a fraction of a second of allocations, and the
-    older ones stay empty.
+    older ones stay empty. The shorter the period, the shorter each pause for the same
+    total: at 20,000 monitors 13 ms every 0.25 s, 2.2 ms every 0.05 s (the default).
 
     The cost: a reference cycle still alive at one of these moments is never collected
     while the engine runs (objects without a cycle are still freed by reference
