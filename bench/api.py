@@ -89,13 +89,17 @@ def _body(plan: MonitorPlan, params: BenchParams) -> dict[str, object]:
 _RETRYABLE_CODES = frozenset({"database_unavailable", "engine_unavailable"})
 
 
+def _error_code(response: httpx.Response) -> str | None:
+    """The ``error.code`` of an error answer (spec's error shape), or None."""
+    try:
+        return str(response.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def _retryable(response: httpx.Response) -> bool:
     """Whether an error answer says "try again" (the database or engine was busy)."""
-    try:
-        code = response.json()["error"]["code"]
-    except (ValueError, KeyError, TypeError):
-        return False
-    return code in _RETRYABLE_CODES
+    return _error_code(response) in _RETRYABLE_CODES
 
 
 def _retry_after(response: httpx.Response) -> float:
@@ -162,17 +166,22 @@ async def _create_worker(
         pool = pools[plan.index % len(pools)]
         for _attempt in range(1000):  # bounded: a limit that never lifts fails
             slot, token = await pool.take()
-            response = await client.post(
-                "/monitors",
-                json=_body(plan, params),
-                headers={"Authorization": f"Bearer {token}"},
-            )
+            # keyed (spec 4.5): a retry after a 500 engine_unavailable (the monitor was
+            # committed) replays the 201 instead of creating a second monitor
+            headers = {
+                "Authorization": f"Bearer {token}",
+                "Idempotency-Key": f"bench-monitor-{plan.index}",
+            }
+            response = await client.post("/monitors", json=_body(plan, params), headers=headers)
             if response.status_code == 201:
                 outcome.ids[plan.index] = str(response.json()["id"])
                 on_progress(len(outcome.ids))
                 break
             if response.status_code == 429:
                 pool.rest(slot, _retry_after(response))
+                continue
+            if response.status_code == 409 and _error_code(response) == "idempotency_key_in_use":
+                await trio.sleep(_retry_after(response))
                 continue
             if response.status_code in (500, 503) and _retryable(response):
                 outcome.retried += 1

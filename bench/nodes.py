@@ -150,6 +150,7 @@ async def stored_gaps(
         math.ceil(window_start),
         timeout_seconds=300.0,
     )
+    rows = [r for r in rows if r["monitor_id"] in index_of]  # the bench's monitors only
     close = {index_of[r["monitor_id"]]: int(r["close"]) for r in rows if r["close"]}
     close_all = {index_of[r["monitor_id"]]: int(r["close_all"]) for r in rows if r["close_all"]}
     longest = {
