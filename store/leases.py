@@ -117,9 +117,14 @@ async def renew_leases(connection: Connection, name: str, lease_seconds: float) 
         name,
         lease_seconds,
     )
+    # Rows locked in bucket order, as the store actor's fence takes them (FOR SHARE,
+    # ORDER BY bucket: store.fencing); a plain UPDATE locks in the table's physical order
+    # and deadlocked with a batch of this node's once in a 10-minute run at 40,000.
     rows = await connection.fetch(
-        "UPDATE bucket_leases SET expires_at = now() + make_interval(secs => $2) "
-        "WHERE node = $1 RETURNING bucket, epoch",
+        "WITH mine AS (SELECT bucket FROM bucket_leases WHERE node = $1 "
+        "ORDER BY bucket FOR UPDATE) "
+        "UPDATE bucket_leases b SET expires_at = now() + make_interval(secs => $2) "
+        "FROM mine WHERE b.bucket = mine.bucket AND b.node = $1 RETURNING b.bucket, b.epoch",
         name,
         lease_seconds,
     )
@@ -156,8 +161,10 @@ async def renew_leases(connection: Connection, name: str, lease_seconds: float) 
     if len(held) > share:
         give = sorted(held)[-min(RELEASE_PER_ROUND, len(held) - share) :]
         await connection.execute(
-            "UPDATE bucket_leases SET node = NULL, expires_at = now() "
-            "WHERE node = $1 AND bucket = ANY($2::smallint[])",
+            "WITH gone AS (SELECT bucket FROM bucket_leases WHERE node = $1 "
+            "AND bucket = ANY($2::smallint[]) ORDER BY bucket FOR UPDATE) "
+            "UPDATE bucket_leases b SET node = NULL, expires_at = now() "
+            "FROM gone WHERE b.bucket = gone.bucket",
             name,
             give,
         )
