@@ -144,6 +144,8 @@ class StoreActor:
         self._outage_since: float | None = None
         self._outage_logged_at = -math.inf
         self._dropped_unlogged = 0
+        self._fenced_unlogged = 0
+        self._fenced_logged_at = -math.inf
 
     async def run(
         self, *, task_status: trio.TaskStatus[CheckWriter] = trio.TASK_STATUS_IGNORED
@@ -272,7 +274,8 @@ class StoreActor:
         self._delay_seconds = self._retry_min_seconds
         stats.batches += 1
         stats.rows_written += inserted
-        stats.fenced_refused += refused
+        if refused:
+            self._fenced(refused)
         stats.last_batch_size = len(batch.items)
         stats.last_flush_seconds = finished - started
         if len(stats.batch_sizes) < 100_000:
@@ -335,9 +338,26 @@ class StoreActor:
             "database available again; writing buffered check results",
             outage_seconds=round(now - (self._outage_since or now), 3),
             buffered=len(self._buffer),
-            dropped=stats.dropped_overflow,
+            dropped=stats.dropped,
         )
         self._outage_since = None
+
+    def _fenced(self, refused: int) -> None:
+        """Count rows the fence refused (``store.fencing``: another node holds their
+        bucket now) as dropped, and log them: at once for the first, then at most one
+        line per :data:`_OUTAGE_LOG_SECONDS` with the count since the last line."""
+        stats, now = self.statistics, trio.current_time()
+        stats.fenced_refused += refused
+        stats.dropped += refused
+        self._fenced_unlogged += refused
+        if now - self._fenced_logged_at >= _OUTAGE_LOG_SECONDS:
+            self._fenced_logged_at = now
+            log.warning(
+                "writes refused by the fence; dropped (another node holds their buckets)",
+                dropped=self._fenced_unlogged,
+                dropped_total=stats.fenced_refused,
+            )
+            self._fenced_unlogged = 0
 
     def _trim(self) -> None:
         dropped = self._buffer.trim()

@@ -60,8 +60,8 @@ class WriterStatistics:
         last_batch_size: results in the last batch.
         last_flush_seconds: duration of the last batch's transaction, seconds.
         retries: failed write attempts that were retried.
-        dropped: check results dropped: the buffer's bound during an outage, plus poison
-            batches.
+        dropped: check results and status moves dropped: the buffer's bound during an
+            outage, poison batches, and rows the fence refused (``fenced_refused``).
         dropped_overflow: of ``dropped``, those the buffer's bound dropped.
         batch_sizes: the size of each batch (the first 100,000).
         buffered: results in the buffer now (a batch being written included).
@@ -70,8 +70,9 @@ class WriterStatistics:
         database_available: False from a write failing with ``DatabaseUnavailable`` until
             the next successful write.
         outages: times the database became unavailable.
-        fenced_refused: check rows and status changes refused because this node no
-            longer held their bucket at their lease epoch (``store.fencing``).
+        fenced_refused: of ``dropped``, check rows and status changes refused because
+            another node holds their bucket now, or at another lease epoch
+            (``store.fencing``).
     """
 
     batches: int = 0

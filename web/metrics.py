@@ -17,11 +17,12 @@ process, as in tests, never mix their figures). Names are a contract (the benchm
     uptrio_store_queue_depth                      gauge      results not yet committed
     uptrio_store_rows_written_total               counter    check rows inserted
     uptrio_store_rows_dropped_total               counter    results dropped (buffer bound
-                                                             in an outage, poison batches)
+                                                             in an outage, poison batches,
+                                                             refused by the fence)
     uptrio_store_database_available               gauge      1, or 0 while writes fail
     uptrio_supervisor_restarts_total{supervisor}  counter    automatic restarts made by
                                                              root, engine, shard-N
-    uptrio_fenced_writes_refused_total            counter    rows refused: lease lost
+    uptrio_fenced_writes_refused_total            counter    rows refused: bucket taken
     uptrio_node_buckets_held                      gauge      buckets leased (of 256)
     uptrio_node_lease_renew_lag_seconds           gauge      since the last renewal
     uptrio_reconciled_buckets_total               counter    buckets read again by the
@@ -227,7 +228,8 @@ class _ScrapeCollector(Collector):
         )
         yield CounterMetricFamily(
             "uptrio_store_rows_dropped",
-            "Check results dropped (buffer bound during an outage, poison batches).",
+            "Check results and status moves dropped (buffer bound during an outage, poison "
+            "batches, refused by the fence).",
             value=dropped,
         )
         yield GaugeMetricFamily(
