@@ -7,10 +7,11 @@ second and the real app answers API requests. The node holds bucket leases of 1.
 every ``uptrio serve`` does (extensions part 6), so the outage outlives three of them:
 its own leases, which no other node claimed meanwhile, still take every buffered check.
 
-The story: probes go on and statuses move in memory; the store buffers (and, with a small bound, drops the oldest, counted);
-API requests fail fast with ``database_unavailable``; ``/readyz`` says so; when
-Postgres is back everything buffered is written once and the API answers again, all
-without a restart. Real clock; loopback only.
+The story: probes go on and statuses move in memory; the store buffers (and, with a
+small bound, drops the oldest, counted); API requests fail fast with
+``database_unavailable``; ``/readyz`` says so; when Postgres is back everything
+buffered is written once and the API answers again, all without a restart.
+Real clock; loopback only.
 """
 
 from __future__ import annotations
