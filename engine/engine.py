@@ -304,6 +304,7 @@ async def run_engine(
         stats=stats,
         observer=observer,
         lease_epoch=holding.epoch_of if holding is not None and holding.fenced else None,
+        may_probe=holding.may_probe if holding is not None and holding.fenced else None,
     )
     shards = [
         Shard(index=i, name=f"shard-{i}", db=db, deps=deps, settings=settings)
@@ -356,7 +357,14 @@ async def run_engine(
             task_status.started(engine)
             async with inbox, trio.open_nursery() as nursery:
                 nursery.start_soon(
-                    _serve_commands, inbox, shards, settings, engine, db, dict(started_with)
+                    _serve_commands,
+                    inbox,
+                    shards,
+                    settings,
+                    engine,
+                    db,
+                    dict(started_with),
+                    holding,
                 )
                 nursery.start_soon(follow, holding, started_with, ref.tell)
                 nursery.start_soon(tick, ref, Reconcile(), settings.reconcile_seconds)
@@ -375,10 +383,11 @@ async def _serve_commands(
     engine: Engine,
     db: Database,
     epochs: dict[int, int],
+    holding: Holding,
 ) -> None:
     """The engine's command actor: handle each command in turn (once ``engine`` is
     stopping, none starts a monitor actor). ``epochs``: the buckets the shards run, with
-    their lease epochs."""
+    their lease epochs; each rebalance is acknowledged to ``holding``."""
     async for message in inbox:
         if isinstance(message, Reconcile):
             if not engine._stop_requested.is_set():
@@ -388,9 +397,10 @@ async def _serve_commands(
         if isinstance(message, Rebalance):
             try:
                 stopping = engine._stop_requested.is_set()
-                await rebalance(db, shards, epochs, message.held, stopping)
+                await rebalance(db, shards, epochs, message.held, stopping, message.releasing)
             except SupervisorError as exc:  # its next load reads the buckets held
                 log.warning("shard restarting; buckets apply on reload", error=repr(exc))
+            holding.mark_applied(message.version)
             continue
         with message.reply:
             try:

@@ -1,28 +1,48 @@
-"""The lease actor: this node's share of the buckets (extensions part 6; issue 14,
-item 1), and :class:`Holding`, what it holds as the engine and ``/metrics`` see it.
+"""The lease actor: this node's share of the buckets (extensions part 6; README: Several
+nodes), and :class:`Holding`, what it holds as the engine and ``/metrics`` see it.
 
 A child of the root supervisor (``web.service``), started before the engine: it
 registers the node (``store.leases.register_node``), renews every third of the lease
-(``store.leases.renew_leases``: extend, claim up to the fair share, give back above it),
-and publishes each round in the :class:`Holding` the engine follows (it starts the
-actors of gained buckets and stops those of lost ones). Every renewal has a deadline
-(the lease itself); a nudge (:meth:`Holding.nudge`: another node registered or gave
-buckets back, told through ``store.notify``) makes it renew at once. A node that
-cannot renew (a database outage) keeps its actors running, as a lone node always did:
-the fence decides at write time, and the first renewal that succeeds tells it which
-buckets it lost. On a graceful stop (``request_stop``, after
-the engine stopped and the store flushed) it gives every bucket back at once.
+(``store.leases.renew_leases``: extend, claim up to the fair share) and publishes each
+round in the :class:`Holding` the engine follows (it starts the actors of gained buckets
+and stops those of lost ones). Every renewal has a deadline (the lease itself); a nudge
+(:meth:`Holding.nudge`: another node registered or gave buckets back, told through
+``store.notify``) makes it renew at once.
+
+**Giving back** what is above the fair share is a hand-over, in three steps, so that no
+grid point is probed by neither node nor by both: the buckets leave the published
+holding (the engine drains their actors: a probe already sent finishes and its check goes
+to the store), the store flushes, and only then are the leases given back
+(``store.leases.release_buckets``, at the epochs held) and the others told. The node that
+claims them starts their actors from the stored checks (``engine.shard``): a grid point
+missed in the hand-over is probed at once.
+
+**May this node probe?** (:meth:`Holding.may_probe`, asked by every actor before each
+probe). A lease is known held until ``lease_seconds`` after the renewal that extended it
+*started*, on this process's monotonic clock (trio's), so no database clock is needed. A
+node paused past that (SIGSTOP, a frozen VM) wakes with its actors overdue: they probe
+nothing until the lease actor has renewed and learned which buckets it still holds.
+Past that, while the database is unreachable (a renewal started within the last
+``lease_seconds`` and a third, and it failed or is still waiting), the node keeps
+probing: in an outage of the database no other node can claim its buckets, and what it
+buffers is stored once the database is back (its own lapsed leases take their rows:
+``store.fencing``). If the database was unreachable from this node only, another node may
+have claimed them meanwhile: both probe until this node renews, and the fence refuses
+its rows, counted as dropped. On a graceful stop (``request_stop``, after the engine
+stopped and the store flushed) it gives every bucket back at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
 import trio
 
-from store import Database, DatabaseUnavailable, leases
+from store import Database, DatabaseUnavailable, StoreError, leases
 
 __all__ = ["Holding", "LeaseSettings", "run_leases"]
 
@@ -53,14 +73,29 @@ class Holding:
 
     def __init__(self) -> None:
         self.held: dict[int, int] = {}
+        self.releasing: frozenset[int] = frozenset()
+        """Buckets being given back (published as no longer held, leases not yet given
+        back): their actors drain instead of being cancelled."""
+        self.version = 0
+        """Counts the changes :meth:`publish` made (the engine acknowledges them)."""
+        self.applied = 0
+        """The latest :attr:`version` the engine applied (:meth:`mark_applied`)."""
         self.share = 0
         self.live_nodes = 0
         self.ready = False
+        self.lease_seconds = math.inf
+        """How long a lease lasts unrenewed, seconds (set by the lease actor)."""
         self.last_renewal: float | None = None
-        """``trio.current_time()`` of the latest successful renewal, or None."""
+        """``trio.current_time()`` of the start of the latest successful renewal, or None."""
+        self.attempt_started: float | None = None
+        """``trio.current_time()`` of the start of the latest renewal attempt, or None."""
+        self.attempt_failed = False
+        """Whether the latest renewal attempt failed (database unavailable) or has not
+        answered yet."""
         self.fenced = True
         """Whether results carry lease epochs (False for :meth:`everything`)."""
         self._changed = trio.Event()
+        self._applied = trio.Event()
         self._nudged = trio.Event()
 
     @classmethod
@@ -80,14 +115,52 @@ class Holding:
             return None
         return self.held.get(leases.bucket_of(resource_id), -1)
 
-    def publish(self, held: dict[int, int], *, ready: bool | None = None) -> None:
-        """Replace what is held (and wake those waiting in :meth:`wait_changed`)."""
+    def may_probe(self, bucket: int, epoch: int | None, now: float) -> bool:
+        """Whether this node may probe a monitor of ``bucket`` whose actor runs under lease
+        epoch ``epoch`` at ``now`` (``trio.current_time()``, seconds): the bucket is held
+        at that epoch (not lost, nor being given back), and its lease is known unexpired
+        on the monotonic clock, or the database is unreachable and the lease actor keeps
+        trying (the module docstring). Always True without a lease actor."""
+        if not self.fenced:
+            return True
+        if self.held.get(bucket) != epoch:
+            return False
+        lease = self.lease_seconds
+        if self.last_renewal is not None and now < self.last_renewal + lease:
+            return True
+        started = self.attempt_started
+        return self.attempt_failed and started is not None and now - started < lease * 4 / 3
+
+    def publish(
+        self,
+        held: dict[int, int],
+        *,
+        ready: bool | None = None,
+        releasing: frozenset[int] = frozenset(),
+    ) -> None:
+        """Replace what is held (and wake those waiting in :meth:`wait_changed`);
+        ``releasing``: buckets just removed that are being given back (drained, not
+        cancelled)."""
         if ready is not None:
             self.ready = ready
         if held != self.held:
             self.held = dict(held)
+            self.releasing = releasing
+            self.version += 1
             self._changed.set()
             self._changed = trio.Event()
+
+    def mark_applied(self, version: int) -> None:
+        """The engine runs what :attr:`version` ``version`` held (``engine.rebalance``)."""
+        if version > self.applied:
+            self.applied = version
+            self._applied.set()
+            self._applied = trio.Event()
+
+    async def wait_applied(self, version: int) -> None:
+        """Wait until the engine applied :attr:`version` ``version`` (or a later one)."""
+        while self.applied < version:
+            await self._applied.wait()
 
     def nudge(self) -> None:
         """Renew now rather than at the next third of the lease: another node registered
@@ -112,11 +185,14 @@ async def run_leases(
     holding: Holding,
     stop: trio.Event,
     *,
+    flush: Callable[[], Awaitable[None]] | None = None,
     task_status: trio.TaskStatus[Holding] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Register, renew until ``stop`` is set, then give every bucket back; reports
     ``holding`` through ``task_status.started`` after the first renewal (so the engine
-    starting next loads the buckets already held).
+    starting next loads the buckets already held). ``flush`` waits until the store has
+    committed every result handed to it (``store.CheckWriter.flush``): a hand-over runs it
+    before giving leases back (the module docstring); None: no store to wait for.
 
     Raises:
         store.DatabaseUnavailable: the first registration or renewal failed (the root
@@ -124,8 +200,9 @@ async def run_leases(
     """
     name, lease = settings.node_name, settings.lease_seconds
     db = db.with_deadline(lease)
+    holding.lease_seconds = lease
     await db.transaction(leases.register_node, name, lease)
-    wait = await _renew(db, name, lease, holding)
+    wait = await _renew(db, name, lease, holding, flush)
     log.info("node registered", node=name, buckets=len(holding.held), share=holding.share)
     task_status.started(holding)
     try:
@@ -135,7 +212,7 @@ async def run_leases(
                 break
             wait = lease / 3
             try:
-                wait = await _renew(db, name, lease, holding)
+                wait = await _renew(db, name, lease, holding, flush)
             except DatabaseUnavailable as exc:
                 log.warning("lease renewal failed", node=name, error=str(exc))
     finally:
@@ -164,21 +241,37 @@ async def _sleep(seconds: float, stop: trio.Event, holding: Holding) -> None:
         holding._nudged = trio.Event()
 
 
-async def _renew(db: Database, name: str, lease: float, holding: Holding) -> float:
-    """One renewal, published in ``holding``; the seconds until the next: a third of the
-    lease, or sooner when below its share and another node's lease expires first (a
-    dead node's buckets are taken as soon as they lapse)."""
-    began = trio.current_time()
+async def _renew(
+    db: Database,
+    name: str,
+    lease: float,
+    holding: Holding,
+    flush: Callable[[], Awaitable[None]] | None,
+) -> float:
+    """One renewal, published in ``holding``, then the hand-over of what is above the
+    share (:func:`_give_back`); the seconds until the next: a third of the lease, or
+    sooner when below its share and another node's lease expires first (a dead node's
+    buckets are taken as soon as they lapse).
+
+    Raises:
+        store.DatabaseUnavailable: the renewal failed (``holding`` says so).
+    """
+    began = holding.attempt_started = trio.current_time()
+    holding.attempt_failed = True  # until it answers
     found = await db.transaction(leases.renew_leases, name, lease)
-    holding.last_renewal = began
+    holding.last_renewal, holding.attempt_failed = began, False
     holding.share, holding.live_nodes = found.share, found.live_nodes
     before = len(holding.held)
-    holding.publish(found.held, ready=holding.ready or found.settled)
-    if len(found.held) != before:
+    keep = {b: e for b, e in found.held.items() if b not in found.surplus}
+    holding.publish(keep, ready=holding.ready or found.settled, releasing=found.surplus)
+    if found.surplus:
+        given = {b: found.held[b] for b in found.surplus}
+        await _give_back(db, name, lease, holding, given, flush)
+    if len(keep) != before:
         log.info(
             "buckets held",
             node=name,
-            buckets=len(found.held),
+            buckets=len(keep),
             share=found.share,
             live_nodes=found.live_nodes,
             lease_seconds=math.floor(lease),
@@ -187,3 +280,24 @@ async def _renew(db: Database, name: str, lease: float, holding: Holding) -> flo
     if found.next_expiry_seconds is not None:
         wait = min(wait, max(0.05, found.next_expiry_seconds + 0.02))
     return wait
+
+
+async def _give_back(
+    db: Database,
+    name: str,
+    lease: float,
+    holding: Holding,
+    given: dict[int, int],
+    flush: Callable[[], Awaitable[None]] | None,
+) -> None:
+    """Hand buckets ``given`` (bucket to epoch, already left out of ``holding``) over: wait
+    until the engine drained their actors, then until the store committed what they
+    probed, then give the leases back (each wait bounded by a third of the lease; past it
+    the leases go back anyway, and a result still on its way is refused by the fence)."""
+    with trio.move_on_after(lease / 3):
+        await holding.wait_applied(holding.version)
+        if flush is not None:
+            with contextlib.suppress(StoreError, trio.ClosedResourceError):
+                await flush()  # a store that stopped has nothing more to write
+    released = await db.transaction(leases.release_buckets, name, given)
+    log.info("buckets handed over", node=name, buckets=released)

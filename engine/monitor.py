@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, new_check_id
+from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, leases, new_check_id
 
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
@@ -98,6 +98,9 @@ class EngineStatistics:
         reconciled_buckets: buckets whose monitors a reconciliation read again because
             their settings digests differed from the actors' (``engine.reconcile``): a
             change that reached this node by no notification, or not yet.
+        withheld: grid points not probed because this node could not know it still held
+            the monitor's bucket (``engine.leases.Holding.may_probe``: paused past its
+            lease).
     """
 
     checks: int = 0
@@ -109,6 +112,7 @@ class EngineStatistics:
     statuses: dict[str, str] = field(default_factory=dict)
     supervisor_restarts: dict[str, int] = field(default_factory=dict)
     reconciled_buckets: int = 0
+    withheld: int = 0
 
     def record_lateness(self, seconds: float) -> None:
         """Keep one lateness sample (seconds)."""
@@ -130,6 +134,10 @@ class MonitorDeps:
     lease_epoch: Callable[[str], int | None] | None = None
     """The lease epoch of a monitor's bucket when its actor starts (the fence every
     result it hands to the store carries: extensions part 6), or None: not fenced."""
+    may_probe: Callable[[int, int | None, float], bool] | None = None
+    """Whether this node may probe a monitor of bucket ``b`` it runs under lease epoch
+    ``e`` now (``trio.current_time()``, seconds): ``may_probe(b, e, now)``, asked before
+    every probe (``engine.leases.Holding.may_probe``), or None: always."""
 
 
 def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
@@ -198,6 +206,7 @@ class _Monitor:
         self.incarnation = object()
         self.in_flight: _Ticket | None = None
         self.lease_epoch = None if deps.lease_epoch is None else deps.lease_epoch(monitor.id)
+        self.bucket = 0 if deps.may_probe is None else leases.bucket_of(monitor.id)
 
     def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
         """Take the new config; returns the next deadline (moved onto the new grid when
@@ -263,6 +272,21 @@ class _Monitor:
         return check, change
 
 
+def _missed_in_hand_over(state: _Monitor, latest: float, now: float) -> bool:
+    """Whether grid point ``latest`` (trio clock, seconds) of a monitor just taken over,
+    less than a third of an interval before ``now``, has no stored check while the one
+    before it has one: its newest check (``last_checked_at``, epoch seconds, stamped to
+    the second a probe started) is older than the point's second and at most two intervals
+    (plus that second) older. (Later than a third of an interval after the point, the
+    next one is near: no catch-up, so two probes are never closer than two thirds of an
+    interval.)"""
+    last = state.config.last_checked_at
+    if last is None or now - latest >= state.config.interval_seconds / 3:
+        return False
+    wall = latest - state.clock_offset
+    return last + 1 <= wall <= last + 2 * state.config.interval_seconds + 1
+
+
 async def run_monitor(
     monitor: MonitorRecord,
     ref: ActorRef[MonitorMessage],
@@ -270,20 +294,28 @@ async def run_monitor(
     deps: MonitorDeps,
     *,
     check_now: bool,
+    catch_up: bool = False,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run ``monitor`` until cancelled (pause, delete, shutdown) or its inbox closes.
 
     ``ref`` is the send side of ``inbox`` (probe tasks post their results there).
     ``check_now`` runs the first check at once (create, resume) instead of at the grid
-    point. Raises only for bugs (a probe that raises crashes the actor; its supervisor
-    restarts it); ``trio.Cancelled`` propagates after results already probed are handed
-    to the store.
+    point. ``catch_up`` (a bucket taken over from another node) runs it at once when the
+    latest grid point has no stored check and the newest one (``last_checked_at``) is at
+    most two intervals older: a grid point missed in a hand-over is probed late rather
+    than never (:func:`_missed_in_hand_over`).
+
+    Raises only for bugs (a probe that raises crashes the actor; its supervisor restarts
+    it); ``trio.Cancelled`` propagates after results already probed are handed to the store.
     """
     state = _Monitor(monitor, deps)
     interval = float(monitor.interval_seconds)
     now = trio.current_time()
     deadline = now if check_now else next_deadline(now, state.phase, interval)
+    latest = deadline - interval  # the latest grid point, at or before now
+    if catch_up and not check_now and _missed_in_hand_over(state, latest, now):
+        deadline = now
     # After an immediate first check the grid resumes at least half an interval later,
     # so a new monitor is not checked twice in quick succession.
     off_grid = check_now
@@ -337,6 +369,10 @@ async def run_monitor(
                 following = next_deadline(earliest, state.phase, interval)
                 if state.in_flight is not None:
                     deps.stats.missed += 1
+                elif deps.may_probe is not None and not deps.may_probe(
+                    state.bucket, state.lease_epoch, now
+                ):
+                    deps.stats.withheld += 1  # the bucket may be another node's now
                 else:
                     ticket = state.in_flight = _Ticket()
                     nursery.start_soon(

@@ -1,7 +1,9 @@
-"""The engine following the buckets this node holds (extensions part 6; issue 14,
-item 1): :func:`follow` turns each change of the lease actor's :class:`~engine.leases.Holding`
-into a :class:`Rebalance` for the engine's command actor, which calls :func:`rebalance`
-(serialised with the web layer's commands)."""
+"""The engine following the buckets this node holds (extensions part 6; README: Several
+nodes): :func:`follow` turns each change of the lease actor's
+:class:`~engine.leases.Holding` into a :class:`Rebalance` for the engine's command actor,
+which calls :func:`rebalance` (serialised with the web layer's commands) and then tells
+the holding it applied that version (the lease actor waits for it before handing buckets
+over)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ class Rebalance:
     held: dict[int, int]
     """Bucket to lease epoch: a bucket whose epoch changed was lost and claimed again
     (its actors restart, so their results carry the new epoch)."""
+    version: int = 0
+    """The :attr:`Holding.version` it comes from."""
+    releasing: frozenset[int] = frozenset()
+    """Buckets being given back: their actors drain (a probe already sent finishes and is
+    stored) rather than being cancelled."""
 
 
 async def follow(
@@ -34,10 +41,12 @@ async def follow(
     """Tell the command actor (``tell``: its inbox) a :class:`Rebalance` each time the
     buckets held (or their epochs) change."""
     while True:
-        held = dict(holding.held)
+        held, version = dict(holding.held), holding.version
         if held != seen:
-            await tell(Rebalance(held=held))
+            await tell(Rebalance(held=held, version=version, releasing=holding.releasing))
             seen = held
+        else:
+            holding.mark_applied(version)
         await holding.wait_changed()
 
 
@@ -47,11 +56,14 @@ async def rebalance(
     epochs: dict[int, int],
     held: dict[int, int],
     stopping: bool,
+    releasing: frozenset[int] = frozenset(),
 ) -> None:
     """Stop the actors of buckets no longer held at the epoch they run under (updating
-    ``epochs``); read the monitors and heartbeats of the gained ones (one query each,
-    extensions part 6) and start them in their shards (none once the engine is
-    stopping)."""
+    ``epochs``; those of ``releasing`` drain, the others are cancelled: another node may
+    run them already); read the monitors and heartbeats of the gained ones (one query
+    each, extensions part 6) and start them in their shards (none once the engine is
+    stopping), each catching up a grid point missed in the hand-over
+    (``engine.shard``)."""
     count = len(shards)
     lost = {b for b, epoch in epochs.items() if held.get(b) != epoch}
     gained = {b for b, epoch in held.items() if epochs.get(b) != epoch}
@@ -59,7 +71,7 @@ async def rebalance(
     epochs.update(held)
     for shard in shards:
         if mine := {b for b in lost if b % count == shard.index}:
-            await shard.lose(mine)
+            await shard.lose(mine, drain=bool(mine & releasing))
     if not gained or stopping:
         return
     ordered = sorted(gained)

@@ -40,6 +40,11 @@ DRAIN_SECONDS = 65.0
 timeout (60 s) plus a margin; the caller's grace (``--shutdown-seconds``) is the tighter
 bound in practice."""
 
+HAND_OVER_DRAIN_SECONDS = 2.0
+"""Grace of the monitor actors of buckets this node gives back, seconds: a probe already
+sent that takes longer is cancelled (not a result; the node taking the bucket probes that
+grid point again)."""
+
 
 HEARTBEATS_CHILD = "heartbeats"
 """The child id of a shard's heartbeat group."""
@@ -57,6 +62,9 @@ class _Entry:
     bucket: int
     """Its bucket (``store.leases.bucket_of``), kept so reconciliation need not hash."""
     fresh: bool = True
+    catch_up: bool = False
+    """Taken over from another node: the first incarnation probes a grid point missed in
+    the hand-over at once (``engine.monitor.run_monitor``)."""
 
 
 @dataclass(slots=True)
@@ -121,11 +129,21 @@ class Shard:
     async def _load(self) -> list[MonitorRecord]:
         return await self.db.run(monitors.load_active_monitors, sorted(self.buckets))
 
-    async def lose(self, lost: set[int]) -> None:
+    async def lose(self, lost: set[int], *, drain: bool = False) -> None:
         """Buckets this node no longer holds: stop their monitor and heartbeat actors at
-        once (another node runs them now; a result still in flight would be refused)."""
+        once (another node runs them now; a result still in flight would be refused), or,
+        with ``drain`` (buckets this node gives back, still leased to it), let each
+        monitor actor finish the probe it sent and hand its check to the store first, all
+        at once, within :data:`HAND_OVER_DRAIN_SECONDS`."""
         self.buckets -= lost
-        for monitor_id in [m for m, e in self.entries.items() if e.bucket in lost]:
+        going = [m for m, e in self.entries.items() if e.bucket in lost]
+        if drain and self.supervisor is not None:
+            supervisor = self.supervisor
+            with trio.move_on_after(HAND_OVER_DRAIN_SECONDS):
+                async with trio.open_nursery() as nursery:
+                    for monitor_id in going:
+                        nursery.start_soon(supervisor.stop_child, monitor_id)
+        for monitor_id in going:
             await self.stop(monitor_id)
         if self.heartbeats is not None:
             for heartbeat_id in list(self.heartbeats.handles):
@@ -137,8 +155,9 @@ class Shard:
     ) -> None:
         """Buckets this node now holds, with their active monitors and their heartbeats
         (read once for every shard): start an actor for each not already running, on its
-        grid point (so a bucket that moves leaves no gap longer than one interval).
-        Between incarnations the next load reads them (``buckets`` already has them)."""
+        grid point, catching up a grid point the hand-over missed (so a bucket that moves
+        leaves no grid point unprobed). Between incarnations the next load reads them
+        (``buckets`` already has them)."""
         self.buckets |= gained
         if self.heartbeats is not None:
             for beat in beats:
@@ -150,14 +169,24 @@ class Shard:
             if self.touched is not None:
                 self.touched.add(record.id)
             if record.id not in self.entries:
-                await self.start(record, check_now=False)
+                await self.start(record, check_now=False, catch_up=True)
 
-    async def start(self, record: MonitorRecord, *, check_now: bool) -> None:
-        """Start an actor for ``record`` (not paused) under this shard's supervisor."""
+    async def start(
+        self, record: MonitorRecord, *, check_now: bool, catch_up: bool = False
+    ) -> None:
+        """Start an actor for ``record`` (not paused) under this shard's supervisor;
+        ``catch_up``: taken over from another node (:meth:`gain`)."""
         assert self.supervisor is not None
         ref, inbox = open_inbox(self.settings.monitor_inbox_size)
         bucket = leases.bucket_of(record.id)
-        entry = _Entry(record=record, ref=ref, inbox=inbox, check_now=check_now, bucket=bucket)
+        entry = _Entry(
+            record=record,
+            ref=ref,
+            inbox=inbox,
+            check_now=check_now,
+            bucket=bucket,
+            catch_up=catch_up,
+        )
         self.entries[record.id] = entry
         await self.supervisor.start_child(
             ChildSpec(
@@ -179,7 +208,7 @@ class Shard:
             entry.ref.inbox.close()
 
     async def _incarnation(self, entry: _Entry, *, task_status: trio.TaskStatus[None]) -> None:
-        check_now = entry.check_now and entry.fresh
+        check_now, catch_up = entry.check_now and entry.fresh, entry.catch_up and entry.fresh
         if not entry.fresh:  # a restart: the database has the latest config and status
             try:
                 stored = await self.db.run(monitors.get_monitor, None, entry.record.id)
@@ -197,6 +226,7 @@ class Shard:
             entry.inbox,
             self.deps,
             check_now=check_now,
+            catch_up=catch_up,
             task_status=task_status,
         )
 

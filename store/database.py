@@ -47,6 +47,9 @@ _UNAVAILABLE = (
     ConnectionError,
     TimeoutError,
     asyncpg.InterfaceError,
+    # raised by the pool itself, e.g. from pool.release when the server went away
+    # mid-reset (seen during `pg_ctl stop -m fast`): the connection is gone
+    asyncpg.InternalClientError,
     asyncpg.CannotConnectNowError,
     asyncpg.ConnectionFailureError,
     asyncpg.PostgresConnectionError,

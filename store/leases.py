@@ -1,15 +1,15 @@
-"""Nodes and their bucket leases (extensions part 6; issue 14, item 1).
+"""Nodes and their bucket leases (extensions part 6; README: Several nodes).
 
 Monitors and heartbeats are split into :data:`BUCKETS` buckets by :func:`bucket_of` (the
-first byte of the md5 of the id; the ``bucket`` column of migration 0008 computes the
-same). Every node registers itself (:func:`register_node`) and, every third of its lease,
-renews (:func:`renew_leases`): it extends the leases it holds, claims free or expired
-buckets up to its fair share (``ceil(256 / live nodes)``; each claim bumps the bucket's
-``epoch``) and gives back, a few at a time, those above it so a joining node gets some.
-A graceful stop gives everything back at once (:func:`release_node`). A registration
-and every give-back ``NOTIFY`` the other nodes (:func:`store.notify.notify_leases`), which
-renew at once. Every time is the database's clock (``now()``), so nodes' clocks never
-meet.
+first byte of the md5 of the id; the ``bucket`` column of migration 0008 computes the same).
+Every node registers itself (:func:`register_node`) and, every third of its lease, renews
+(:func:`renew_leases`): it extends the leases it holds, claims free or expired buckets up to
+its fair share (``ceil(256 / live nodes)``; each claim bumps the bucket's ``epoch``) and
+names, a few at a time, those above it, which it gives back once their actors have stopped
+and their checks are stored (:func:`release_buckets`), so a joining node gets some. A
+graceful stop gives everything back at once (:func:`release_node`). A registration and every
+give-back ``NOTIFY`` the other nodes (:func:`store.notify.notify_leases`), which renew at
+once. Every time is the database's clock (``now()``), so nodes' clocks never meet.
 
 Query functions (asyncio side), run each with :meth:`store.Database.transaction`.
 """
@@ -30,6 +30,7 @@ __all__ = [
     "bucket_of",
     "list_nodes",
     "register_node",
+    "release_buckets",
     "release_node",
     "renew_leases",
 ]
@@ -54,7 +55,11 @@ class LeaseRound:
     """What one renewal found.
 
     Attributes:
-        held: bucket to lease epoch, every bucket the node holds now.
+        held: bucket to lease epoch, every bucket the node holds now (``surplus``
+            included).
+        surplus: buckets above its share, at most :data:`RELEASE_PER_ROUND`, to give back
+            (:func:`release_buckets`) once their actors stopped and their results are
+            stored.
         share: its fair share, ``ceil(256 / live nodes)``.
         live_nodes: nodes renewing (this one included), not stopping.
         settled: True when it holds its share or no bucket was left to claim (the
@@ -68,6 +73,7 @@ class LeaseRound:
     live_nodes: int
     settled: bool
     next_expiry_seconds: float | None = None
+    surplus: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +111,11 @@ async def register_node(connection: Connection, name: str, lease_seconds: float)
 
 async def renew_leases(connection: Connection, name: str, lease_seconds: float) -> LeaseRound:
     """One renewal of node ``name`` (module docstring): extend its leases to
-    ``now() + lease_seconds``, then claim up to its share or give back above it (at most
-    :data:`RELEASE_PER_ROUND`). A lease of its own that expired (a database outage) and
-    that no node claimed meanwhile is extended at the same epoch: nobody else wrote for
-    that bucket, so the results the node buffered meanwhile are still its to store. Run
-    in a transaction."""
+    ``now() + lease_seconds``, then claim up to its share or name the surplus above it (at
+    most :data:`RELEASE_PER_ROUND`, given back later by :func:`release_buckets`). A lease of
+    its own that expired (a database outage) and that no node claimed meanwhile is extended
+    at the same epoch: nobody else wrote for that bucket, so the results the node buffered
+    meanwhile are still its to store. Run in a transaction."""
     await connection.execute(
         "INSERT INTO nodes (name, started, renewed_at, lease_seconds) "
         "VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET "
@@ -158,22 +164,38 @@ async def renew_leases(connection: Connection, name: str, lease_seconds: float) 
             "WHERE node <> $1 AND expires_at > now()",
             name,
         )
+    surplus: frozenset[int] = frozenset()
     if len(held) > share:
-        give = sorted(held)[-min(RELEASE_PER_ROUND, len(held) - share) :]
-        await connection.execute(
-            "WITH gone AS (SELECT bucket FROM bucket_leases WHERE node = $1 "
-            "AND bucket = ANY($2::smallint[]) ORDER BY bucket FOR UPDATE) "
-            "UPDATE bucket_leases b SET node = NULL, expires_at = now() "
-            "FROM gone WHERE b.bucket = gone.bucket",
-            name,
-            give,
-        )
-        for bucket in give:
-            del held[bucket]
-        await notify_leases(connection, name)  # claimed at once by a node below its share
+        surplus = frozenset(sorted(held)[-min(RELEASE_PER_ROUND, len(held) - share) :])
     return LeaseRound(
-        held=held, share=share, live_nodes=live, settled=settled, next_expiry_seconds=next_expiry
+        held=held,
+        share=share,
+        live_nodes=live,
+        settled=settled,
+        next_expiry_seconds=next_expiry,
+        surplus=surplus,
     )
+
+
+async def release_buckets(connection: Connection, name: str, buckets: dict[int, int]) -> int:
+    """Give back the leases of node ``name`` on ``buckets`` (bucket to the epoch it holds
+    them at; a bucket it no longer holds at that epoch is left alone) and tell the other
+    nodes, which claim them at once. Returns the buckets given back. Run in a
+    transaction."""
+    released = await connection.fetch(
+        "WITH gone AS (SELECT b.bucket FROM bucket_leases b "
+        "JOIN unnest($2::smallint[], $3::bigint[]) AS g(bucket, epoch) "
+        "ON g.bucket = b.bucket AND g.epoch = b.epoch "
+        "WHERE b.node = $1 ORDER BY b.bucket FOR UPDATE OF b) "
+        "UPDATE bucket_leases b SET node = NULL, expires_at = now() "
+        "FROM gone WHERE b.bucket = gone.bucket RETURNING b.bucket",
+        name,
+        list(buckets),
+        list(buckets.values()),
+    )
+    if released:
+        await notify_leases(connection, name)  # claimed at once by a node below its share
+    return len(released)
 
 
 async def release_node(connection: Connection, name: str) -> int:

@@ -23,6 +23,8 @@ process, as in tests, never mix their figures). Names are a contract (the benchm
     uptrio_supervisor_restarts_total{supervisor}  counter    automatic restarts made by
                                                              root, engine, shard-N
     uptrio_fenced_writes_refused_total            counter    rows refused: bucket taken
+    uptrio_checks_withheld_total                  counter    grid points not probed: the
+                                                             lease not known held (paused)
     uptrio_node_buckets_held                      gauge      buckets leased (of 256)
     uptrio_node_lease_renew_lag_seconds           gauge      since the last renewal
     uptrio_reconciled_buckets_total               counter    buckets read again by the
@@ -253,6 +255,12 @@ class _ScrapeCollector(Collector):
             "Check rows and status changes refused: this node no longer held their bucket "
             "at their lease epoch (extensions part 6).",
             value=refused,
+        )
+        yield CounterMetricFamily(
+            "uptrio_checks_withheld",
+            "Grid points not probed: this node could not know it still held the bucket "
+            "(its lease lapsed on its own clock, as after a pause; README: Several nodes).",
+            value=engine.withheld if engine is not None else 0,
         )
         yield CounterMetricFamily(
             "uptrio_reconciled_buckets",

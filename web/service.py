@@ -276,7 +276,14 @@ async def open_service(
                     await root.start_child(
                         ChildSpec(
                             child_id="leases",
-                            start=partial(run_leases, db, settings.leases, holding, lease_stop),
+                            start=partial(
+                                run_leases,
+                                db,
+                                settings.leases,
+                                holding,
+                                lease_stop,
+                                flush=store.writer.flush,
+                            ),
                             shutdown=partial(_set, lease_stop),
                             shutdown_seconds=settings.margin_seconds + 5.0,
                         )

@@ -4,6 +4,7 @@ every claim, expiry by the database's clock, and a graceful stop giving back at 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from store import Database, leases, monitors
@@ -27,6 +28,17 @@ async def test_python_and_sql_agree_on_buckets_and_loads_filter(db: Database) ->
     assert {m.id for m in loaded} == {m.id for m in made if leases.bucket_of(m.id) in some}
 
 
+async def _round(db: Database, name: str) -> leases.LeaseRound:
+    """One renewal of node ``name``, then the hand-over of its surplus, as the lease
+    actor does once their actors stopped (``engine.leases``); what it holds after it."""
+    found = await db.transaction(leases.renew_leases, name, 10.0)
+    given = {b: found.held[b] for b in found.surplus}
+    if given:
+        assert await db.transaction(leases.release_buckets, name, given) == len(given)
+    held = {b: e for b, e in found.held.items() if b not in given}
+    return dataclasses.replace(found, held=held, surplus=frozenset())
+
+
 async def test_shares_move_as_nodes_join_expire_and_stop(db: Database) -> None:
     await db.transaction(leases.register_node, "a", 10.0)
     first = await db.transaction(leases.renew_leases, "a", 10.0)
@@ -40,15 +52,19 @@ async def test_shares_move_as_nodes_join_expire_and_stop(db: Database) -> None:
     await db.transaction(leases.register_node, "b", 10.0)
     joined = await db.transaction(leases.renew_leases, "b", 10.0)
     assert joined.held == {} and joined.share == 128 and joined.settled  # nothing free yet
-    gave = await db.transaction(leases.renew_leases, "a", 10.0)
+    named = await db.transaction(leases.renew_leases, "a", 10.0)
+    assert len(named.held) == 256 and len(named.surplus) == leases.RELEASE_PER_ROUND
+    stale = dict.fromkeys(named.surplus, 99)  # not held at that epoch: left alone
+    assert await db.transaction(leases.release_buckets, "a", stale) == 0
+    gave = await _round(db, "a")
     assert len(gave.held) == 256 - leases.RELEASE_PER_ROUND  # gradually
     took = await db.transaction(leases.renew_leases, "b", 10.0)
     assert len(took.held) == leases.RELEASE_PER_ROUND
     assert not set(took.held) & set(gave.held)
     assert set(took.held.values()) == {2}  # a second claim of those buckets
     for _ in range(8):
-        a = await db.transaction(leases.renew_leases, "a", 10.0)
-        b = await db.transaction(leases.renew_leases, "b", 10.0)
+        a = await _round(db, "a")
+        b = await _round(db, "b")
     assert (len(a.held), len(b.held)) == (128, 128)
 
     # b stops renewing: its leases expire by the database's clock, a takes them back
@@ -77,8 +93,8 @@ async def test_nodes_list_counts_the_active_monitors_and_heartbeats_each_node_ru
     await db.transaction(leases.renew_leases, "a", 10.0)
     await db.transaction(leases.register_node, "b", 10.0)
     for _ in range(8):
-        a = await db.transaction(leases.renew_leases, "a", 10.0)
-        b = await db.transaction(leases.renew_leases, "b", 10.0)
+        a = await _round(db, "a")
+        b = await _round(db, "b")
     listed = {n.name: n for n in await db.run(leases.list_nodes)}
     active = made[1:]
     for node, held in (("a", a.held), ("b", b.held)):
