@@ -21,15 +21,15 @@ missed in the hand-over is probed at once.
 probe). A lease is known held until ``lease_seconds`` after the renewal that extended it
 *started*, on this process's monotonic clock (trio's), so no database clock is needed. A
 node paused past that (SIGSTOP, a frozen VM) wakes with its actors overdue: they probe
-nothing until the lease actor has renewed and learned which buckets it still holds.
-Past that, while the database is unreachable (a renewal started within the last
-``lease_seconds`` and a third, and it failed or is still waiting), the node keeps
-probing: in an outage of the database no other node can claim its buckets, and what it
-buffers is stored once the database is back (its own lapsed leases take their rows:
-``store.fencing``). If the database was unreachable from this node only, another node may
-have claimed them meanwhile: both probe until this node renews, and the fence refuses
-its rows, counted as dropped. On a graceful stop (``request_stop``, after the engine
-stopped and the store flushed) it gives every bucket back at once.
+nothing until the lease actor has renewed and learned which buckets it still holds. Past
+that, while the database is unreachable (a renewal started within the last one and a half
+``lease_seconds``, while the node was still entitled to probe, failed or is still waiting),
+the node keeps probing: in an outage of the database no other node can claim its buckets,
+and what it buffers is stored once the database is back (its own lapsed leases take their
+rows: ``store.fencing``). If the database was unreachable from this node only, another node
+may have claimed them meanwhile: both probe until this node renews, and the fence refuses
+its rows, counted as dropped. On a graceful stop (``request_stop``, after the engine stopped
+and the store flushed) it gives every bucket back at once.
 """
 
 from __future__ import annotations
@@ -92,6 +92,10 @@ class Holding:
         self.attempt_failed = False
         """Whether the latest renewal attempt failed (database unavailable) or has not
         answered yet."""
+        self.attempt_entitled = False
+        """Whether this node might probe when the latest attempt started
+        (:meth:`may_probe`'s clock rule then): only such an attempt failing, or waiting,
+        says "the database is unreachable" rather than "this node was paused"."""
         self.fenced = True
         """Whether results carry lease epochs (False for :meth:`everything`)."""
         self._changed = trio.Event()
@@ -123,13 +127,25 @@ class Holding:
         trying (the module docstring). Always True without a lease actor."""
         if not self.fenced:
             return True
-        if self.held.get(bucket) != epoch:
-            return False
+        return self.held.get(bucket) == epoch and self.entitled(now)
+
+    def entitled(self, now: float) -> bool:
+        """:meth:`may_probe`'s clock rule at ``now`` (``trio.current_time()``, seconds):
+        within a lease of the start of the latest successful renewal, or within one and a
+        half leases of the start of a renewal attempt that failed or still waits and that
+        started while entitled (attempts come a third of a lease after the previous one
+        ends, each waiting a lease at most: a chain of them keeps the node entitled while
+        the database stays unreachable; a pause breaks it)."""
         lease = self.lease_seconds
         if self.last_renewal is not None and now < self.last_renewal + lease:
             return True
         started = self.attempt_started
-        return self.attempt_failed and started is not None and now - started < lease * 4 / 3
+        return (
+            self.attempt_failed
+            and self.attempt_entitled
+            and started is not None
+            and now - started < lease * 1.5
+        )
 
     def publish(
         self,
@@ -256,8 +272,9 @@ async def _renew(
     Raises:
         store.DatabaseUnavailable: the renewal failed (``holding`` says so).
     """
-    began = holding.attempt_started = trio.current_time()
-    holding.attempt_failed = True  # until it answers
+    began = trio.current_time()
+    holding.attempt_entitled = holding.entitled(began)  # False after a pause past it
+    holding.attempt_started, holding.attempt_failed = began, True  # until it answers
     found = await db.transaction(leases.renew_leases, name, lease)
     holding.last_renewal, holding.attempt_failed = began, False
     holding.share, holding.live_nodes = found.share, found.live_nodes

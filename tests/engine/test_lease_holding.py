@@ -19,6 +19,7 @@ def _renewed(at: float) -> Holding:
     holding.held = {7: 3}
     holding.lease_seconds = LEASE
     holding.last_renewal = holding.attempt_started = at
+    holding.attempt_entitled = True
     return holding
 
 
@@ -41,15 +42,39 @@ async def test_an_outage_keeps_probing_while_the_lease_actor_keeps_trying(
     holding = _renewed(trio.current_time())
     for _ in range(6):  # an attempt every third of the lease, each refused
         await trio.sleep(LEASE / 3)
-        holding.attempt_started, holding.attempt_failed = trio.current_time(), True
+        _attempt(holding)
         await trio.sleep(0.1)
         assert holding.may_probe(7, 3, trio.current_time())
-    # the attempt in progress hangs up to its deadline (the lease): still probing
-    await trio.sleep(LEASE)
-    assert holding.may_probe(7, 3, trio.current_time())
-    # a pause past that (no attempt for over a lease and a third): not any more
-    await trio.sleep(LEASE / 3)
+    for _ in range(3):  # each attempt hangs up to its deadline (the lease), then fails
+        await trio.sleep(LEASE - 0.1)
+        assert holding.may_probe(7, 3, trio.current_time())
+        await trio.sleep(LEASE / 3)
+        assert holding.may_probe(7, 3, trio.current_time())
+        _attempt(holding)
+    # a pause past that (no attempt for one and a half leases): not any more, and the
+    # attempt that follows the pause does not make it so while it waits
+    await trio.sleep(LEASE * 1.5)
     assert not holding.may_probe(7, 3, trio.current_time())
+    _attempt(holding)
+    assert not holding.may_probe(7, 3, trio.current_time())
+
+
+async def test_a_renewal_after_a_pause_is_no_licence_while_it_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    holding = _renewed(trio.current_time())
+    await trio.sleep(LEASE + 1)  # paused (SIGSTOP) past the lease, the database fine
+    _attempt(holding)  # the renewal right after SIGCONT, not answered yet
+    assert not holding.may_probe(7, 3, trio.current_time())
+    holding.last_renewal, holding.attempt_failed = holding.attempt_started, False
+    assert holding.may_probe(7, 3, trio.current_time())  # it answered: still held
+
+
+def _attempt(holding: Holding) -> None:
+    """A renewal attempt starts now (as ``engine.leases`` marks it) and does not answer."""
+    now = trio.current_time()
+    holding.attempt_entitled = holding.entitled(now)
+    holding.attempt_started, holding.attempt_failed = now, True
 
 
 async def test_a_lone_engine_always_probes(autojump_clock: trio.testing.MockClock) -> None:
