@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
+import structlog
 import trio
 import trio_asyncio
 from quart.typing import TestClientProtocol
@@ -38,6 +39,12 @@ from tests.api import SECRET, Api, MakeToken, mint_token
 from tests.postgres import open_own_postgres
 from web.app import create_app
 from web.deps import Dependencies, MonitorEngine, NoEngine, WebSettings
+from web.logs import console_renderer
+
+# structlog's default renderer, but with plain tracebacks (web.logs.console_renderer):
+# rich ones with every frame's locals take the event loop for tens of milliseconds each,
+# enough to make a test of a crashing actor miss its neighbours' grid points.
+structlog.configure(processors=[*structlog.get_config()["processors"][:-1], console_renderer()])
 
 TEMPLATE = "uptrio_template"
 _counter = itertools.count()

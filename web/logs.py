@@ -12,6 +12,13 @@ import sys
 import structlog
 
 
+def console_renderer() -> structlog.dev.ConsoleRenderer:
+    """The console renderer, with plain tracebacks: structlog's default (rich, with every
+    frame's local variables) would print what locals hold (a monitor's request headers,
+    a token) and takes tens of milliseconds of the event loop per traceback."""
+    return structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+
+
 def configure_logging(fmt: str = "json", level: str = "info") -> None:
     """Send structlog and stdlib logging to stderr as JSON lines (``fmt="json"``) or
     coloured console lines (``fmt="console"``), at ``level`` and above.
@@ -23,7 +30,7 @@ def configure_logging(fmt: str = "json", level: str = "info") -> None:
     """
     numeric = logging.getLevelNamesMapping()[level.upper()]
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer() if fmt == "console" else structlog.processors.JSONRenderer()
+        console_renderer() if fmt == "console" else structlog.processors.JSONRenderer()
     )
     structlog.configure(
         processors=[
