@@ -38,7 +38,7 @@ from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, new_che
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
 from .observer import CheckObserver
-from .probes import Prober, ProbeResult, ProbeSpec, compile_assertions
+from .probes import Prober, ProbeResult, ProbeSpec, TlsContexts, compile_assertions
 from .schedule import grid_phase, missed_between, next_deadline
 
 log = structlog.get_logger("uptrio.engine")
@@ -132,9 +132,12 @@ class MonitorDeps:
     result it hands to the store carries: extensions part 6), or None: not fenced."""
 
 
-def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
+def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
     """What to probe for ``monitor``: built once per configuration (start, Reconfigure),
-    assertions compiled here (``probes._assertions``), never per check."""
+    never per check: assertions compiled here (``probes._assertions``), and the
+    `ssl.SSLContext` of its ``tls_verify`` and ``tls_ca_bundle`` taken from ``tls``
+    (shared with every monitor of the same setting; README, "Private certificate
+    authorities")."""
     return ProbeSpec(
         type=monitor.type,  # type: ignore[arg-type]
         url=monitor.url,
@@ -145,6 +148,9 @@ def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
         request_body=monitor.request_body,
         assertions=compile_assertions(monitor.assertions or ()),
         tls_expiry_days=monitor.tls_expiry_days,
+        ssl_context=tls.context(monitor.tls_verify, monitor.tls_ca_bundle)
+        if monitor.type == "http"
+        else None,
     )
 
 
@@ -188,7 +194,7 @@ class _Monitor:
 
     def __init__(self, monitor: MonitorRecord, deps: MonitorDeps) -> None:
         self.config = monitor
-        self.spec = probe_spec(monitor)
+        self.spec = probe_spec(monitor, deps.prober.tls)
         self.deps = deps
         status = monitor.status if monitor.status in ("up", "down") else "pending"
         self.health = Health(status)
@@ -204,7 +210,7 @@ class _Monitor:
         the interval changed)."""
         old_interval = self.config.interval_seconds
         self.config = monitor
-        self.spec = probe_spec(monitor)
+        self.spec = probe_spec(monitor, self.deps.prober.tls)
         if monitor.interval_seconds != old_interval:
             self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
             return next_deadline(now, self.phase, monitor.interval_seconds)

@@ -24,7 +24,9 @@ from .http_check_models import (
     Assertions,
     RequestBody,
     RequestHeaders,
+    TlsCaBundle,
     TlsExpiryDays,
+    TlsVerify,
 )
 
 MAX_METADATA_KEYS = 50
@@ -158,6 +160,8 @@ class MonitorCreate(BaseModel):
     request_body: RequestBody | None = None
     assertions: Assertions | None = None
     tls_expiry_days: TlsExpiryDays | None = None
+    tls_verify: TlsVerify | None = None
+    tls_ca_bundle: TlsCaBundle | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -181,6 +185,8 @@ class MonitorUpdate(BaseModel):
     request_body: RequestBody | None = None
     assertions: Assertions | None = None
     tls_expiry_days: TlsExpiryDays | None = None
+    tls_verify: TlsVerify | Absent = None
+    tls_ca_bundle: TlsCaBundle | None = None
     metadata: Metadata | Absent = None
 
 
@@ -260,6 +266,8 @@ class MonitorObject(BaseModel):
     request_body: str | None
     assertions: list[AssertionObject] | None
     tls_expiry_days: int | None
+    tls_verify: bool | None
+    tls_ca_bundle: str | None
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
     updated: int
