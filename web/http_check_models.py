@@ -109,7 +109,9 @@ RequestBody = Annotated[
 
 
 class AssertionIn(BaseModel):
-    """One assertion as a request sends it (extensions part 7; rules in the README)."""
+    """One assertion: `source` says what is compared (`status_code`,
+    `response_time_ms`, `header`, `body`, `json_body`), `property` which header or
+    JSONPath, `comparison` how, and `target` with what."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
