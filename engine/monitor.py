@@ -17,7 +17,7 @@ The inbox belongs to the engine and outlives an incarnation: a restarted actor r
 same inbox, and ignores the results of probes started by an earlier incarnation.
 
 Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
-probe cut short is not a result). A :class:`Drain` (the graceful stop, issue 15, item 4)
+probe cut short is not a result). A :class:`Drain` (the graceful stop, README "Shutdown")
 starts no new probe and lets the one already sent finish, bounded by its own timeout: its
 check goes to the store before the actor returns. A probe still waiting for a slot of
 the global limiter was not sent: it is dropped.

@@ -7,9 +7,9 @@ boundary, Quart's routing errors (404, 405, 408, 413) mapped, and anything unexp
 500 ``internal_error`` that is logged with its Request-Id. What the HTTP server refuses
 before the app gets the same shape from :mod:`web.http_server`.
 
-Routing never redirects (issue 15): werkzeug's ``merge_slashes`` is off, so
-``/monitors//checks`` or ``/monitors/..%2f/pause`` (which decodes to
-``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path the
+Routing never redirects (README, "API decisions": unknown path): werkzeug's
+``merge_slashes`` is off, so ``/monitors//checks`` or ``/monitors/..%2f/pause`` (which
+decodes to ``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path the
 client did not ask for, and any other routing redirect is turned into that 404 too.
 """
 

@@ -8,7 +8,8 @@ describe the objects for the OpenAPI document; responses themselves are built by
 
 Limits (DESIGN): name and title 1-200 characters; description at most 10,000; url 1-2,048;
 interval_seconds 1-86,400; timeout_seconds 1-60 and not above interval_seconds;
-failure_threshold and success_threshold 1-10 (engine issue); metadata per spec 2.4.
+failure_threshold and success_threshold 1-10 (README, "API decisions"); metadata per
+spec 2.4.
 """
 
 from __future__ import annotations

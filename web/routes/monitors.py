@@ -1,7 +1,8 @@
 """Monitor endpoints (spec 4.1): create, read, list, update, delete, pause, resume, checks.
 
 Each mutation commits first, then tells the engine and waits for its acknowledgement,
-then responds (engine issue, item 6), so a 2xx means both stored and in effect.
+then responds (README, "How it is built": writes), so a 2xx means both stored and in
+effect.
 
 Rules beyond the spec's table, decided here (DESIGN and README): ``method`` and
 ``expected_status_code`` default to GET and 200 for http monitors and are null for the
