@@ -20,7 +20,7 @@ __all__ = ["Prober"]
 
 
 class Prober:
-    """Runs checks. One per process, shared by every monitor; immutable after creation.
+    """Runs checks. One per process, shared by every monitor.
 
     It holds what is costly to build and the same for every check: the verifying
     `ssl.SSLContext` of https checks (creating one loads the CA store, milliseconds of
