@@ -18,16 +18,19 @@ from .observer import CheckObserver
 from .policy import TargetPolicy
 from .probes import (
     MAX_ASSERTIONS,
+    MAX_CA_BUNDLE_BYTES,
     MAX_REQUEST_BODY_CHARS,
     MAX_REQUEST_HEADERS,
     Comparison,
     InvalidAssertion,
+    InvalidCaBundle,
     InvalidRequestHeaders,
     Prober,
     ProbeResult,
     ProbeSpec,
     Source,
     check_assertions,
+    check_ca_bundle,
     check_request_headers,
     nameserver_resolver,
 )
@@ -51,6 +54,7 @@ from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
     "MAX_ASSERTIONS",
+    "MAX_CA_BUNDLE_BYTES",
     "MAX_REQUEST_BODY_CHARS",
     "MAX_REQUEST_HEADERS",
     "PING_KINDS",
@@ -74,6 +78,7 @@ __all__ = [
     "Holding",
     "Intensity",
     "InvalidAssertion",
+    "InvalidCaBundle",
     "InvalidRequestHeaders",
     "InvalidTarget",
     "LeaseSettings",
@@ -93,6 +98,7 @@ __all__ = [
     "after_check",
     "ask",
     "check_assertions",
+    "check_ca_bundle",
     "check_request_headers",
     "nameserver_resolver",
     "open_supervisor",

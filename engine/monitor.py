@@ -17,7 +17,7 @@ The inbox belongs to the engine and outlives an incarnation: a restarted actor r
 same inbox, and ignores the results of probes started by an earlier incarnation.
 
 Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
-probe cut short is not a result). A :class:`Drain` (the graceful stop, issue 15, item 4)
+probe cut short is not a result). A :class:`Drain` (the graceful stop, README "Shutdown")
 starts no new probe and lets the one already sent finish, bounded by its own timeout: its
 check goes to the store before the actor returns. A probe still waiting for a slot of
 the global limiter was not sent: it is dropped.
@@ -38,7 +38,7 @@ from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, leases,
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
 from .observer import CheckObserver
-from .probes import Prober, ProbeResult, ProbeSpec, compile_assertions
+from .probes import Prober, ProbeResult, ProbeSpec, TlsContexts, compile_assertions
 from .schedule import grid_phase, missed_between, next_deadline
 
 log = structlog.get_logger("uptrio.engine")
@@ -140,9 +140,12 @@ class MonitorDeps:
     every probe (``engine.leases.Holding.may_probe``), or None: always."""
 
 
-def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
+def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
     """What to probe for ``monitor``: built once per configuration (start, Reconfigure),
-    assertions compiled here (``probes._assertions``), never per check."""
+    never per check: assertions compiled here (``probes._assertions``), and the
+    `ssl.SSLContext` of its ``tls_verify`` and ``tls_ca_bundle`` taken from ``tls``
+    (shared with every monitor of the same setting; README, "Private certificate
+    authorities")."""
     return ProbeSpec(
         type=monitor.type,  # type: ignore[arg-type]
         url=monitor.url,
@@ -153,6 +156,9 @@ def probe_spec(monitor: MonitorRecord) -> ProbeSpec:
         request_body=monitor.request_body,
         assertions=compile_assertions(monitor.assertions or ()),
         tls_expiry_days=monitor.tls_expiry_days,
+        ssl_context=tls.context(monitor.tls_verify, monitor.tls_ca_bundle)
+        if monitor.type == "http"
+        else None,
     )
 
 
@@ -196,7 +202,7 @@ class _Monitor:
 
     def __init__(self, monitor: MonitorRecord, deps: MonitorDeps) -> None:
         self.config = monitor
-        self.spec = probe_spec(monitor)
+        self.spec = probe_spec(monitor, deps.prober.tls)
         self.deps = deps
         status = monitor.status if monitor.status in ("up", "down") else "pending"
         self.health = Health(status)
@@ -213,7 +219,7 @@ class _Monitor:
         the interval changed)."""
         old_interval = self.config.interval_seconds
         self.config = monitor
-        self.spec = probe_spec(monitor)
+        self.spec = probe_spec(monitor, self.deps.prober.tls)
         if monitor.interval_seconds != old_interval:
             self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
             return next_deadline(now, self.phase, monitor.interval_seconds)

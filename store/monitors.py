@@ -39,6 +39,8 @@ _COLUMNS = (
     "request_body",
     "assertions",
     "tls_expiry_days",
+    "tls_verify",
+    "tls_ca_bundle",
 )
 _SETTINGS_DIGEST = (
     "hashtextextended(row("
@@ -70,6 +72,8 @@ UPDATABLE = frozenset(
         "request_body",
         "assertions",
         "tls_expiry_days",
+        "tls_verify",
+        "tls_ca_bundle",
     }
 )
 """Columns :func:`update_monitor` may change."""

@@ -81,7 +81,8 @@ class MonitorRecord(_FromRow):
     ``run_epoch`` grows with every create, pause and resume; the engine writes a status
     only for the epoch it runs (see :func:`store.checks.write_check_batch`).
     ``request_headers``, ``request_body``, ``assertions`` and ``tls_expiry_days`` (days)
-    are http's (extensions part 7; migration 0006): None on the other types.
+    are http's (extensions part 7; migration 0006), like ``tls_verify`` and
+    ``tls_ca_bundle`` (PEM text; migration 0014): None on the other types.
     """
 
     id: str
@@ -107,6 +108,8 @@ class MonitorRecord(_FromRow):
     request_body: str | None = None
     assertions: list[dict[str, Any]] | None = None
     tls_expiry_days: int | None = None
+    tls_verify: bool | None = None
+    tls_ca_bundle: str | None = None
     settings_digest: int = field(default=0, metadata={"internal": True})
     """A 64-bit hash of its settings and run epoch (every column but ``status`` and
     ``updated``), computed by the store's queries (``store.monitors``): equal digests,

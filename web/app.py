@@ -7,9 +7,9 @@ boundary, Quart's routing errors (404, 405, 408, 413) mapped, and anything unexp
 500 ``internal_error`` that is logged with its Request-Id. What the HTTP server refuses
 before the app gets the same shape from :mod:`web.http_server`.
 
-Routing never redirects (issue 15): werkzeug's ``merge_slashes`` is off, so
-``/monitors//checks`` or ``/monitors/..%2f/pause`` (which decodes to
-``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path the
+Routing never redirects (README, "API decisions": unknown path): werkzeug's
+``merge_slashes`` is off, so ``/monitors//checks`` or ``/monitors/..%2f/pause`` (which
+decodes to ``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path the
 client did not ask for, and any other routing redirect is turned into that 404 too.
 """
 
@@ -32,6 +32,7 @@ from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
 from .asgi import ShieldedSendHTTPConnection
 from .auth import bearer_token, expired, require_permission, verify_token
 from .deps import Dependencies
+from .docs import add_docs_routes
 from .errors import ApiError, error_body
 from .heartbeat_public import add_ping_routes
 from .idempotency import idempotency_keys
@@ -183,7 +184,8 @@ def create_app(
 ) -> QuartTrio:
     """The ASGI application serving ``routes`` behind ``middlewares``, plus the
     operational endpoints of :mod:`web.ops` (``/healthz``, ``/readyz``, ``/metrics``)
-    reading ``ops`` (a fresh :class:`~web.ops.Operations` when None).
+    reading ``ops`` (a fresh :class:`~web.ops.Operations` when None), ``/openapi.json``
+    and its viewer at ``/docs`` (:mod:`web.docs`), none of which needs a token.
 
     Serve it with Hypercorn's trio worker (``hypercorn.trio.serve``) inside the service's
     root nursery, within ``trio_asyncio.open_loop()`` (the store runs on asyncio).
@@ -278,6 +280,7 @@ def create_app(
     async def openapi() -> Response:
         return _json_response(200, document)
 
+    add_docs_routes(app)
     add_operational_routes(app, deps, ops)
     add_status_page_routes(app, deps)
     add_ping_routes(app, deps)

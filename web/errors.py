@@ -166,6 +166,11 @@ CODES: dict[str, tuple[int, str]] = {
         "A json_body assertion's property is not a JSONPath (starting with $) that "
         "jsonpath-ng accepts.",
     ),
+    "invalid_ca_bundle": (
+        422,
+        "tls_ca_bundle is not PEM text of one or more certificates that parse (the message "
+        "says which one), or it holds a private key.",
+    ),
     "target_not_allowed": (
         422,
         "url points at an address the target policy refuses (metadata, or private with "

@@ -37,7 +37,7 @@ PingKind = Literal["success", "fail", "start"]
 
 
 class HeartbeatCreate(BaseModel):
-    """POST /heartbeats body (extensions part 7)."""
+    """The body of `POST /heartbeats`."""
 
     model_config = _REQUEST
 
@@ -54,8 +54,8 @@ class HeartbeatCreate(BaseModel):
 
 
 class HeartbeatUpdate(BaseModel):
-    """PATCH /heartbeats/:id body: only the fields to change; ``metadata`` is merged key
-    by key."""
+    """The body of `PATCH /heartbeats/{id}`: only the fields to change; `metadata`
+    is merged key by key."""
 
     model_config = _PATCH
 
@@ -68,7 +68,8 @@ class HeartbeatUpdate(BaseModel):
 
 
 class HeartbeatObject(BaseModel):
-    """A heartbeat (extensions part 7)."""
+    """A heartbeat: a job that requests its `ping_url` at least every
+    `period_seconds`; with no ping for `period_seconds + grace_seconds` it is down."""
 
     id: str = Field(pattern=r"^hbt_[a-z0-9]+$")
     object: Literal["heartbeat"]
@@ -89,7 +90,7 @@ class HeartbeatObject(BaseModel):
 
 
 class PingObject(BaseModel):
-    """One ping of a heartbeat (extensions part 7)."""
+    """One ping of a heartbeat: `success`, `fail` or `start`."""
 
     id: str = Field(pattern=r"^png_[a-z0-9]+$")
     object: Literal["ping"]
@@ -103,7 +104,7 @@ class PingObject(BaseModel):
 
 
 class HeartbeatList(_List):
-    """A page of heartbeats (DESIGN: list wrapper)."""
+    """A page of heartbeats."""
 
     data: list[HeartbeatObject]
 

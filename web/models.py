@@ -8,7 +8,8 @@ describe the objects for the OpenAPI document; responses themselves are built by
 
 Limits (DESIGN): name and title 1-200 characters; description at most 10,000; url 1-2,048;
 interval_seconds 1-86,400; timeout_seconds 1-60 and not above interval_seconds;
-failure_threshold and success_threshold 1-10 (engine issue); metadata per spec 2.4.
+failure_threshold and success_threshold 1-10 (README, "API decisions"); metadata per
+spec 2.4.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from .http_check_models import (
     Assertions,
     RequestBody,
     RequestHeaders,
+    TlsCaBundle,
     TlsExpiryDays,
+    TlsVerify,
 )
 
 MAX_METADATA_KEYS = 50
@@ -129,7 +132,9 @@ _PATCH = ConfigDict(strict=True, extra="forbid", json_schema_extra=_drop_absent_
 
 
 class MonitorCreate(BaseModel):
-    """POST /monitors body (spec 4.1), with the engine's thresholds."""
+    """The body of `POST /monitors`: `name`, `url` and `type` are required, the
+    other fields have the defaults shown. The http fields are left out or null on tcp, dns
+    and ping monitors."""
 
     model_config = _REQUEST
 
@@ -158,12 +163,15 @@ class MonitorCreate(BaseModel):
     request_body: RequestBody | None = None
     assertions: Assertions | None = None
     tls_expiry_days: TlsExpiryDays | None = None
+    tls_verify: TlsVerify | None = None
+    tls_ca_bundle: TlsCaBundle | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
 class MonitorUpdate(BaseModel):
-    """PATCH /monitors/:id body: only the fields to change (spec 4.1); ``type`` may not
-    change; ``metadata`` is merged key by key."""
+    """The body of `PATCH /monitors/{id}`: only the fields to change. `type` cannot
+    change; `metadata` is merged key by key; `request_headers`, `request_body`,
+    `assertions`, `tls_expiry_days` and `tls_ca_bundle` may be set to null."""
 
     model_config = _PATCH
 
@@ -181,11 +189,13 @@ class MonitorUpdate(BaseModel):
     request_body: RequestBody | None = None
     assertions: Assertions | None = None
     tls_expiry_days: TlsExpiryDays | None = None
+    tls_verify: TlsVerify | Absent = None
+    tls_ca_bundle: TlsCaBundle | None = None
     metadata: Metadata | Absent = None
 
 
 class IncidentCreate(BaseModel):
-    """POST /incidents body (spec 4.2)."""
+    """The body of `POST /incidents`."""
 
     model_config = _REQUEST
 
@@ -198,7 +208,9 @@ class IncidentCreate(BaseModel):
 
 
 class IncidentUpdate(BaseModel):
-    """PATCH /incidents/:id body (spec 4.2): only the fields to change."""
+    """The body of `PATCH /incidents/{id}`: only the fields to change. A move into
+    `resolved` sets `resolved_at`; a move out of it clears `resolved_at` and
+    `resolution_message`."""
 
     model_config = _PATCH
 
@@ -212,8 +224,8 @@ class IncidentUpdate(BaseModel):
 
 
 class IncidentUpdateCreate(BaseModel):
-    """POST /incidents/:id/updates body (extensions part 3): a message, and optionally
-    the status the incident moves to."""
+    """The body of `POST /incidents/{id}/updates`: a message for the timeline,
+    and optionally the status the incident moves to."""
 
     model_config = _REQUEST
 
@@ -222,7 +234,7 @@ class IncidentUpdateCreate(BaseModel):
 
 
 class IncidentResolve(BaseModel):
-    """POST /incidents/:id/resolve body (spec 4.2); the body itself is optional."""
+    """The body of `POST /incidents/{id}/resolve`, which may be left out."""
 
     model_config = _REQUEST
 
@@ -239,8 +251,8 @@ class EmptyBody(BaseModel):
 
 
 class MonitorObject(BaseModel):
-    """A monitor (spec 2.1). ``method``, ``expected_status_code`` and the fields of
-    extensions part 7 (``request_headers`` to ``tls_expiry_days``) are null unless http."""
+    """A monitor. `method`, `expected_status_code` and the http fields
+    (`request_headers` to `tls_ca_bundle`) are null on tcp, dns and ping monitors."""
 
     id: str = Field(pattern=r"^mon_[a-z0-9]+$")
     object: Literal["monitor"]
@@ -260,6 +272,8 @@ class MonitorObject(BaseModel):
     request_body: str | None
     assertions: list[AssertionObject] | None
     tls_expiry_days: int | None
+    tls_verify: bool | None
+    tls_ca_bundle: str | None
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
     updated: int
@@ -267,7 +281,8 @@ class MonitorObject(BaseModel):
 
 
 class IncidentObject(BaseModel):
-    """An incident (spec 2.2) with DESIGN's ``resolution_message``."""
+    """An incident, opened through the API or by a monitor or heartbeat going down
+    (`monitor`), which also resolves it when it comes back up."""
 
     id: str = Field(pattern=r"^inc_[a-z0-9]+$")
     object: Literal["incident"]
@@ -286,7 +301,8 @@ class IncidentObject(BaseModel):
 
 
 class IncidentUpdateObject(BaseModel):
-    """An entry of an incident's timeline (extensions part 3)."""
+    """An entry of an incident's timeline: the incident's status after it and an
+    optional message."""
 
     id: str = Field(pattern=r"^inu_[a-z0-9]+$")
     object: Literal["incident_update"]
@@ -305,14 +321,16 @@ class EventData(BaseModel):
 
 
 class EventRequest(BaseModel):
-    """The API request that caused an event; ``id`` null when the engine did."""
+    """The API request that caused an event; `id` is null when Uptrio caused it
+    itself (a check moving a monitor, for example)."""
 
     id: str | None
     idempotency_key: str | None
 
 
 class EventObject(BaseModel):
-    """An event (extensions part 1)."""
+    """An event: a change to a monitor, an incident or a heartbeat, with the object as
+    the API showed it right after."""
 
     id: str = Field(pattern=r"^evt_[a-z0-9]+$")
     object: Literal["event"]
@@ -323,14 +341,16 @@ class EventObject(BaseModel):
 
 
 class CheckError(BaseModel):
-    """Why a check failed: a stable ``code`` (README) and a human ``message``."""
+    """Why a check failed: a stable `code` (`timeout`, `connection_refused`,
+    `tls_error`, `unexpected_status`, `assertion_failed`, `tls_expiring`, ...) and a
+    `message` for people."""
 
     code: str
     message: str
 
 
 class CheckObject(BaseModel):
-    """One check result of a monitor (DESIGN: check object). Times in milliseconds."""
+    """One check of a monitor: up or down, how long it took, and why it failed."""
 
     id: str = Field(pattern=r"^chk_[a-z0-9]+$")
     object: Literal["check"]
@@ -352,13 +372,13 @@ class _List(BaseModel):
 
 
 class MonitorList(_List):
-    """A page of monitors (DESIGN: list wrapper)."""
+    """A page of monitors."""
 
     data: list[MonitorObject]
 
 
 class IncidentList(_List):
-    """A page of incidents (DESIGN: list wrapper)."""
+    """A page of incidents."""
 
     data: list[IncidentObject]
 
@@ -382,7 +402,8 @@ class CheckList(_List):
 
 
 class ResponseTimes(BaseModel):
-    """Response times of a range, milliseconds (extensions part 4); null without checks."""
+    """Response times over the range, in milliseconds: the mean and percentiles;
+    null when there was no check."""
 
     mean: float | None
     p50: float | None
@@ -392,7 +413,7 @@ class ResponseTimes(BaseModel):
 
 
 class AvailabilityPart(BaseModel):
-    """One bucket of an availability series (extensions part 4)."""
+    """One bucket (an hour or a day) of an availability series."""
 
     start: int
     end: int
@@ -409,8 +430,9 @@ class AvailabilityPart(BaseModel):
 
 
 class AvailabilityObject(AvailabilityPart):
-    """``GET /monitors/:id/availability`` (extensions part 4); ``series`` only with a
-    ``granularity``."""
+    """A monitor's availability from `start` to `end`: seconds up, down, paused and
+    unknown, checks, incidents and response times; `series` holds hour or day buckets
+    when a `granularity` is asked for."""
 
     object: Literal["availability"]
     monitor: str
@@ -418,7 +440,9 @@ class AvailabilityObject(AvailabilityPart):
 
 
 class ErrorDetail(BaseModel):
-    """The fields of an error (DESIGN: error object; codes in the README)."""
+    """The fields of an error: `code` is stable (each response lists those it may
+    carry), `param` names the field or parameter at fault (or is null), `request_id`
+    identifies the request for support."""
 
     type: Literal[
         "api_error",
@@ -435,7 +459,7 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """Every error response: ``{"error": {...}}`` (spec 7)."""
+    """Every error response: `{"error": {...}}`."""
 
     error: ErrorDetail
 

@@ -49,6 +49,8 @@ def monitor_object(r: MonitorRecord) -> dict[str, Any]:
         "request_body": r.request_body,
         "assertions": None if r.assertions is None else [_assertion(a) for a in r.assertions],
         "tls_expiry_days": r.tls_expiry_days,
+        "tls_verify": r.tls_verify,
+        "tls_ca_bundle": r.tls_ca_bundle,
         "last_checked_at": r.last_checked_at,
         "created": r.created,
         "updated": r.updated,

@@ -1,8 +1,16 @@
 """The OpenAPI 3.1 document, generated from the route table and the pydantic models.
 
-Served at ``GET /openapi.json`` without authentication. Every path, parameter, request
-body, response body and the error shape come from the same objects the server runs on,
-so the document cannot drift from the code.
+Served at ``GET /openapi.json`` without authentication, and shown by the viewer at
+``/docs`` (:mod:`web.docs`). Every path, parameter, request body, response body and the
+error shape come from the same objects the server runs on, so the document cannot drift
+from the code.
+
+Its texts are for a reader of the API (README, "API reference"): the models' docstrings
+and field descriptions become the schemas' descriptions, so they say what a field means
+to a client, never which spec part, issue or module a rule comes from (their modules'
+docstrings say that); pydantic's generated field titles are left out, and operations are
+grouped by resource (`_TAGS`). tests/web/test_openapi.py walks the whole document for
+such references.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ from collections.abc import Sequence
 from typing import Any, get_args
 
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic_core import core_schema
 
 from .errors import CODES
 from .models import ErrorResponse, IncidentStatus, MonitorStatus, MonitorType, Severity
@@ -30,7 +39,8 @@ _HEADERS = {
 _RATE_HEADERS = {
     "X-RateLimit-Limit": {
         "schema": {"type": "integer", "minimum": 1},
-        "description": "Requests allowed in the most constraining window (spec 8).",
+        "description": "Requests allowed in the most constraining window (per token or per "
+        "account, per minute or per hour).",
     },
     "X-RateLimit-Remaining": {
         "schema": {"type": "integer", "minimum": 0},
@@ -51,7 +61,7 @@ _REPLAYED = {
     "Idempotent-Replayed": {
         "schema": {"type": "string", "enum": ["true"]},
         "description": "Present when the response is the replay of an earlier request with "
-        "the same Idempotency-Key (spec 4.5).",
+        "the same Idempotency-Key.",
     }
 }
 _CURSOR_PREFIXES = {
@@ -110,8 +120,92 @@ server of the stateful test a replayed create fails (``slug_taken``) where it fi
 succeeded, and hypothesis refuses the run as flaky."""
 
 
+_TAGS = {
+    "monitors": (
+        "Monitors",
+        "Monitors check a target (an http(s) URL, a TCP port, a DNS name or a host to ping) "
+        "every `interval_seconds`; each check is kept, and a monitor moves between `up` and "
+        "`down` after `failure_threshold` or `success_threshold` checks in a row.",
+    ),
+    "incidents": (
+        "Incidents",
+        "Incidents, opened by hand or by a monitor or heartbeat going down (then resolved "
+        "when it comes back up), with a timeline of updates.",
+    ),
+    "events": (
+        "Events",
+        "Every change to monitors, incidents and heartbeats, newest first, kept 30 days: "
+        "the same objects that webhooks deliver.",
+    ),
+    "webhook-endpoints": (
+        "Webhook endpoints",
+        "URLs that receive events as they happen, signed with the endpoint's secret and "
+        "retried with back-off; each delivery and its latest attempt can be listed.",
+    ),
+    "status-pages": (
+        "Status pages",
+        "Public pages at `/status/<slug>` (and `/status/<slug>/summary.json`) showing chosen "
+        "monitors under public names, their 90-day uptime and open incidents.",
+    ),
+    "heartbeats": (
+        "Heartbeats",
+        "Monitors of jobs that call in: a job requests its `ping_url` at least every "
+        "`period_seconds`; a heartbeat with no ping for `period_seconds + grace_seconds` "
+        "is down.",
+    ),
+}
+"""Operation groups by a path's first segment: (name, description)."""
+
+_INFO = """Uptime monitoring and incident API: monitors that check http, tcp, dns and \
+ping targets, their checks and availability; incidents, opened by hand or by monitors; \
+events and signed webhooks; public status pages; heartbeats for jobs that call in.
+
+**Authentication.** Every operation takes a bearer token, `Authorization: Bearer \
+<token>` (`uptrio tokens create` makes one). Each operation says the permission it \
+needs. A token sees its own account only: another account's object is a 404.
+
+**Versions.** `Service-Version: YYYY-MM-DD` picks the API version of a request; without \
+it the account's pinned version answers. Every response says which one did.
+
+**Objects.** Ids start with their type (`mon_`, `inc_`, `chk_`, `evt_`, `we_`, `stp_`, \
+`hbt_`); every object has an `object` field. Times are epoch seconds (`created`, \
+`updated`, `..._at`); durations say their unit (`..._seconds`, `..._ms`). `metadata` \
+holds up to 50 string keys (1 to 40 characters) of string values (up to 500); a PATCH \
+sets the keys it sends, removes those sent as `""` and keeps the others.
+
+**Lists.** `{"object": "list", "data": [...], "has_more": ..., "url": ...}`, newest first \
+unless said otherwise; `limit` (1 to 100, default 10), and `starting_after` or \
+`ending_before` with the id of an object of the list to page through it.
+
+**Errors.** `{"error": {"type", "code", "message", "param", "request_id"}}`: `code` is \
+stable (each response lists its codes), `param` names the field at fault, and \
+`request_id` (also the `Request-Id` header) identifies the request for support.
+
+**Retries.** A POST sent again with the same `Idempotency-Key` within 24 hours gets the \
+first response back (`Idempotent-Replayed: true`). Rate limits apply per token and per \
+account; a 429 says in `Retry-After` how many seconds to wait.
+
+This reference is served by the service at `/docs`; the document itself is \
+`/openapi.json`."""
+
+
+class _Schemas(GenerateJsonSchema):
+    """Pydantic's JSON schemas without the titles it makes up from field names
+    (``"Tls Expires At"``): the property's name says as much."""
+
+    def field_title_should_be_set(
+        self, schema: core_schema.CoreSchema | core_schema.ModelField | Any
+    ) -> bool:
+        return False
+
+
 def _path(route: Route) -> str:
     return re.sub(r"<(\w+)>", r"{\1}", route.path)
+
+
+def _tag(route: Route) -> str:
+    segment = route.path.split("/")[1]
+    return _TAGS.get(segment, (segment.replace("-", " ").capitalize(), ""))[0]
 
 
 def _error_statuses(route: Route) -> list[int]:
@@ -200,6 +294,7 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
         }
     operation: dict[str, Any] = {
         "operationId": route.name,
+        "tags": [_tag(route)],
         "summary": route.summary,
         "parameters": parameters,
         "responses": responses,
@@ -229,19 +324,27 @@ def openapi_document(routes: Sequence[Route]) -> dict[str, Any]:
         for model in (route.request_model, route.response_model):
             if model is not None and model not in models:
                 models.append(model)
-    keys, definitions = models_json_schema([(m, "validation") for m in models], ref_template=_REF)
+    keys, definitions = models_json_schema(
+        [(m, "validation") for m in models], ref_template=_REF, schema_generator=_Schemas
+    )
     names = {m: keys[(m, "validation")]["$ref"].rsplit("/", 1)[-1] for m in models}
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         paths.setdefault(_path(route), {})[route.method.lower()] = _operation(route, names)
+    tags: dict[str, str] = {}
+    for route in routes:
+        name = _tag(route)
+        described = {tag: text for tag, text in _TAGS.values()}
+        tags.setdefault(name, described.get(name) or f"The {name.lower()} endpoints.")
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "Uptrio",
             "version": CURRENT_VERSION,
-            "description": "Uptime monitoring and incident API.",
+            "description": _INFO,
         },
         "servers": [{"url": "/"}],
+        "tags": [{"name": name, "description": text} for name, text in tags.items()],
         "paths": paths,
         "components": {
             "schemas": definitions.get("$defs", {}),

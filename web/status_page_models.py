@@ -79,7 +79,7 @@ Components = Annotated[
 
 
 class StatusPageCreate(BaseModel):
-    """POST /status-pages body (extensions part 5)."""
+    """The body of `POST /status-pages`."""
 
     model_config = _REQUEST
 
@@ -91,8 +91,9 @@ class StatusPageCreate(BaseModel):
 
 
 class StatusPageUpdate(BaseModel):
-    """PATCH /status-pages/:id body: only the fields to change; ``components`` replaces
-    the whole list; ``metadata`` is merged key by key; ``description`` may be null."""
+    """The body of `PATCH /status-pages/{id}`: only the fields to change;
+    `components` replaces the whole list; `metadata` is merged key by key; `description`
+    may be null."""
 
     model_config = _PATCH
 
@@ -112,7 +113,7 @@ class ComponentObject(BaseModel):
 
 
 class StatusPageObject(BaseModel):
-    """A status page (extensions part 5)."""
+    """A status page, public at `/status/<slug>`."""
 
     id: str = Field(pattern=r"^stp_[a-z0-9]+$")
     object: Literal["status_page"]
@@ -126,6 +127,6 @@ class StatusPageObject(BaseModel):
 
 
 class StatusPageList(_List):
-    """A page of status pages (DESIGN: list wrapper)."""
+    """A page of status pages."""
 
     data: list[StatusPageObject]

@@ -38,11 +38,12 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
-from quart import Response, g, request
+from quart import Response, g
 from quart_trio import QuartTrio
 
 from store import StoreError, status_pages
 
+from .conditional import answer
 from .deps import Dependencies
 from .errors import ApiError, error_body
 from .status_cache import MISSING, Rendered, RenderFailed
@@ -82,10 +83,11 @@ _ENV = Environment(
 def _bars(days: list[dict[str, Any]]) -> Markup:
     """The ``<li>`` of a component's daily bars, built here rather than in the template:
     for 9,000 bars (100 components x 90 days) the template loop took 43 ms and this 16 ms
-    (measured on identical output), and a cold render must stay small (issue 13). Each
-    bar carries its date and percentage as text (extensions part 5: not by colour alone),
-    in a visually hidden span and its ``title``. Dates, levels and percentages are made by
-    :mod:`web.status_view` from numbers; they are escaped all the same."""
+    (measured on identical output), and a cold render must stay small (README, "Built for
+    the stampede"). Each bar carries its date and percentage as text (extensions part 5:
+    not by colour alone), in a visually hidden span and its ``title``. Dates, levels and
+    percentages are made by :mod:`web.status_view` from numbers; they are escaped all the
+    same."""
     parts = []
     for d in days:
         percent = d["uptime_percent"]
@@ -135,47 +137,6 @@ async def render_page(deps: Dependencies, slug: str) -> Rendered:
     return Rendered.page(html.encode(), body.encode())
 
 
-def _matches(if_none_match: str | None, etag: str) -> bool:
-    """Whether ``If-None-Match`` holds ``etag`` or ``*`` (weak comparison, RFC 9110)."""
-    if not if_none_match:
-        return False
-    for candidate in if_none_match.split(","):
-        candidate = candidate.strip()
-        if candidate == "*" or candidate.removeprefix("W/") == etag:
-            return True
-    return False
-
-
-def _accepts_gzip(accept_encoding: str | None) -> bool:
-    """Whether ``Accept-Encoding`` accepts gzip (RFC 9110 12.5.3: listed without
-    ``q=0``)."""
-    for item in (accept_encoding or "").split(","):
-        coding, _, params = item.strip().partition(";")
-        if coding.strip().lower() in ("gzip", "x-gzip"):
-            q = params.strip().lower().removeprefix("q=")
-            return q not in ("0", "0.0", "0.00", "0.000")
-    return False
-
-
-def _answer(
-    body: bytes, gzipped: bytes, etag: str, content_type: str, extra: dict[str, str]
-) -> Response:
-    """200 with ``body`` (or ``gzipped``, ``Content-Encoding: gzip``, for a reader that
-    accepts it; its ETag is the identity ETag with ``-gzip``: another representation), or
-    304 when ``If-None-Match`` holds the ETag."""
-    headers = {"Cache-Control": CACHE_CONTROL, "Vary": "Accept-Encoding", **extra}
-    if gzipped and _accepts_gzip(request.headers.get("Accept-Encoding")):
-        body, etag = gzipped, etag[:-1] + '-gzip"'
-        headers["Content-Encoding"] = "gzip"
-    headers["ETag"] = etag
-    if _matches(request.headers.get("If-None-Match"), etag):
-        response = Response(b"", status=304, headers=headers)
-        response.headers.remove("Content-Type")
-        response.headers.pop("Content-Encoding", None)
-        return response
-    return Response(body, status=200, headers=headers, content_type=content_type)
-
-
 def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
     """Add ``/status/<slug>`` and ``/status/<slug>/summary.json`` to ``app`` (module
     docstring), served from ``deps.status_cache``."""
@@ -204,7 +165,14 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
                 headers={"Cache-Control": CACHE_CONTROL, **page_headers},
                 content_type=HTML,
             )
-        return _answer(page.html, page.html_gzip, page.html_etag, HTML, page_headers)
+        return answer(
+            page.html,
+            page.html_gzip,
+            page.html_etag,
+            HTML,
+            page_headers,
+            cache_control=CACHE_CONTROL,
+        )
 
     @app.route("/status/<slug>/summary.json", methods=["GET"], provide_automatic_options=False)
     async def status_summary(slug: str) -> Response:
@@ -217,7 +185,14 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
         if not page.found:
             error = ApiError("resource_missing", "no such status page", param="slug")
             return _error(error, {**cors, "Cache-Control": CACHE_CONTROL})
-        return _answer(page.json, page.json_gzip, page.json_etag, "application/json", cors)
+        return answer(
+            page.json,
+            page.json_gzip,
+            page.json_etag,
+            "application/json",
+            cors,
+            cache_control=CACHE_CONTROL,
+        )
 
 
 def _error(error: ApiError, headers: dict[str, str]) -> Response:

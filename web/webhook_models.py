@@ -96,7 +96,7 @@ EnabledEvents = Annotated[
 
 
 class WebhookEndpointCreate(BaseModel):
-    """POST /webhook-endpoints body (extensions part 2)."""
+    """The body of `POST /webhook-endpoints`."""
 
     model_config = _REQUEST
 
@@ -107,8 +107,9 @@ class WebhookEndpointCreate(BaseModel):
 
 
 class WebhookEndpointUpdate(BaseModel):
-    """PATCH /webhook-endpoints/:id body: only the fields to change; ``metadata`` is
-    merged key by key; ``description`` may be set to null."""
+    """The body of `PATCH /webhook-endpoints/{id}`: only the fields to change;
+    `metadata` is merged key by key; `description` may be set to null; `status`
+    `disabled` stops deliveries."""
 
     model_config = _PATCH
 
@@ -120,8 +121,9 @@ class WebhookEndpointUpdate(BaseModel):
 
 
 class WebhookEndpointObject(BaseModel):
-    """A webhook endpoint (extensions part 2). ``secret`` only in the responses that
-    create the endpoint or rotate its secret."""
+    """A webhook endpoint: where the events of `enabled_events` are delivered.
+    `secret`, which signs the deliveries, is shown only in the responses that create the
+    endpoint or rotate its secret."""
 
     id: str = Field(pattern=r"^we_[a-z0-9]+$")
     object: Literal["webhook_endpoint"]
@@ -150,7 +152,7 @@ class WebhookAttempt(BaseModel):
 
 
 class WebhookDeliveryObject(BaseModel):
-    """A delivery of one event to one endpoint (extensions part 2)."""
+    """A delivery of one event to one endpoint, with its latest attempt."""
 
     id: str = Field(pattern=r"^whd_[a-z0-9]+$")
     object: Literal["webhook_delivery"]
@@ -164,7 +166,7 @@ class WebhookDeliveryObject(BaseModel):
 
 
 class WebhookEndpointList(_List):
-    """A page of webhook endpoints, newest first (DESIGN: list wrapper)."""
+    """A page of webhook endpoints, newest first."""
 
     data: list[WebhookEndpointObject]
 

@@ -20,6 +20,8 @@ one of `ERROR_CODES` (table in ``_result.py``); it raises only for bugs, and let
 - ``_request``: what an http check sends, and the rules on a monitor's request headers;
 - ``_assertions``: what makes an http response up: status rule, assertions (their rules,
   shared with the API's validation), certificate expiry;
+- ``_tls``: how https is verified per monitor (``tls_verify``, ``tls_ca_bundle``: the
+  shared contexts, and the bundle's rules, shared with the API's validation);
 - ``_dns``: the dns probe (dnspython on trio), and `nameserver_resolver` for the target
   policy's create-time screen of dns monitors;
 - ``_ping``: the ping probe (ICMP sockets on trio).
@@ -46,12 +48,14 @@ from ._request import (
 )
 from ._result import ERROR_CODES, ErrorCode, ProbeResult, ProbeSpec
 from ._tcp import AddressPolicy
+from ._tls import MAX_CA_BUNDLE_BYTES, InvalidCaBundle, TlsContexts, check_ca_bundle
 
 __all__ = [
     "ASSERTION_BODY_BYTES",
     "BODY_LIMIT_BYTES",
     "ERROR_CODES",
     "MAX_ASSERTIONS",
+    "MAX_CA_BUNDLE_BYTES",
     "MAX_REDIRECTS",
     "MAX_REQUEST_BODY_CHARS",
     "MAX_REQUEST_HEADERS",
@@ -61,12 +65,15 @@ __all__ = [
     "Comparison",
     "ErrorCode",
     "InvalidAssertion",
+    "InvalidCaBundle",
     "InvalidRequestHeaders",
     "ProbeResult",
     "ProbeSpec",
     "Prober",
     "Source",
+    "TlsContexts",
     "check_assertions",
+    "check_ca_bundle",
     "check_request_headers",
     "compile_assertions",
     "nameserver_resolver",

@@ -296,11 +296,18 @@ async def assertion_verdict(
 def tls_expiring(host: str, expires_at: int, days: int) -> tuple[str | None, str | None]:
     """(``"tls_expiring"``, message) when a certificate of ``host`` expiring at
     ``expires_at`` (epoch seconds) does so within ``days`` days of now (wall clock), else
-    (None, None) (extensions part 7)."""
+    (None, None) (extensions part 7). A certificate that has expired already (seen only
+    with ``tls_verify`` false: verification refuses it) is within every ``days``, 0
+    included, and the message says it expired."""
     left = expires_at - time.time()
     if left >= days * 86_400:
         return None, None
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires_at))
+    if left < 0:
+        return "tls_expiring", (
+            f"the TLS certificate of {host} expired on {when}, {-left / 86_400:.1f} days "
+            f"ago (tls_expiry_days is {days})"
+        )
     return "tls_expiring", (
         f"the TLS certificate of {host} expires on {when}, in {left / 86_400:.1f} days "
         f"(tls_expiry_days is {days})"

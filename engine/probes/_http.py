@@ -17,8 +17,9 @@ One check, hop by hop:
    checked against the address policy (`._tcp.resolve`); the connection goes to exactly
    the address that was checked, so a second DNS answer cannot redirect it.
 2. A new TCP connection (never reused between checks; the request says
-   ``Connection: close``), then for https a TLS handshake verified by the shared
-   `ssl.SSLContext` with the URL's host as server name (SNI and certificate check).
+   ``Connection: close``), then for https a TLS handshake with the URL's host as server
+   name (SNI), verified by the monitor's `ssl.SSLContext` (``_tls``: the system's CAs,
+   the monitor's ``tls_ca_bundle``, or none at all with ``tls_verify`` false).
 3. One request: the monitor's method, ``Host``, ``User-Agent``, ``Accept: */*``,
    ``Connection: close``, the monitor's ``request_headers``, and its ``request_body``
    with its ``Content-Length`` (``0`` for POST, PUT and PATCH without one): ``_request``.
@@ -38,7 +39,8 @@ One check, hop by hop:
 Up (``_assertions``): every assertion holds (``assertion_failed``), or without
 any, the status is ``expected_status_code`` (2xx when ``None``; ``unexpected_status``);
 then over TLS the certificate's notAfter (``tls_expires_at``) is more than
-``tls_expiry_days`` away (``tls_expiring``; an expired one fails the handshake).
+``tls_expiry_days`` away (``tls_expiring``; an expired one fails the handshake, unless
+``tls_verify`` is false: then ``tls_expiring`` says it expired).
 
 Response time: from just before the first connection attempt (after the first name
 resolution) to the end of reading the final response, in milliseconds; later redirect
@@ -71,6 +73,7 @@ from ._assertions import BODY, HEAD_ONLY, Assertion, Response
 from ._request import USER_AGENT, Headers, Prepared, prepare, same_origin, without_credentials
 from ._result import ProbeFailure, ProbeResult
 from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve, stream_failure
+from ._tls import unverified_expiry
 
 __all__ = ["ASSERTION_BODY_BYTES", "BODY_LIMIT_BYTES", "MAX_REDIRECTS", "USER_AGENT", "probe_http"]
 
@@ -109,7 +112,8 @@ async def probe_http(
         method: the request method; ``None`` means GET.
         expected_status_code: the status that counts as up without ``assertions``;
             ``None`` means any 2xx.
-        ssl_context: verifies https servers; shared by every check.
+        ssl_context: verifies https servers (``_tls``); shared by every check of the
+            same TLS setting.
         policy: the address policy applied to every hop, or ``None``.
         headers: request headers the monitor adds, checked by `check_request_headers`.
         body: the request body (sent as UTF-8), or ``None``.
@@ -218,8 +222,10 @@ async def _exchange(
             await stream.do_handshake()
         except trio.BrokenResourceError as exc:
             raise stream_failure(exc, where, handshake=True) from None
-        certificate = stream.getpeercert()
-        expires_at = _epoch_seconds(certificate["notAfter"]) if certificate else None
+        certificate = stream.getpeercert()  # empty when not verified (tls_verify false)
+        expires_at = (
+            _epoch_seconds(certificate["notAfter"]) if certificate else _unverified_expiry(stream)
+        )
         try:
             await stream.send_all(plan.wire)
             status, location = await _read_response(
@@ -233,6 +239,19 @@ async def _exchange(
             raise
     finally:
         await trio.aclose_forcefully(stream)
+
+
+def _unverified_expiry(stream: trio.SSLStream[trio.SocketStream]) -> int | None:
+    """The notAfter (epoch seconds) of a certificate accepted without verification
+    (``tls_verify`` false), read from its DER form; None when the server sent none or
+    one that does not parse (the check then records no ``tls_expires_at``)."""
+    der = stream.getpeercert(binary_form=True)
+    if not der:
+        return None
+    try:
+        return unverified_expiry(der)
+    except ValueError:
+        return None
 
 
 async def _exchange_plain(

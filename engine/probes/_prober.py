@@ -14,25 +14,28 @@ from ._http import probe_http
 from ._ping import permitted_ping_kinds, probe_ping
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
 from ._tcp import AddressPolicy, probe_tcp
+from ._tls import TlsContexts
 
 __all__ = ["Prober"]
 
 
 class Prober:
-    """Runs checks. One per process, shared by every monitor; immutable after creation.
+    """Runs checks. One per process, shared by every monitor.
 
-    It holds what is costly to build and the same for every check: one verifying
-    `ssl.SSLContext` (creating one loads the CA store, milliseconds of CPU), the DNS
-    resolver for dns checks, the ICMP socket types this process may open, and the
-    address policy.
+    It holds what is costly to build and the same for every check: the verifying
+    `ssl.SSLContext` of https checks (creating one loads the CA store, milliseconds of
+    CPU) with the contexts of monitors that set ``tls_verify`` or ``tls_ca_bundle``
+    (`tls`, built once per distinct setting), the DNS resolver for dns checks, the ICMP
+    socket types this process may open, and the address policy. Only `tls` changes
+    after creation, and only by adding or dropping contexts.
 
     Args:
         dns_nameserver: ``(ip, port)`` of the nameserver for dns checks; ``None`` reads
             the system's from ``/etc/resolv.conf`` once, here. Host names of http, tcp
             and ping checks are resolved by the system resolver (getaddrinfo) either way.
-        ssl_context: verifies https targets; ``None`` builds
-            `ssl.create_default_context()` (system CAs, host names checked). Tests pass
-            one trusting their own CA.
+        ssl_context: verifies https targets of monitors without ``tls_ca_bundle`` or
+            ``tls_verify`` false; ``None`` builds `ssl.create_default_context()` (system
+            CAs, host names checked). Tests pass one trusting their own CA.
         address_policy: called with every resolved address before a probe contacts it;
             returns ``None`` to allow it or a reason string to refuse it (the check is
             then ``target_denied``). Probes connect to exactly the address that was
@@ -41,7 +44,7 @@ class Prober:
             (``_dns``).
     """
 
-    __slots__ = ("_ping_kinds", "_policy", "_resolver", "_ssl_context")
+    __slots__ = ("_ping_kinds", "_policy", "_resolver", "_ssl_context", "tls")
 
     def __init__(
         self,
@@ -51,6 +54,9 @@ class Prober:
         address_policy: AddressPolicy | None = None,
     ) -> None:
         self._ssl_context = ssl_context if ssl_context is not None else _default_ssl_context()
+        self.tls = TlsContexts(self._ssl_context)
+        """Builds and shares the `ssl.SSLContext` of each monitor's TLS setting (a
+        `ProbeSpec`'s ``ssl_context``)."""
         self._resolver = make_resolver(dns_nameserver)
         self._policy = address_policy
         self._ping_kinds = permitted_ping_kinds()
@@ -100,7 +106,7 @@ class Prober:
                 spec.url,
                 method=spec.method,
                 expected_status_code=spec.expected_status_code,
-                ssl_context=self._ssl_context,
+                ssl_context=self._ssl_context if spec.ssl_context is None else spec.ssl_context,
                 policy=self._policy,
                 headers=spec.request_headers,
                 body=spec.request_body,

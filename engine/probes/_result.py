@@ -19,7 +19,8 @@ error_code               meaning
 ``dns_failure``          the name does not resolve: NXDOMAIN, no A/AAAA answer, or
                          the nameserver failed (SERVFAIL, REFUSED)
 ``tls_error``            the TLS handshake failed: untrusted or expired
-                         certificate, wrong host name, protocol mismatch
+                         certificate (by the system's CAs or the monitor's
+                         ``tls_ca_bundle``), wrong host name, protocol mismatch
 ``protocol_error``       the response is not valid HTTP/1.1, the connection closed
                          before a complete response, or a redirect is unusable
 ``unexpected_status``    http: the final status differs from
@@ -44,6 +45,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 if TYPE_CHECKING:
+    import ssl
+
     from ._assertions import Assertion
 
 __all__ = ["ERROR_CODES", "ErrorCode", "ProbeFailure", "ProbeResult", "ProbeSpec"]
@@ -90,6 +93,9 @@ class ProbeSpec:
             decide instead of ``expected_status_code`` (extensions part 7).
         tls_expiry_days: http only: the check fails with ``tls_expiring`` when the final
             response's certificate expires within this many days; ``None``: never.
+        ssl_context: http only: verifies every https connection of the check, from
+            `TlsContexts.context` (the monitor's ``tls_verify`` and ``tls_ca_bundle``);
+            ``None``: the prober's own (the system's CAs).
     """
 
     type: Literal["http", "tcp", "dns", "ping"]
@@ -101,6 +107,7 @@ class ProbeSpec:
     request_body: str | None = None
     assertions: tuple[Assertion, ...] = ()
     tls_expiry_days: int | None = None
+    ssl_context: ssl.SSLContext | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+from quart_trio import QuartTrio
 
 from store import Database
 from tests.api import Api
@@ -182,3 +188,19 @@ async def closed_by_server(stream: trio.SocketStream) -> bool:
             pass
         return True
     return False
+
+
+@asynccontextmanager
+async def serve_live(app: QuartTrio) -> AsyncIterator[str]:
+    """``app`` served by Hypercorn's trio worker on 127.0.0.1, port chosen by the OS, as
+    ``uptrio serve`` serves it; yields its base URL (``http://127.0.0.1:<port>``) and
+    stops it on exit."""
+    config = HypercornConfig()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = 1
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(partial(hypercorn_serve, app, config))
+        yield binds[0]
+        nursery.cancel_scope.cancel()

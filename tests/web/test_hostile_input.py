@@ -20,13 +20,10 @@ import dataclasses
 import json
 import string
 from collections.abc import AsyncIterator
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +35,7 @@ from tests.web.helpers import (
     create_incident,
     create_monitor,
     read_response,
+    serve_live,
 )
 from web.app import create_app
 from web.deps import Dependencies, WebSettings
@@ -252,17 +250,9 @@ async def live_base(deps: Dependencies) -> AsyncIterator[tuple[str, int]]:
     """The app served by Hypercorn's trio worker on 127.0.0.1, port chosen by the OS;
     yields ``(host, port)``. The body limit is 64 KiB to keep uploads small."""
     small = dataclasses.replace(deps, settings=WebSettings(max_body_bytes=64 * 1024))
-    config = HypercornConfig()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.errorlog = None
-    config.graceful_timeout = 1
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(partial(hypercorn_serve, create_app(small), config))
-        host_port = binds[0].removeprefix("http://")
-        host, _, port = host_port.rpartition(":")
+    async with serve_live(create_app(small)) as base:
+        host, _, port = base.removeprefix("http://").rpartition(":")
         yield host, int(port)
-        nursery.cancel_scope.cancel()
 
 
 def _request_head(token: str, extra: str) -> bytes:

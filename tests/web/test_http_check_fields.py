@@ -1,5 +1,6 @@
 """The http monitor fields of extensions part 7 through the API: ``request_headers``,
-``request_body``, ``assertions``, ``tls_expiry_days`` (defaults, null on other types, the
+``request_body``, ``assertions``, ``tls_expiry_days``, ``tls_verify`` and
+``tls_ca_bundle`` (defaults, null on other types, the
 422s of the README's error table, PATCH rules), ``tls_expires_at`` on checks, and the
 migration that gives existing monitors the defaults. (Null on the other types:
 tests/web/test_monitors.py.)
@@ -10,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+import trustme
 
-from store import CheckRecord, Database, apply_migrations, checks, new_id, open_database
+from engine.reconcile import same_settings
+from store import CheckRecord, Database, apply_migrations, checks, monitors, new_id, open_database
 from tests.api import Api
 from tests.web.helpers import assert_error, create_monitor, expect
 from web.models import CheckList, MonitorObject
@@ -196,30 +199,33 @@ async def test_checks_show_tls_expires_at(api: Api, db: Database) -> None:
         assert check["error"] == {"code": "tls_expiring", "message": record.error_message}
 
 
+async def insert_old_monitors(connection: Any, *monitors: tuple[str, str, str]) -> None:
+    """An account and its ``monitors`` ``(id, type, url)``, inserted with the columns of
+    the first schema only, as monitors stored before a migration are."""
+    await connection.execute(
+        "INSERT INTO accounts (id, name, created) VALUES ('acct_old', 'old', 1)"
+    )
+    for mid, kind, url in monitors:
+        await connection.execute(
+            "INSERT INTO monitors (id, account_id, name, url, type, status, "
+            "interval_seconds, timeout_seconds, created, updated) VALUES ($1, "
+            "'acct_old', 'm', $2, $3, 'pending', 60, 5, 1, 1)",
+            mid,
+            url,
+            kind,
+        )
+
+
 async def test_the_migration_gives_existing_monitors_the_defaults(empty_database_url: str) -> None:
     with trio.fail_after(30):
         async with open_database(empty_database_url, min_size=1, max_size=2) as db:
             await db.run(apply_migrations, 5)
-
-            async def old_monitors(connection: Any) -> None:
-                await connection.execute(
-                    "INSERT INTO accounts (id, name, created) VALUES ('acct_old', 'old', 1)"
-                )
-                for mid, kind, url in (
-                    ("mon_s", "http", "HTTPS://example.com/"),
-                    ("mon_p", "http", "http://example.com/"),
-                    ("mon_t", "tcp", "example.com:5432"),
-                ):
-                    await connection.execute(
-                        "INSERT INTO monitors (id, account_id, name, url, type, status, "
-                        "interval_seconds, timeout_seconds, created, updated) VALUES ($1, "
-                        "'acct_old', 'm', $2, $3, 'pending', 60, 5, 1, 1)",
-                        mid,
-                        url,
-                        kind,
-                    )
-
-            await db.run(old_monitors)
+            await db.run(
+                insert_old_monitors,
+                ("mon_s", "http", "HTTPS://example.com/"),
+                ("mon_p", "http", "http://example.com/"),
+                ("mon_t", "tcp", "example.com:5432"),
+            )
             assert await db.run(apply_migrations, 6) == ["0006_assertions_tls.sql"]
 
             async def fields(connection: Any) -> dict[str, tuple[Any, ...]]:
@@ -234,3 +240,117 @@ async def test_the_migration_gives_existing_monitors_the_defaults(empty_database
                 "mon_p": ({}, None, [], None),
                 "mon_t": (None, None, None, None),
             }
+
+
+# -- private certificate authorities: tls_verify and tls_ca_bundle ------------------------
+
+
+BUNDLE = trustme.CA().cert_pem.bytes().decode("ascii")
+"""A CA certificate, as the PEM text a monitor's ``tls_ca_bundle`` holds."""
+
+
+async def test_tls_verify_and_ca_bundle_defaults_and_round_trip(api: Api, db: Database) -> None:
+    with trio.fail_after(10):
+        plain = await create_monitor(api, **HTTPS)
+        assert plain["tls_verify"] is True and plain["tls_ca_bundle"] is None
+        own = await create_monitor(api, **HTTPS, tls_ca_bundle=BUNDLE)
+        assert own["tls_verify"] is True and own["tls_ca_bundle"] == BUNDLE
+        off = await create_monitor(api, **PLAIN, tls_verify=False)
+        assert off["tls_verify"] is False and off["tls_ca_bundle"] is None
+        assert (await create_monitor(api, **HTTPS, tls_verify=None))["tls_verify"] is True
+        assert expect(await api.get(f"/monitors/{own['id']}")) == own
+        # the bundle is public CA certificates: the events (and webhooks) show it
+        events = expect(await api.get("/events", query={"type": "monitor.created", "limit": 3}))
+        shown = {e["data"]["object"]["id"]: e["data"]["object"] for e in events["data"]}
+        assert shown[own["id"]]["tls_ca_bundle"] == BUNDLE
+        assert shown[off["id"]]["tls_verify"] is False
+        # other types: null, and a value is refused
+        tcp = await create_monitor(api, name="db", type="tcp", url="example.com:5432")
+        assert tcp["tls_verify"] is None and tcp["tls_ca_bundle"] is None
+        for field, value in (("tls_verify", True), ("tls_ca_bundle", BUNDLE)):
+            sent = {"name": "db", "type": "tcp", "url": "example.com:5432", field: value}
+            assert_error(await api.post("/monitors", json=sent), 422, "invalid_value", param=field)
+            assert_error(
+                await api.patch(f"/monitors/{tcp['id']}", json={field: value}),
+                422,
+                "invalid_value",
+                param=field,
+            )
+        # the settings digest the engine reconciles by moves with each of them
+        record = await db.run(monitors.get_monitor, None, own["id"])
+        assert record is not None
+        for change in ({"tls_verify": False}, {"tls_ca_bundle": None}):
+            expect(await api.patch(f"/monitors/{own['id']}", json=change))
+            changed = await db.run(monitors.get_monitor, None, own["id"])
+            assert changed is not None and changed.settings_digest != record.settings_digest
+            assert not same_settings(record, changed)
+            record = changed
+
+
+async def test_a_ca_bundle_that_does_not_parse_is_a_422_naming_it(api: Api) -> None:
+    lines = BUNDLE.splitlines()
+    cases: list[tuple[Any, str, str]] = [
+        ("", "invalid_ca_bundle", "holds no certificate"),
+        ("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", "invalid_ca_bundle", "1"),
+        ("\n".join([*lines[:2], "!" + lines[2][1:], *lines[3:]]), "invalid_ca_bundle", "parse"),
+        (BUNDLE + "-----BEGIN PRIVATE KEY-----\n", "invalid_ca_bundle", "private key"),
+        (BUNDLE + "#" * 65_536, "value_too_long", "65536"),
+        (["a"], "invalid_type", "tls_ca_bundle"),
+    ]
+    with trio.fail_after(10):
+        monitor = await create_monitor(api, **HTTPS)
+        for value, code, words in cases:
+            for response in (
+                await api.post("/monitors", json={**HTTPS, "tls_ca_bundle": value}),
+                await api.patch(f"/monitors/{monitor['id']}", json={"tls_ca_bundle": value}),
+            ):
+                error = assert_error(response, 422, code, param="tls_ca_bundle")
+                assert words in error["message"] and "tls_ca_bundle" in error["message"], error
+        for value in ("yes", 1, None):
+            assert_error(
+                await api.patch(f"/monitors/{monitor['id']}", json={"tls_verify": value}),
+                422,
+                "invalid_type",
+                param="tls_verify",
+            )
+        assert expect(await api.get(f"/monitors/{monitor['id']}")) == monitor
+
+
+async def test_tls_settings_survive_a_change_of_scheme(api: Api) -> None:
+    """Unlike ``tls_expiry_days``: they apply to every https connection of a check, an
+    http url's redirects to https included."""
+    with trio.fail_after(10):
+        monitor = await create_monitor(api, **HTTPS, tls_verify=False, tls_ca_bundle=BUNDLE)
+        mid = monitor["id"]
+        moved = expect(await api.patch(f"/monitors/{mid}", json={"url": "http://example.com/"}))
+        assert moved["tls_expiry_days"] is None
+        assert moved["tls_verify"] is False and moved["tls_ca_bundle"] == BUNDLE
+        back = expect(await api.patch(f"/monitors/{mid}", json={"url": "https://example.com/"}))
+        assert back["tls_verify"] is False and back["tls_ca_bundle"] == BUNDLE
+        cleared = expect(
+            await api.patch(f"/monitors/{mid}", json={"tls_verify": True, "tls_ca_bundle": None})
+        )
+        assert cleared["tls_verify"] is True and cleared["tls_ca_bundle"] is None
+        events = expect(await api.get("/events", query={"type": "monitor.updated", "limit": 1}))
+        previous = events["data"][0]["data"]["previous_attributes"]
+        assert previous == {"tls_verify": False, "tls_ca_bundle": BUNDLE}
+
+
+async def test_the_tls_migration_gives_existing_http_monitors_verification(
+    empty_database_url: str,
+) -> None:
+    with trio.fail_after(30):
+        async with open_database(empty_database_url, min_size=1, max_size=2) as db:
+            await db.run(apply_migrations, 13)
+            await db.run(
+                insert_old_monitors,
+                ("mon_s", "http", "https://example.com/"),
+                ("mon_t", "tcp", "example.com:5432"),
+            )
+            assert await db.run(apply_migrations, 14) == ["0014_tls_verification.sql"]
+
+            async def fields(connection: Any) -> dict[str, tuple[Any, ...]]:
+                rows = await connection.fetch("SELECT id, tls_verify, tls_ca_bundle FROM monitors")
+                return {r["id"]: (r["tls_verify"], r["tls_ca_bundle"]) for r in rows}
+
+            assert await db.run(fields) == {"mon_s": (True, None), "mon_t": (None, None)}

@@ -109,3 +109,53 @@ async def test_openapi_document_passes_the_spec_validator(client: TestClientProt
 
     with trio.fail_after(10):
         openapi_spec_validator.validate(await _document(client))
+
+
+_INTERNAL = re.compile(
+    r"\bspec\b|\bissues?\b|\bextensions?\b|\bpart \d|\bDESIGN\b|\bREADME\b|\bmigration|"
+    r"\bengine\b|\bstore\b|\bactor|pydantic|\bmodel_|\bAbsent\b|SkipJsonSchema|__|``|"
+    r":(?:mod|func|class|data|meth):|\bweb\.|\bInput should\b",
+    re.IGNORECASE,
+)
+"""What an API reader cannot follow: the project's own documents and their numbering
+(``spec 4.1``, ``extensions part 7``, ``DESIGN``, an issue), its internals (engine,
+store, actors, migrations, module names, Sphinx roles, RST's double backticks) and
+pydantic's."""
+
+
+def _texts(node: Any, where: str = "") -> list[tuple[str, str]]:
+    """Every description, summary and title in ``node`` with its JSON path."""
+    if isinstance(node, dict):
+        found = [
+            (f"{where}/{key}", value)
+            for key, value in node.items()
+            if key in ("description", "summary", "title") and isinstance(value, str)
+        ]
+        return found + [t for key, value in node.items() for t in _texts(value, f"{where}/{key}")]
+    if isinstance(node, list):
+        return [t for i, value in enumerate(node) for t in _texts(value, f"{where}/{i}")]
+    return []
+
+
+async def test_openapi_descriptions_are_for_api_readers(client: TestClientProtocol) -> None:
+    with trio.fail_after(10):
+        doc = await _document(client)
+    texts = _texts(doc)
+    assert len(texts) > 300
+    internal = {text: where for where, text in texts if _INTERNAL.search(text)}
+    assert not internal, "\n".join(f"{w}: {t}" for t, w in internal.items())
+    schemas = doc["components"]["schemas"]
+    for name, schema in schemas.items():
+        assert re.fullmatch(r"[A-Z][A-Za-z]+", name), name  # no module-qualified names
+        assert schema.get("description"), f"{name} has no description"
+        for field, prop in schema.get("properties", {}).items():
+            # pydantic's generated titles ("Tls Expires At") say nothing the name does not
+            assert "title" not in prop, (name, field, prop["title"])
+    for path, operations in doc["paths"].items():
+        for method, operation in operations.items():
+            assert operation["summary"] and operation["description"], (path, method)
+            assert operation["tags"], (path, method)
+    tagged = {t for ops in doc["paths"].values() for op in ops.values() for t in op["tags"]}
+    assert tagged == {t["name"] for t in doc["tags"]}
+    assert all(t["description"] for t in doc["tags"])
+    assert "/docs" in doc["info"]["description"]

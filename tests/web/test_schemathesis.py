@@ -52,6 +52,7 @@ SEMANTIC_REFUSALS = frozenset(
         "invalid_request_header",  # a header name twice in different cases
         "invalid_assertion",  # property, comparison and target must fit the source
         "invalid_jsonpath",  # a JSONPath jsonpath-ng accepts
+        "invalid_ca_bundle",  # PEM text whose certificates parse
     }
 )
 """Codes a schema-valid request may get: rules OpenAPI cannot express."""

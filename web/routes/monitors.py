@@ -1,7 +1,8 @@
 """Monitor endpoints (spec 4.1): create, read, list, update, delete, pause, resume, checks.
 
 Each mutation commits first, then tells the engine and waits for its acknowledgement,
-then responds (engine issue, item 6), so a 2xx means both stored and in effect.
+then responds (README, "How it is built": writes), so a 2xx means both stored and in
+effect.
 
 Rules beyond the spec's table, decided here (DESIGN and README): ``method`` and
 ``expected_status_code`` default to GET and 200 for http monitors and are null for the
@@ -16,7 +17,11 @@ The http fields of extensions part 7 (README "Assertions and TLS expiry"):
 in a PATCH empties them), ``request_body`` a string or null; ``tls_expiry_days``
 defaults to 14 for https urls and null for http ones, and a PATCH that moves ``url`` to
 the other scheme without sending ``tls_expiry_days`` gives it the new scheme's default.
-All four are null on the other types (a non-null value is a 422 ``invalid_value``).
+``tls_verify`` (default true; a PATCH may not set it to null) and ``tls_ca_bundle``
+(default null) are kept when ``url`` changes scheme: they apply to every https
+connection of a check, an http url's redirects to https included (README "Private
+certificate authorities"). All six are null on the other types (a non-null value is a
+422 ``invalid_value``).
 """
 
 from __future__ import annotations
@@ -56,10 +61,14 @@ _HTTP_ONLY = (
     "request_body",
     "assertions",
     "tls_expiry_days",
+    "tls_verify",
+    "tls_ca_bundle",
 )
-_HTTP_NULLABLE = frozenset({"request_headers", "request_body", "assertions", "tls_expiry_days"})
+_HTTP_NULLABLE = frozenset(
+    {"request_headers", "request_body", "assertions", "tls_expiry_days", "tls_ca_bundle"}
+)
 """http fields a PATCH may set to null (``request_headers`` and ``assertions`` are then
-emptied)."""
+emptied; ``tls_verify`` may not be)."""
 
 
 def check_target(type: str, url: str) -> None:
@@ -140,6 +149,8 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         )
         if is_http
         else None,
+        "tls_verify": body.tls_verify is not False if is_http else None,
+        "tls_ca_bundle": body.tls_ca_bundle,
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
