@@ -55,7 +55,9 @@ class StatusChange:
 
     ``run_epoch`` is the epoch the engine ran the monitor under: the change is written only
     while the stored monitor still has that epoch and is not paused, so a result that
-    arrives after a pause or a resume never overrides it. ``created`` is epoch seconds.
+    arrives after a pause or a resume never overrides it. ``created`` is the check's time,
+    epoch seconds; the store dates a move into ``down`` from the first failed check of
+    its episode (:mod:`store.rollups`: backdating), the engine need not know it.
     """
 
     monitor_id: str

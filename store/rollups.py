@@ -2,8 +2,10 @@
 
 ``check_rollups`` has one row per monitor per hour (``hour``: the hour's first second,
 epoch seconds, UTC): ``checks``, ``failed_checks`` (checks whose status is ``down``),
-``response_time_sum_ms``, a sparse response-time histogram, and the ``up_seconds``,
-``down_seconds`` and ``paused_seconds`` of status periods that have closed. They are
+``response_time_sum_ms``, a sparse response-time histogram, ``last_check`` (the hour's
+newest check, epoch seconds; NULL in an hour with status seconds only), and the
+``up_seconds``, ``down_seconds`` and ``paused_seconds`` of status periods that have
+closed. They are
 written in the transactions that write what they count (``store.checks``:
 ``write_check_batch``; ``store.monitors``: pause and resume), never by a job that
 rescans checks.

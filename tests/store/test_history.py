@@ -282,3 +282,14 @@ async def test_the_migration_moves_existing_checks_and_rolls_them_up(
             await db.run(apply_migrations)  # today's code reads today's schema
             page, _ = await db.run(checks.list_checks, mid, limit=2, starting_after="chk_old3000")
             assert [c.id for c in page] == ["chk_old2999", "chk_old2998"]
+
+            async def last_checks(connection: Any) -> list[Any]:
+                rows = await connection.fetch(
+                    "SELECT last_check FROM check_rollups WHERE monitor_id = $1 "
+                    "ORDER BY hour DESC LIMIT 2",
+                    mid,
+                )
+                return [r["last_check"] for r in rows]
+
+            # Migration 0013: the newest hour knows its last check; older ones need not.
+            assert await db.run(last_checks) == [T0 + 3000 * 60, None]

@@ -22,9 +22,11 @@ from store import (
 from tests.api import Api
 from tests.conftest import MakeToken
 from tests.store.helpers import new_monitor, write_checks
+from tests.web.status_helpers import Clock
 from web.app import create_app
 from web.deps import Dependencies
 from web.models import AvailabilityObject, CheckList
+from web.status_cache import PageCache
 
 HOUR = 3600
 _SECONDS = ("up_seconds", "down_seconds", "paused_seconds", "unknown_seconds")
@@ -228,31 +230,33 @@ async def test_the_endpoint_the_rollups_and_the_status_page_agree(
             db, mid, list(range(day + 1500, day + 4 * HOUR + 1, 300)), moved_from="down"
         )
         await write_checks(db, mid, list(range(day + 6 * HOUR, now, 300)))
-        app = create_app(dataclasses.replace(deps, clock=lambda: float(now)))
-        async with app.test_app() as test_app:
-            client = test_app.test_client()
-            api = Api(client, await make_token())
-            page = {
-                "name": "Honest",
-                "slug": "honest",
-                "components": [{"monitor": mid, "name": "Web"}],
-            }
-            code, _, _ = await api.post("/status-pages", json=page)
-            assert code == 201
-            code, body, _ = await api.get(
-                f"/monitors/{mid}/availability",
-                query={"start": day - 86_400, "end": now, "granularity": "day"},
+        page = {"name": "Honest", "slug": "honest", "components": [{"monitor": mid, "name": "Web"}]}
+        # Read now, and an hour later with no check since (the service stopped again):
+        # that hour is unknown, in the endpoint and in today's bar alike.
+        for at, unknown_today in ((now, 6900), (now + HOUR, 6900 + HOUR)):
+            clock = Clock(float(at))
+            app = create_app(
+                dataclasses.replace(deps, clock=clock, status_cache=PageCache(clock=clock))
             )
-            assert code == 200, body
-            yesterday, today = body["series"]
-            assert [yesterday[k] for k in ("up_seconds", "down_seconds")] == [21_300, 300]
-            assert [today[k] for k in _SECONDS] == [20_400, 1500, 0, 6900]
-            response = await client.get("/status/honest/summary.json")
-            summary = json.loads(await response.get_data())
-            bars = summary["components"][0]["days"]
-        # The bars say what the endpoint says, day by day.
-        for bar, figures in zip(bars[-2:], (yesterday, today), strict=True):
-            assert bar["uptime_percent"] == math.floor(figures["uptime_percent"] * 1000) / 1000
+            async with app.test_app() as test_app:
+                client = test_app.test_client()
+                api = Api(client, await make_token())
+                if at == now:  # the page is made once
+                    assert (await api.post("/status-pages", json=page))[0] == 201
+                code, body, _ = await api.get(
+                    f"/monitors/{mid}/availability",
+                    query={"start": day - 86_400, "end": at, "granularity": "day"},
+                )
+                assert code == 200, body
+                yesterday, today = body["series"]
+                assert [yesterday[k] for k in ("up_seconds", "down_seconds")] == [21_300, 300]
+                assert [today[k] for k in _SECONDS] == [20_400, 1500, 0, unknown_today]
+                response = await client.get("/status/honest/summary.json")
+                bars = json.loads(await response.get_data())["components"][0]["days"]
+            # The bars say what the endpoint says, day by day.
+            for bar, figures in zip(bars[-2:], (yesterday, today), strict=True):
+                percent = figures["uptime_percent"]
+                assert bar["uptime_percent"] == math.floor(percent * 1000) / 1000
 
         # The rollups hold the closed periods: all of yesterday; today until the stop
         # (the open period since 06:00 is added when read).
