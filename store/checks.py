@@ -3,19 +3,31 @@ writes, and their reads (extensions part 4).
 
 Writes come from the store actor in batches (:func:`write_check_batch`), in the caller's
 transaction (DESIGN: "a status change is written in the same transaction as the check
-that caused it"; part 4: "rollups are written as checks are written"):
+that caused it"; part 4: "rollups are written as checks are written"). One statement
+writes the whole batch:
 
-* one statement inserts every check of the batch through ``unnest`` arrays and, from the
-  rows it actually inserted (``RETURNING``), upserts the hourly rollups: checks, failed
-  checks, the response-time sum and histogram (:mod:`store.rollups`). Check ids are made
-  by the engine, so a batch retried after a lost commit acknowledgement inserts nothing
-  twice and counts nothing twice (``ON CONFLICT DO NOTHING``);
-* when the batch holds status changes, a second statement applies them, logs them in
-  ``status_changes``, and closes the status periods they end into the rollups' up, down
-  and paused seconds (:data:`store.rollups.CLOSE_PERIODS`). A change already logged is
-  skipped, so a retried batch closes nothing twice;
-* the moves it applied then open and resolve incidents and write their events
-  (:mod:`store.alerting`), in the same transaction.
+* it inserts every check through ``unnest`` arrays and, from the rows it actually
+  inserted (``RETURNING``), counts them into the hourly rollups: checks, failed checks,
+  the response-time sum and histogram, the hour's last check (:mod:`store.rollups`).
+  Check ids are made by the engine, so a batch retried after a lost commit
+  acknowledgement inserts nothing twice and counts nothing twice (``ON CONFLICT DO
+  NOTHING``);
+* it finds the *unknown spans* the inserted checks end: a check more than two intervals
+  after its monitor's previous one (in the batch, else the newest ``last_check`` of its
+  rollups: one backward probe of their primary key per monitor of the batch, beside the
+  monitor's row) or after the start of its status period;
+* it dates the batch's status changes (a move into ``down`` from the first failed check
+  of its episode, found in the stored checks and the batch's: a few index probes per
+  such move, none for the others), applies them and the spans in time order to the
+  monitors' status and ``status_since``, logs them and the spans' edges in
+  ``status_changes``, and adds the status periods they close to the rollups' up, down and
+  paused seconds (:data:`store.rollups.SPLIT_PERIODS`) in the same upsert as the counts
+  (a span's seconds count nowhere: unknown). A change already logged is skipped, and a
+  retried batch inserts no check so finds no span: nothing is closed twice.
+
+Without changes or spans those parts run on empty sets. The moves it applied then open
+and resolve incidents and write their events (:mod:`store.alerting`), in the same
+transaction, at the time of the check that caused each.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from .errors import CursorNotFound
 from .ids import check_created
 from .pagination import CreatedBounds, fetch_newest_first
 from .records import CheckRecord
-from .rollups import CLOSE_PERIODS
+from .rollups import SPLIT_PERIODS, gap_sql, last_check_sql
 
 _CHECK_COLUMNS = (
     "id, monitor_id, status, response_time_ms, status_code, error_code, error_message, "
@@ -43,7 +55,9 @@ class StatusChange:
 
     ``run_epoch`` is the epoch the engine ran the monitor under: the change is written only
     while the stored monitor still has that epoch and is not paused, so a result that
-    arrives after a pause or a resume never overrides it. ``created`` is epoch seconds.
+    arrives after a pause or a resume never overrides it. ``created`` is the check's time,
+    epoch seconds; the store dates a move into ``down`` from the first failed check of
+    its episode (:mod:`store.rollups`: backdating), the engine need not know it.
     """
 
     monitor_id: str
@@ -59,9 +73,10 @@ class StatusChange:
 async def write_check_batch(
     connection: Connection, checks: Sequence[CheckRecord], changes: Sequence[StatusChange]
 ) -> int:
-    """Insert ``checks`` with their rollups and apply ``changes`` (asyncio side; call
-    inside a transaction when there are ``changes``; without them it is one statement,
-    atomic by itself).
+    """Insert ``checks`` with their rollups, close the unknown spans they end, and apply
+    ``changes`` (module docstring; asyncio side): one statement, atomic by itself; call it
+    inside a transaction when there are ``changes``, for the incidents and events they
+    cause.
 
     Checks of monitors deleted meanwhile are dropped, and those of a paused monitor
     whose probe started (``created``) at or after the pause's second (a pause response
@@ -69,86 +84,163 @@ async def write_check_batch(
     are in the batch, the monitor ends with the last. Returns the number of check rows
     inserted.
     """
-    inserted = 0
-    if checks:
-        result = await connection.fetchval(
-            "WITH ins AS ("
-            f"INSERT INTO checks ({_CHECK_COLUMNS}) "
-            f"SELECT {_CHECK_COLUMNS} FROM unnest($1::text[], $2::text[], $3::text[], "
-            "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::bigint[]) "
-            f"WITH ORDINALITY AS u({_CHECK_COLUMNS}, ord) "
-            # A check of a paused monitor whose probe started at the pause's second or
-            # later is refused: probed by the owner between a pause committed through
-            # another node and the notification (extensions part 6).
-            "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND "
-            "(m.status <> 'paused' OR m.status_since IS NULL OR u.created < m.status_since)) "
-            "ORDER BY ord ON CONFLICT DO NOTHING "
-            "RETURNING monitor_id, created, status, response_time_ms), "
-            "by_bucket AS (SELECT monitor_id, created - created % 3600 AS hour, "
-            "histogram_bucket(response_time_ms) AS bucket, count(*) AS n, "
-            "count(*) FILTER (WHERE status = 'down') AS failed, "
-            "sum(response_time_ms) AS total FROM ins GROUP BY 1, 2, 3), "
-            "rolled AS (INSERT INTO check_rollups AS r (monitor_id, hour, checks, "
-            "failed_checks, response_time_sum_ms, histogram) "
-            "SELECT monitor_id, hour, sum(n)::int, sum(failed)::int, sum(total), "
-            "array_agg(bucket * 65536 + least(n, 65535)::int ORDER BY bucket) "
-            "FROM by_bucket GROUP BY monitor_id, hour "
-            "ON CONFLICT (monitor_id, hour) DO UPDATE SET "
-            "checks = r.checks + EXCLUDED.checks, "
-            "failed_checks = r.failed_checks + EXCLUDED.failed_checks, "
-            "response_time_sum_ms = r.response_time_sum_ms + EXCLUDED.response_time_sum_ms, "
-            "histogram = histogram_merge(r.histogram, EXCLUDED.histogram)) "
-            "SELECT count(*) FROM ins",
-            [c.id for c in checks],
-            [c.monitor_id for c in checks],
-            [c.status for c in checks],
-            [c.response_time_ms for c in checks],
-            [c.status_code for c in checks],
-            [c.error_code for c in checks],
-            [c.error_message for c in checks],
-            [c.created for c in checks],
-            [c.tls_expires_at for c in checks],
-        )
-        inserted = int(result)
-    if changes:
-        moves = await connection.fetch(
-            "WITH ch AS (SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], "
-            "$4::text[], $5::int[], $6::bigint[]) WITH ORDINALITY "
-            "AS u(monitor_id, check_id, from_status, to_status, epoch, created, ord)), "
-            # Changes of the monitor's current run, not logged yet (a retry logs nothing).
-            "ok AS (SELECT ch.*, m.status AS stored, "
-            "coalesce(m.status_since, m.created) AS since FROM ch JOIN monitors m "
-            "ON m.id = ch.monitor_id AND m.run_epoch = ch.epoch AND m.status <> 'paused' "
-            "WHERE NOT EXISTS (SELECT 1 FROM status_changes s WHERE s.check_id = ch.check_id)), "
-            "last AS (SELECT DISTINCT ON (monitor_id) * FROM ok ORDER BY monitor_id, ord DESC), "
-            "moved AS (UPDATE monitors m SET status = last.to_status, updated = last.created, "
-            "status_since = last.created FROM last WHERE m.id = last.monitor_id RETURNING m.id), "
-            # The periods the changes end: the stored one, then each change's own.
-            "periods AS (SELECT monitor_id, "
-            "coalesce(lag(to_status) OVER w, stored) AS status, "
-            "coalesce(lag(created) OVER w, since) AS started, created AS ended "
-            "FROM ok WINDOW w AS (PARTITION BY monitor_id ORDER BY ord)), "
-            f"{CLOSE_PERIODS} "
-            "INSERT INTO status_changes (monitor_id, check_id, from_status, to_status, created) "
-            "SELECT monitor_id, check_id, from_status, to_status, created FROM ok "
-            "ORDER BY ord ON CONFLICT (check_id) DO NOTHING "
-            "RETURNING seq, monitor_id, check_id, from_status, to_status, created",
-            [c.monitor_id for c in changes],
-            [c.check_id for c in changes],
-            [c.from_status for c in changes],
-            [c.to_status for c in changes],
-            [c.run_epoch for c in changes],
-            [c.created for c in changes],
-        )
+    row = await connection.fetchrow(
+        _WRITE_BATCH,
+        [c.id for c in checks],
+        [c.monitor_id for c in checks],
+        [c.status for c in checks],
+        [c.response_time_ms for c in checks],
+        [c.status_code for c in checks],
+        [c.error_code for c in checks],
+        [c.error_message for c in checks],
+        [c.created for c in checks],
+        [c.tls_expires_at for c in checks],
+        [c.monitor_id for c in changes],
+        [c.check_id for c in changes],
+        [c.from_status for c in changes],
+        [c.to_status for c in changes],
+        [c.run_epoch for c in changes],
+        [c.created for c in changes],
+    )
+    if row["monitor_ids"] is not None:
         await apply_moves(
             connection,
             MONITOR_MOVES,
-            [
-                (m["monitor_id"], m["check_id"], m["from_status"], m["to_status"], m["created"])
-                for m in sorted(moves, key=lambda m: m["seq"])
-            ],
+            list(
+                zip(
+                    row["monitor_ids"],
+                    row["check_ids"],
+                    row["from_statuses"],
+                    row["to_statuses"],
+                    row["times"],
+                    strict=True,
+                )
+            ),
         )
-    return inserted
+    return int(row["inserted"])
+
+
+def _stored_or_batch(aggregate: str, where: str) -> str:
+    """The ``aggregate`` (``min`` or ``max``) of ``c.created`` over the checks matching
+    ``where`` (on alias ``c``): the stored ones and those this statement inserts (``ins``;
+    a statement does not see its own rows)."""
+    pick = "least" if aggregate == "min" else "greatest"
+    return (
+        f"{pick}((SELECT {aggregate}(c.created) FROM checks c WHERE {where}), "
+        f"(SELECT {aggregate}(c.created) FROM ins c WHERE {where}))"
+    )
+
+
+_SINCE = "coalesce(m.status_since, m.created)"
+_EPISODE = "c.monitor_id = b.monitor_id AND c.created >= b.bound AND c.created <= b.created"
+_LAST_GOOD = _stored_or_batch("max", f"{_EPISODE} AND c.status = 'up'")
+_FIRST_FAILED = _stored_or_batch(
+    "min", f"{_EPISODE} AND c.status = 'down' AND c.created > coalesce(b.last_good, 0)"
+)
+
+_WRITE_BATCH = (
+    "WITH ins AS ("
+    f"INSERT INTO checks ({_CHECK_COLUMNS}) "
+    f"SELECT {_CHECK_COLUMNS} FROM unnest($1::text[], $2::text[], $3::text[], "
+    "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::bigint[]) "
+    f"WITH ORDINALITY AS u({_CHECK_COLUMNS}, ord) "
+    # A check of a paused monitor whose probe started at the pause's second or later is
+    # refused: probed by the owner between a pause committed through another node and the
+    # notification (extensions part 6).
+    "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND "
+    "(m.status <> 'paused' OR m.status_since IS NULL OR u.created < m.status_since)) "
+    "ORDER BY ord ON CONFLICT DO NOTHING "
+    "RETURNING monitor_id, created, status, response_time_ms), "
+    "ch AS (SELECT u.* FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], "
+    "$14::int[], $15::bigint[]) WITH ORDINALITY "
+    "AS u(monitor_id, check_id, from_status, to_status, epoch, created, ord)), "
+    # The monitors the batch moves, as stored before it (not paused), with their previous
+    # check (the newest in their rollups, or the start of their period if later).
+    "mon AS (SELECT m.id AS monitor_id, m.status AS stored, m.run_epoch, "
+    f"m.interval_seconds AS iv, {_SINCE} AS since, "
+    f"greatest({_SINCE}, {last_check_sql('m.id', _SINCE)}) AS before FROM monitors m "
+    "WHERE m.id IN (SELECT monitor_id FROM ins UNION SELECT monitor_id FROM ch) "
+    "AND m.status <> 'paused'), "
+    # Unknown spans (store.rollups): each inserted check more than two intervals after
+    # the one before it (in the batch, else stored). A retried batch inserts none.
+    "seen AS (SELECT monitor_id, created, "
+    "lag(created) OVER (PARTITION BY monitor_id ORDER BY created) AS prev FROM ins), "
+    "spans AS (SELECT s.monitor_id, greatest(s.prev, mon.before) + mon.iv AS gap_from, "
+    "s.created AS gap_to FROM seen s JOIN mon ON mon.monitor_id = s.monitor_id "
+    f"WHERE {gap_sql('greatest(s.prev, mon.before)', 's.created', 'mon.iv')}), "
+    # Changes of the monitor's current run, not logged yet (a retry logs nothing).
+    "ok AS (SELECT ch.*, mon.since FROM ch JOIN mon ON mon.monitor_id = ch.monitor_id "
+    "AND mon.run_epoch = ch.epoch "
+    "WHERE NOT EXISTS (SELECT 1 FROM status_changes s WHERE s.check_id = ch.check_id)), "
+    # When each change's status began: not before the period it ends, nor inside a span
+    # (a change whose check a full buffer dropped); a move into down at the first failed
+    # check after the last good one (store.rollups: backdating).
+    "bounded AS (SELECT ok.*, greatest(ok.since, (SELECT max(g.gap_to) FROM spans g "
+    "WHERE g.monitor_id = ok.monitor_id AND g.gap_from <= ok.created)) AS bound FROM ok), "
+    "good AS (SELECT b.*, CASE WHEN b.to_status = 'down' THEN "
+    f"{_LAST_GOOD} END AS last_good "
+    "FROM bounded b), "
+    "dated AS (SELECT b.*, greatest(b.bound, CASE WHEN b.to_status = 'down' THEN "
+    f"coalesce({_FIRST_FAILED}, b.created) ELSE b.created END) AS at FROM good b), "
+    # Each span's edges, in the status it interrupts (a pending one is unknown anyway).
+    "edges AS (SELECT * FROM (SELECT g.monitor_id, g.gap_from, g.gap_to, "
+    "coalesce((SELECT d.to_status FROM dated d WHERE d.monitor_id = g.monitor_id "
+    "AND d.at < g.gap_from ORDER BY d.at DESC, d.ord DESC LIMIT 1), mon.stored) AS was "
+    "FROM spans g JOIN mon ON mon.monitor_id = g.monitor_id) AS e "
+    "WHERE was IN ('up', 'down')), "
+    # Every point where a status begins, in time order (rank breaks ties).
+    "pts AS (SELECT monitor_id, check_id, from_status, to_status, at, 2 AS rank, ord "
+    "FROM dated UNION ALL SELECT monitor_id, NULL, was, 'unknown', gap_from, 0, 0 "
+    "FROM edges UNION ALL SELECT monitor_id, NULL, 'unknown', was, gap_to, 1, 0 FROM edges), "
+    "last AS (SELECT DISTINCT ON (monitor_id) * FROM dated ORDER BY monitor_id, ord DESC), "
+    "newest AS (SELECT DISTINCT ON (monitor_id) monitor_id, at FROM pts "
+    "ORDER BY monitor_id, at DESC, rank DESC, ord DESC), "
+    "moved AS (UPDATE monitors m SET status = coalesce(last.to_status, m.status), "
+    "updated = coalesce(last.created, m.updated), status_since = newest.at "
+    "FROM newest LEFT JOIN last ON last.monitor_id = newest.monitor_id "
+    "WHERE m.id = newest.monitor_id), "
+    # The periods the points close: the stored one, then each point's own.
+    "periods AS (SELECT p.monitor_id, coalesce(lag(p.to_status) OVER w, mon.stored) "
+    "AS status, coalesce(lag(p.at) OVER w, mon.since) AS started, p.at AS ended "
+    "FROM pts p JOIN mon ON mon.monitor_id = p.monitor_id "
+    "WINDOW w AS (PARTITION BY p.monitor_id ORDER BY p.at, p.rank, p.ord)), "
+    f"{SPLIT_PERIODS}, "
+    "by_bucket AS (SELECT monitor_id, created - created % 3600 AS hour, "
+    "histogram_bucket(response_time_ms) AS bucket, count(*) AS n, "
+    "count(*) FILTER (WHERE status = 'down') AS failed, "
+    "sum(response_time_ms) AS total, max(created) AS last FROM ins GROUP BY 1, 2, 3), "
+    # One upsert of the rollups: the checks' counts and the closed periods' seconds.
+    "rolled AS (INSERT INTO check_rollups AS r (monitor_id, hour, checks, failed_checks, "
+    "response_time_sum_ms, histogram, last_check, up_seconds, down_seconds, "
+    "paused_seconds) SELECT monitor_id, hour, sum(n)::int, sum(failed)::int, sum(total), "
+    "coalesce(array_agg(bucket * 65536 + least(n, 65535)::int ORDER BY bucket) "
+    "FILTER (WHERE bucket IS NOT NULL), '{}'), max(last), sum(up)::int, sum(down)::int, "
+    "sum(paused)::int FROM (SELECT monitor_id, hour, bucket, n, failed, total, last, "
+    "0 AS up, 0 AS down, 0 AS paused FROM by_bucket UNION ALL SELECT monitor_id, hour, "
+    "NULL, 0, 0, 0, NULL, up, down, paused FROM split) AS x GROUP BY monitor_id, hour "
+    "ON CONFLICT (monitor_id, hour) DO UPDATE SET "
+    "checks = r.checks + EXCLUDED.checks, "
+    "failed_checks = r.failed_checks + EXCLUDED.failed_checks, "
+    "response_time_sum_ms = r.response_time_sum_ms + EXCLUDED.response_time_sum_ms, "
+    "histogram = histogram_merge(r.histogram, EXCLUDED.histogram), "
+    "last_check = greatest(r.last_check, EXCLUDED.last_check), "
+    "up_seconds = r.up_seconds + EXCLUDED.up_seconds, "
+    "down_seconds = r.down_seconds + EXCLUDED.down_seconds, "
+    "paused_seconds = r.paused_seconds + EXCLUDED.paused_seconds), "
+    "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, to_status, "
+    "created) SELECT monitor_id, check_id, from_status, to_status, at FROM pts "
+    "ORDER BY at, rank, ord ON CONFLICT (check_id) DO NOTHING RETURNING seq, check_id), "
+    # The moves applied, in log order, at the time of the check that caused each.
+    "moves AS (SELECT l.seq, d.* FROM logged l JOIN dated d ON d.check_id = l.check_id) "
+    "SELECT (SELECT count(*) FROM ins) AS inserted, "
+    "array_agg(monitor_id ORDER BY seq) AS monitor_ids, "
+    "array_agg(check_id ORDER BY seq) AS check_ids, "
+    "array_agg(from_status ORDER BY seq) AS from_statuses, "
+    "array_agg(to_status ORDER BY seq) AS to_statuses, "
+    "array_agg(created ORDER BY seq) AS times FROM moves"
+)
+"""The batch (:func:`write_check_batch`): checks $1-$9, changes $10-$15. One row: the
+number of checks inserted and the moves applied (arrays, NULL without any)."""
 
 
 async def ensure_partitions(connection: Connection, lo: int, hi: int, width: int) -> None:

@@ -8,7 +8,11 @@ A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a serie
 * **Known time** is the part after the monitor's creation, after the rollup retention
   cutoff and before now; the rest is ``unknown_seconds`` (so the four seconds fields add
   up to the range's length). ``pending`` periods (after create and resume, until the
-  first check decides) are unknown too.
+  first check decides) are unknown too, and so are spans without checks (the service
+  stopped, every node down), from one interval after the last check to the next one,
+  the present included: the open period of an ``up`` or ``down`` monitor counts only
+  until :func:`store.rollups.counted_until`. Down time starts at the first failed check
+  of its episode (the log and ``status_since`` hold that time: :mod:`store.rollups`).
 * **Whole hours** inside a range come from the rollups: their closed status periods, plus
   the part of the open period (``monitors.status_since`` to now) that falls in them;
   their checks, failed checks, response-time sum and histogram.
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .database import Connection
-from .rollups import HOUR_SECONDS, merge_into, percentile_ms
+from .rollups import HOUR_SECONDS, counted_until, last_check_sql, merge_into, percentile_ms
 
 __all__ = ["Availability", "Window", "availability", "series_windows"]
 
@@ -104,7 +108,8 @@ def series_windows(start: int, end: int, granularity: str) -> list[Window]:
 @dataclass(slots=True)
 class _Timeline:
     """The status over time: ``points`` ``(since, status)`` ascending; before the first
-    point the status is unknown; the last point holds until ``now``."""
+    point the status is unknown; the last point holds until ``now`` (the open period's
+    counted end: :func:`store.rollups.counted_until`), and is unknown after it."""
 
     points: list[tuple[int, str]]
     now: int
@@ -153,10 +158,12 @@ async def _timeline(
         end,
     )
     points = [(int(r["created"]), str(r["to_status"])) for r in rows]
-    since = int(monitor["since"])
+    since, status = int(monitor["since"]), str(monitor["status"])
     if not points or points[-1][0] < since:
-        points.append((since, str(monitor["status"])))
-    return _Timeline(points, now)
+        points.append((since, status))
+    last_check = None if monitor["last_check"] is None else int(monitor["last_check"])
+    until = counted_until(now, status, since, last_check, int(monitor["interval_seconds"]))
+    return _Timeline(points, until)
 
 
 async def _aggregate(
@@ -227,9 +234,10 @@ async def availability(
     (contiguous, ascending; one window for no series), or None when the monitor does not
     exist. ``rollup_cutoff`` and ``check_cutoff`` (epoch seconds) are where rollups and
     raw checks end by retention; ``now`` is epoch seconds."""
+    since_sql = "coalesce(status_since, created)"
     monitor = await connection.fetchrow(
-        "SELECT id, status, created, coalesce(status_since, created) AS since "
-        "FROM monitors WHERE id = $1",
+        f"SELECT id, status, created, interval_seconds, {since_sql} AS since, "
+        f"{last_check_sql('id', since_sql)} AS last_check FROM monitors WHERE id = $1",
         monitor_id,
     )
     if monitor is None:

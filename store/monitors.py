@@ -14,7 +14,7 @@ from .evented import EventedTable
 from .events import EventCause
 from .pagination import Page, PageRequest, fetch_page
 from .records import MonitorRecord
-from .rollups import CLOSE_PERIODS
+from .rollups import CLOSE_PERIODS, known_end_sql, last_check_sql
 
 _COLUMNS = (
     "id",
@@ -202,18 +202,25 @@ async def _move(
 ) -> tuple[MonitorRecord | None, bool]:
     condition = "status <> 'paused'" if only_from is None else f"status = '{only_from}'"
     # The move closes the period it ends into the rollups and is logged, in this
-    # transaction (extensions part 4; store.rollups).
+    # transaction (extensions part 4; store.rollups): an up or down period left without
+    # checks for more than two intervals only until one interval after its last check,
+    # the rest logged as unknown.
+    since_sql = "coalesce(status_since, created)"
     old_status = await connection.fetchval(
-        "WITH m AS (SELECT id, status, coalesce(status_since, created) AS since "
+        f"WITH m AS (SELECT id, status, {since_sql} AS since, "
+        f"greatest({since_sql}, {last_check_sql('id', since_sql)}) AS before, "
+        "interval_seconds AS iv "
         f"FROM monitors WHERE id = $1 AND account_id = $2 AND {condition} FOR UPDATE), "
         "moved AS (UPDATE monitors t SET status = $3, updated = $4, "
         "run_epoch = run_epoch + 1, status_since = $4 FROM m WHERE t.id = m.id "
         "RETURNING t.id), "
         "periods AS (SELECT id AS monitor_id, status, since AS started, "
-        "$4::bigint AS ended FROM m), "
+        f"{known_end_sql('status', 'before', '$4::bigint', 'iv')} AS ended FROM m), "
         f"{CLOSE_PERIODS}, "
         "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, "
-        "to_status, created) SELECT id, NULL, status, $3, $4 FROM m) "
+        "to_status, created) SELECT m.id, NULL, m.status, 'unknown', p.ended "
+        "FROM m JOIN periods p ON p.monitor_id = m.id WHERE p.ended < $4 "
+        "UNION ALL SELECT id, NULL, status, $3, $4 FROM m ORDER BY 5) "
         "SELECT m.status FROM m JOIN moved ON moved.id = m.id",
         monitor_id,
         account_id,

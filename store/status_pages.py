@@ -14,7 +14,8 @@ one connection, never reading raw checks (DESIGN: "a page never reads raw checks
 
 1. the page;
 2. its components' monitors that still exist in the account: current status and since
-   when (``status_since``, or ``created``);
+   when (``status_since``, or ``created``: for a ``down`` one, its first failed check),
+   their interval and last check (the newest ``last_check`` of their rollups);
 3. their hourly rollups of the last :data:`DAYS` UTC days summed per day: up and down
    seconds of closed status periods (``store.rollups``);
 4. incidents of the account whose ``monitors`` overlap the page's monitors (GIN index
@@ -25,7 +26,10 @@ one connection, never reading raw checks (DESIGN: "a page never reads raw checks
 5. their timelines (``incident_updates``), oldest first.
 
 The open status period (``status_since`` to now) is not in the rollups yet: it is added
-here, split by UTC day, as :mod:`store.history` does.
+here, split by UTC day, as :mod:`store.history` does, and as far as it counts: a
+monitor without a check for more than two intervals counts only until one interval after
+its last check (:func:`store.rollups.counted_until`), so the bars, the rollups and the
+availability endpoint agree.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .events import EventCause
 from .owned import delete_owned, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import IncidentRecord, IncidentUpdateRecord, StatusPageRecord, column_names
+from .rollups import counted_until, last_check_sql
 
 __all__ = [
     "DAYS",
@@ -218,13 +223,21 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
     first = day_starts[0]
 
     monitors: dict[str, PublicMonitor] = {}
+    counted: dict[str, int] = {}  # where each open period stops counting (store.rollups)
+    since_sql = "coalesce(status_since, created)"
     for m in await connection.fetch(
-        "SELECT id, status, coalesce(status_since, created) AS since FROM monitors "
+        f"SELECT id, status, {since_sql} AS since, interval_seconds, "
+        f"{last_check_sql('id', since_sql)} AS last_check FROM monitors "
         "WHERE account_id = $1 AND id = ANY($2::text[])",
         page.account_id,
         wanted,
     ):
-        monitors[m["id"]] = PublicMonitor(status=m["status"], since=int(m["since"]))
+        monitor = PublicMonitor(status=m["status"], since=int(m["since"]))
+        monitors[m["id"]] = monitor
+        last = None if m["last_check"] is None else int(m["last_check"])
+        counted[m["id"]] = counted_until(
+            now, monitor.status, monitor.since, last, int(m["interval_seconds"])
+        )
     ids = list(monitors)
 
     days = {m: [(0, 0)] * DAYS for m in ids}
@@ -240,7 +253,7 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
             days[r["monitor_id"]][k] = (int(r["up"]), int(r["down"]))
     for monitor_id, monitor in monitors.items():
         if monitor.status in ("up", "down"):
-            _add_open_period(days[monitor_id], monitor, first, now)
+            _add_open_period(days[monitor_id], monitor, first, counted[monitor_id])
 
     rows = await connection.fetch(
         f"(SELECT {_INCIDENT_SELECT}, m.name AS opener_name FROM incidents t "
@@ -278,14 +291,15 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
 
 
 def _add_open_period(
-    days: list[tuple[int, int]], monitor: PublicMonitor, first: int, now: int
+    days: list[tuple[int, int]], monitor: PublicMonitor, first: int, end: int
 ) -> None:
-    """Add the open period ``[since, now)`` of an ``up`` or ``down`` monitor to its days
-    (``days[k]`` is the day starting ``first + k * DAY_SECONDS``), split at midnight UTC."""
+    """Add the open period ``[since, end)`` of an ``up`` or ``down`` monitor to its days
+    (``days[k]`` is the day starting ``first + k * DAY_SECONDS``), split at midnight UTC;
+    ``end`` is where it stops counting (:func:`store.rollups.counted_until`)."""
     at = max(monitor.since, first)
-    while at < now:
+    while at < end:
         k = (at - first) // DAY_SECONDS
-        until = min(now, first + (k + 1) * DAY_SECONDS)
+        until = min(end, first + (k + 1) * DAY_SECONDS)
         up, down = days[k]
         if monitor.status == "up":
             days[k] = (up + until - at, down)

@@ -1,11 +1,25 @@
 """Helpers of the store tests: a monitor or a heartbeat inserted through the store, at a
-chosen time."""
+chosen time; checks written and availability read through the store, at chosen times."""
 
 from __future__ import annotations
 
 import secrets
 
-from store import Database, HeartbeatRecord, MonitorRecord, accounts, heartbeats, monitors, new_id
+from store import (
+    CheckRecord,
+    Database,
+    HeartbeatRecord,
+    MonitorRecord,
+    StatusChange,
+    accounts,
+    checks,
+    heartbeats,
+    history,
+    monitors,
+    new_check_id,
+    new_id,
+)
+from store.history import Window
 
 
 async def new_monitor(
@@ -77,3 +91,109 @@ async def new_heartbeat(
             "metadata": {},
         },
     )
+
+
+async def run_epoch(db: Database, monitor_id: str) -> int:
+    """The stored ``run_epoch`` of ``monitor_id`` (a status change must carry it)."""
+    record = await db.run(monitors.get_monitor, None, monitor_id)
+    assert record is not None
+    return record.run_epoch
+
+
+HOUR = 3600
+DAY = 86_400
+H0 = 1_790_000_000 - 1_790_000_000 % DAY + 5 * HOUR
+"""An hour boundary (epoch seconds) that store tests write histories around."""
+T0 = H0 + 600
+"""Ten minutes past :data:`H0`: monitors are created off the hour."""
+
+
+def check_records(
+    monitor_id: str,
+    times: list[int],
+    *,
+    status: str = "up",
+    response_ms: list[float] | None = None,
+) -> list[CheckRecord]:
+    """Checks of ``status`` at ``times`` (epoch seconds), 1 ms each unless
+    ``response_ms`` says; a failed one was refused."""
+    return [
+        CheckRecord(
+            id=new_check_id(t),
+            monitor_id=monitor_id,
+            status=status,
+            response_time_ms=response_ms[k] if response_ms else 1.0,
+            status_code=None,
+            error_code=None if status == "up" else "connection_refused",
+            error_message=None if status == "up" else "refused",
+            created=t,
+        )
+        for k, t in enumerate(times)
+    ]
+
+
+async def write_checks(
+    db: Database,
+    monitor_id: str,
+    times: list[int],
+    *,
+    status: str = "up",
+    moved_from: str | None = None,
+    move_on: int = 0,
+    response_ms: list[float] | None = None,
+) -> None:
+    """One batch of checks of ``status`` at ``times`` (epoch seconds) through the store
+    actor's path (``store.checks.write_check_batch``); when ``moved_from`` is given, the
+    check ``times[move_on]`` moves the monitor from it to ``status``, as the engine would
+    report it (with a failure threshold of 3, the third failed check moves it)."""
+    await db.run(checks.ensure_partitions, min(times), max(times), 86_400)
+    records = check_records(monitor_id, times, status=status, response_ms=response_ms)
+    changes = []
+    if moved_from is not None:
+        changes.append(
+            StatusChange(
+                monitor_id=monitor_id,
+                check_id=records[move_on].id,
+                from_status=moved_from,
+                to_status=status,
+                run_epoch=await run_epoch(db, monitor_id),
+                created=times[move_on],
+            )
+        )
+    await db.transaction(checks.write_check_batch, records, changes)
+
+
+async def read_availability(
+    db: Database,
+    monitor_id: str,
+    start: int,
+    end: int,
+    *,
+    now: int,
+    granularity: str | None = None,
+    rollup_cutoff: int = 0,
+    check_cutoff: int = 0,
+) -> tuple[history.Availability, list[history.Availability]]:
+    """``store.history.availability`` of ``[start, end)`` at ``now`` (epoch seconds), as
+    the endpoint asks it: the whole range and its series (one window without
+    ``granularity``)."""
+    windows = (
+        [Window(start, end)]
+        if granularity is None
+        else history.series_windows(start, end, granularity)
+    )
+    found = await db.run(
+        history.availability,
+        monitor_id,
+        windows,
+        now=now,
+        rollup_cutoff=rollup_cutoff,
+        check_cutoff=check_cutoff,
+    )
+    assert found is not None
+    return found
+
+
+def seconds_of(a: history.Availability) -> tuple[int, int, int, int]:
+    """``(up, down, paused, unknown)`` seconds of ``a``."""
+    return a.up_seconds, a.down_seconds, a.paused_seconds, a.unknown_seconds

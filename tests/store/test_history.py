@@ -16,109 +16,32 @@ from typing import Any
 import trio
 
 from store import (
-    CheckRecord,
     Database,
     MaintenanceSettings,
     StatusChange,
     apply_migrations,
     checks,
-    history,
     maintain,
     monitors,
-    new_check_id,
     open_database,
     rollups,
 )
-from store.history import Window
-from tests.store.helpers import new_monitor
-
-HOUR = 3600
-DAY = 86_400
-# An hour boundary, and ten minutes past it: monitors are created off the hour.
-H0 = 1_790_000_000 - 1_790_000_000 % DAY + 5 * HOUR
-T0 = H0 + 600
+from tests.store.helpers import (
+    DAY,
+    H0,
+    HOUR,
+    T0,
+    check_records,
+    new_monitor,
+    read_availability,
+    run_epoch,
+    seconds_of,
+    write_checks,
+)
 
 
 async def _monitor(db: Database, created: int = T0) -> str:
     return (await new_monitor(db, created=created)).id
-
-
-async def _epoch(db: Database, monitor_id: str) -> int:
-    record = await db.run(monitors.get_monitor, None, monitor_id)
-    assert record is not None
-    return record.run_epoch
-
-
-async def _checks(
-    db: Database,
-    monitor_id: str,
-    times: list[int],
-    *,
-    status: str = "up",
-    moved_from: str | None = None,
-    response_ms: list[float] | None = None,
-) -> None:
-    """Checks at ``times``; the first moves the monitor from ``moved_from`` to ``status``
-    when given (as the engine would report it)."""
-    await db.run(checks.ensure_partitions, min(times), max(times), DAY)
-    records = [
-        CheckRecord(
-            id=new_check_id(t),
-            monitor_id=monitor_id,
-            status=status,
-            response_time_ms=response_ms[k] if response_ms else 1.0,
-            status_code=None,
-            error_code=None if status == "up" else "connection_refused",
-            error_message=None if status == "up" else "refused",
-            created=t,
-        )
-        for k, t in enumerate(times)
-    ]
-    changes = []
-    if moved_from is not None:
-        changes.append(
-            StatusChange(
-                monitor_id=monitor_id,
-                check_id=records[0].id,
-                from_status=moved_from,
-                to_status=status,
-                run_epoch=await _epoch(db, monitor_id),
-                created=times[0],
-            )
-        )
-    await db.transaction(checks.write_check_batch, records, changes)
-
-
-async def _availability(
-    db: Database,
-    monitor_id: str,
-    start: int,
-    end: int,
-    *,
-    now: int,
-    granularity: str | None = None,
-    rollup_cutoff: int = 0,
-    check_cutoff: int = 0,
-) -> tuple[history.Availability, list[history.Availability]]:
-    windows = (
-        [Window(start, end)]
-        if granularity is None
-        else history.series_windows(start, end, granularity)
-    )
-    found = await db.run(
-        history.availability,
-        monitor_id,
-        windows,
-        now=now,
-        rollup_cutoff=rollup_cutoff,
-        check_cutoff=check_cutoff,
-    )
-    assert found is not None
-    return found
-
-
-def _seconds(a: history.Availability) -> tuple[int, int, int, int]:
-    return a.up_seconds, a.down_seconds, a.paused_seconds, a.unknown_seconds
 
 
 async def test_sql_and_python_agree_on_histogram_buckets(db: Database) -> None:
@@ -139,22 +62,22 @@ async def test_sql_and_python_agree_on_histogram_buckets(db: Database) -> None:
 async def test_up_99_minutes_down_1_is_exact_in_seconds_checks_and_series(db: Database) -> None:
     with trio.fail_after(15):
         mid = await _monitor(db)
-        await _checks(db, mid, [T0], moved_from="pending")
-        await _checks(db, mid, [T0 + 60 * k for k in range(1, 99)])
-        await _checks(db, mid, [T0 + 99 * 60], status="down", moved_from="up")
-        await _checks(db, mid, [T0 + 100 * 60], moved_from="down")
+        await write_checks(db, mid, [T0], moved_from="pending")
+        await write_checks(db, mid, [T0 + 60 * k for k in range(1, 99)])
+        await write_checks(db, mid, [T0 + 99 * 60], status="down", moved_from="up")
+        await write_checks(db, mid, [T0 + 100 * 60], moved_from="down")
         now = T0 + 100 * 60
-        whole, _ = await _availability(db, mid, T0, now, now=now)
-        assert _seconds(whole) == (5940, 60, 0, 0)
+        whole, _ = await read_availability(db, mid, T0, now, now=now)
+        assert seconds_of(whole) == (5940, 60, 0, 0)
         assert whole.uptime_percent == 99.0
         # The check at `now` is outside [T0, now): 100 checks, one of them failed.
         assert (whole.checks, whole.failed_checks, whole.longest_down_seconds) == (100, 1, 60)
-        whole, series = await _availability(db, mid, T0, now, now=now, granularity="hour")
+        whole, series = await read_availability(db, mid, T0, now, now=now, granularity="hour")
         assert [(p.start, p.end) for p in series] == [
             (T0, H0 + HOUR),
             (H0 + HOUR, now),
         ]
-        assert [_seconds(p) for p in series] == [(3000, 0, 0, 0), (2940, 60, 0, 0)]
+        assert [seconds_of(p) for p in series] == [(3000, 0, 0, 0), (2940, 60, 0, 0)]
         assert [p.checks for p in series] == [50, 50]
         assert sum(p.checks for p in series) == whole.checks
 
@@ -179,32 +102,35 @@ async def test_a_pause_in_the_middle_counts_paused_and_pending_is_unknown(db: Da
         mid = await _monitor(db)
         record = await db.run(monitors.get_monitor, None, mid)
         assert record is not None
-        await _checks(db, mid, [T0], moved_from="pending")
+        await write_checks(db, mid, [T0], moved_from="pending")
+        await write_checks(db, mid, list(range(T0 + 60, T0 + 1800, 60)))  # checked until paused
         await db.transaction(monitors.pause_monitor, record.account_id, mid, T0 + 1800)
         await db.transaction(monitors.resume_monitor, record.account_id, mid, T0 + 3000)
-        await _checks(db, mid, [T0 + 3010], moved_from="pending")
+        await write_checks(db, mid, [T0 + 3010], moved_from="pending")
         now = T0 + 5400
-        whole, _ = await _availability(db, mid, T0, now, now=now)
-        assert _seconds(whole) == (1800 + 2390, 0, 1200, 10)
+        await write_checks(db, mid, list(range(T0 + 3070, now, 60)))
+        whole, _ = await read_availability(db, mid, T0, now, now=now)
+        assert seconds_of(whole) == (1800 + 2390, 0, 1200, 10)
         assert whole.uptime_percent == 100.0
         # A late result of the paused run writes no status: the epoch moved on.
-        whole, _ = await _availability(db, mid, T0 + 1800, T0 + 3000, now=now)
-        assert _seconds(whole) == (0, 0, 1200, 0) and whole.uptime_percent is None
+        whole, _ = await read_availability(db, mid, T0 + 1800, T0 + 3000, now=now)
+        assert seconds_of(whole) == (0, 0, 1200, 0) and whole.uptime_percent is None
 
 
 async def test_a_range_before_creation_and_past_retention_is_unknown(db: Database) -> None:
     with trio.fail_after(15):
         mid = await _monitor(db)
-        await _checks(db, mid, [T0], moved_from="pending")
+        await write_checks(db, mid, [T0], moved_from="pending")
         now = T0 + 2 * HOUR
-        whole, _ = await _availability(db, mid, T0 - HOUR, T0 + HOUR, now=now)
-        assert _seconds(whole) == (HOUR, 0, 0, HOUR)
-        whole, _ = await _availability(
+        await write_checks(db, mid, list(range(T0 + 60, now, 60)))
+        whole, _ = await read_availability(db, mid, T0 - HOUR, T0 + HOUR, now=now)
+        assert seconds_of(whole) == (HOUR, 0, 0, HOUR)
+        whole, _ = await read_availability(
             db, mid, T0 - HOUR, T0 + HOUR, now=now, rollup_cutoff=T0 + 900
         )
-        assert _seconds(whole) == (HOUR - 900, 0, 0, HOUR + 900)
-        whole, _ = await _availability(db, mid, now - 600, now + 600, now=now)
-        assert _seconds(whole) == (600, 0, 0, 600), "the future is unknown"
+        assert seconds_of(whole) == (HOUR - 900, 0, 0, HOUR + 900)
+        whole, _ = await read_availability(db, mid, now - 600, now + 600, now=now)
+        assert seconds_of(whole) == (600, 0, 0, 600), "the future is unknown"
 
 
 async def test_a_down_period_across_an_hour_and_a_day_is_split_by_the_hour(db: Database) -> None:
@@ -212,16 +138,21 @@ async def test_a_down_period_across_an_hour_and_a_day_is_split_by_the_hour(db: D
         day = H0 - 5 * HOUR + DAY  # the next midnight, UTC
         created = day - 2 * HOUR - 600
         mid = await _monitor(db, created)
-        await _checks(db, mid, [created], moved_from="pending")
-        await _checks(db, mid, [day - 300], status="down", moved_from="up")
-        await _checks(db, mid, [day + 180], moved_from="down")
         now = day + 2 * HOUR
-        whole, days = await _availability(db, mid, created, now, now=now, granularity="day")
-        assert _seconds(whole) == (now - created - 480, 480, 0, 0)
+        await write_checks(db, mid, [created], moved_from="pending")
+        await write_checks(db, mid, list(range(created + 60, day - 300, 60)))
+        await write_checks(db, mid, [day - 300], status="down", moved_from="up")
+        await write_checks(db, mid, list(range(day - 240, day + 180, 60)), status="down")
+        await write_checks(db, mid, [day + 180], moved_from="down")
+        await write_checks(db, mid, list(range(day + 240, now, 60)))
+        whole, days = await read_availability(db, mid, created, now, now=now, granularity="day")
+        assert seconds_of(whole) == (now - created - 480, 480, 0, 0)
         assert whole.longest_down_seconds == 480
         assert [(p.down_seconds, p.longest_down_seconds) for p in days] == [(300, 300), (180, 180)]
-        _, hours = await _availability(db, mid, day - HOUR, day + HOUR, now=now, granularity="hour")
-        assert [_seconds(p) for p in hours] == [(HOUR - 300, 300, 0, 0), (HOUR - 180, 180, 0, 0)]
+        _, hours = await read_availability(
+            db, mid, day - HOUR, day + HOUR, now=now, granularity="hour"
+        )
+        assert [seconds_of(p) for p in hours] == [(HOUR - 300, 300, 0, 0), (HOUR - 180, 180, 0, 0)]
 
 
 def _nearest_rank(values: list[float], percent: float) -> float:
@@ -235,13 +166,13 @@ async def test_percentiles_are_within_5_percent_of_the_raw_checks(db: Database) 
         mid = await _monitor(db)
         times = [T0 + 15 * k for k in range(3 * 240)]  # three hours, every 15 s
         latencies = [rng.lognormvariate(-1.0, 0.9) for _ in times]
-        await _checks(db, mid, times[:1], moved_from="pending", response_ms=latencies[:1])
+        await write_checks(db, mid, times[:1], moved_from="pending", response_ms=latencies[:1])
         for k in range(1, len(times), 100):
-            await _checks(db, mid, times[k : k + 100], response_ms=latencies[k : k + 100])
+            await write_checks(db, mid, times[k : k + 100], response_ms=latencies[k : k + 100])
         now = times[-1] + 60
         start, end = T0 + 1234, T0 + 3 * HOUR - 777  # edges from raw checks, hours from rollups
         inside = [ms for t, ms in zip(times, latencies, strict=True) if start <= t < end]
-        whole, _ = await _availability(db, mid, start, end, now=now)
+        whole, _ = await read_availability(db, mid, start, end, now=now)
         assert whole.checks == len(inside)
         figures = whole.response_time_ms()
         mean = figures["mean"]
@@ -254,33 +185,21 @@ async def test_percentiles_are_within_5_percent_of_the_raw_checks(db: Database) 
 async def test_a_retried_batch_counts_nothing_twice(db: Database) -> None:
     with trio.fail_after(15):
         mid = await _monitor(db)
-        await _checks(db, mid, [T0], moved_from="pending")
-        records = [
-            CheckRecord(
-                id=new_check_id(T0 + 60 * k),
-                monitor_id=mid,
-                status="down",
-                response_time_ms=2.0,
-                status_code=None,
-                error_code="timeout",
-                error_message="late",
-                created=T0 + 60 * k,
-            )
-            for k in (1, 2)
-        ]
+        await write_checks(db, mid, [T0], moved_from="pending")
+        records = check_records(mid, [T0 + 60, T0 + 120], status="down")
         change = StatusChange(
             monitor_id=mid,
             check_id=records[0].id,
             from_status="up",
             to_status="down",
-            run_epoch=await _epoch(db, mid),
+            run_epoch=await run_epoch(db, mid),
             created=T0 + 60,
         )
         for _ in range(2):  # the second as after a lost commit acknowledgement
             await db.transaction(checks.write_check_batch, records, [change])
-        whole, _ = await _availability(db, mid, T0, T0 + 600, now=T0 + 600)
+        whole, _ = await read_availability(db, mid, T0, T0 + 180, now=T0 + 180)
         assert (whole.checks, whole.failed_checks) == (3, 2)
-        assert _seconds(whole) == (60, 540, 0, 0)
+        assert seconds_of(whole) == (60, 120, 0, 0)
 
 
 async def test_retention_drops_whole_partitions_and_keeps_their_number_flat(
@@ -307,19 +226,7 @@ async def test_retention_drops_whole_partitions_and_keeps_their_number_flat(
             await db.run(checks.ensure_partitions, min(times), max(times), width)
             await db.transaction(
                 checks.write_check_batch,
-                [
-                    CheckRecord(
-                        id=new_check_id(t),
-                        monitor_id=mid,
-                        status="up",
-                        response_time_ms=1.0,
-                        status_code=None,
-                        error_code=None,
-                        error_message=None,
-                        created=t,
-                    )
-                    for t in times
-                ],
+                check_records(mid, times),
                 [],
             )
             report = await maintain(db, settings, partition_seconds=width, now=now)
@@ -375,3 +282,14 @@ async def test_the_migration_moves_existing_checks_and_rolls_them_up(
             await db.run(apply_migrations)  # today's code reads today's schema
             page, _ = await db.run(checks.list_checks, mid, limit=2, starting_after="chk_old3000")
             assert [c.id for c in page] == ["chk_old2999", "chk_old2998"]
+
+            async def last_checks(connection: Any) -> list[Any]:
+                rows = await connection.fetch(
+                    "SELECT last_check FROM check_rollups WHERE monitor_id = $1 "
+                    "ORDER BY hour DESC LIMIT 2",
+                    mid,
+                )
+                return [r["last_check"] for r in rows]
+
+            # Migration 0013: the newest hour knows its last check; older ones need not.
+            assert await db.run(last_checks) == [T0 + 3000 * 60, None]

@@ -5,6 +5,8 @@ fixed so a history written through the store has exact figures."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import time
 from typing import Any
 
@@ -19,12 +21,15 @@ from store import (
 )
 from tests.api import Api
 from tests.conftest import MakeToken
-from tests.store.helpers import new_monitor
+from tests.store.helpers import new_monitor, write_checks
+from tests.web.status_helpers import Clock
 from web.app import create_app
 from web.deps import Dependencies
 from web.models import AvailabilityObject, CheckList
+from web.status_cache import PageCache
 
 HOUR = 3600
+_SECONDS = ("up_seconds", "down_seconds", "paused_seconds", "unknown_seconds")
 
 
 async def _history(db: Database, created: int) -> str:
@@ -118,7 +123,9 @@ async def test_availability_of_a_known_history(
 
             code, body, _ = await api.get(f"/monitors/{mid}/availability")  # the last 30 days
             assert code == 200 and (body["start"], body["end"]) == (now - 30 * 86_400, now)
-            assert body["unknown_seconds"] == 30 * 86_400 - 3 * HOUR
+            # Its last check was at created + 2 h - 300 s (interval 300 s): the hour since
+            # then has no check, so it is unknown (extensions part 4), not up.
+            assert body["unknown_seconds"] == 30 * 86_400 - 2 * HOUR
             code, body, _ = await api.get(
                 f"/monitors/{mid}/availability", query={"granularity": "day"}
             )
@@ -202,3 +209,68 @@ async def test_check_filters_and_ending_before(db: Database, api: Api) -> None:
             f"/monitors/{mid}/checks", query={"ending_before": ids[0], "starting_after": ids[1]}
         )
         assert code == 400 and body["error"]["code"] == "cursor_conflict"
+
+
+async def test_the_endpoint_the_rollups_and_the_status_page_agree(
+    db: Database, deps: Dependencies, make_token: MakeToken
+) -> None:
+    with trio.fail_after(30):
+        # Every 300 s, failure threshold 3. The first failure is 5 minutes before
+        # midnight, the move into down comes after it (down from 23:55, so yesterday has
+        # 300 s down); recovered at 00:25; checked until 04:05, stopped until 06:00
+        # (unknown), checked since.
+        day = int(time.time()) // 86_400 * 86_400 + 86_400
+        created, now = day - 6 * HOUR, day + 8 * HOUR
+        record = await new_monitor(db, created=created, interval_seconds=300, failure_threshold=3)
+        mid = record.id
+        await write_checks(db, mid, list(range(created, day - 300, 300)), moved_from="pending")
+        for k, t in enumerate(range(day - 300, day + 1500, 300)):
+            await write_checks(db, mid, [t], status="down", moved_from="up" if k == 2 else None)
+        await write_checks(
+            db, mid, list(range(day + 1500, day + 4 * HOUR + 1, 300)), moved_from="down"
+        )
+        await write_checks(db, mid, list(range(day + 6 * HOUR, now, 300)))
+        page = {"name": "Honest", "slug": "honest", "components": [{"monitor": mid, "name": "Web"}]}
+        # Read now, and an hour later with no check since (the service stopped again):
+        # that hour is unknown, in the endpoint and in today's bar alike.
+        for at, unknown_today in ((now, 6900), (now + HOUR, 6900 + HOUR)):
+            clock = Clock(float(at))
+            app = create_app(
+                dataclasses.replace(deps, clock=clock, status_cache=PageCache(clock=clock))
+            )
+            async with app.test_app() as test_app:
+                client = test_app.test_client()
+                api = Api(client, await make_token())
+                if at == now:  # the page is made once
+                    assert (await api.post("/status-pages", json=page))[0] == 201
+                code, body, _ = await api.get(
+                    f"/monitors/{mid}/availability",
+                    query={"start": day - 86_400, "end": at, "granularity": "day"},
+                )
+                assert code == 200, body
+                yesterday, today = body["series"]
+                assert [yesterday[k] for k in ("up_seconds", "down_seconds")] == [21_300, 300]
+                assert [today[k] for k in _SECONDS] == [20_400, 1500, 0, unknown_today]
+                response = await client.get("/status/honest/summary.json")
+                bars = json.loads(await response.get_data())["components"][0]["days"]
+            # The bars say what the endpoint says, day by day.
+            for bar, figures in zip(bars[-2:], (yesterday, today), strict=True):
+                percent = figures["uptime_percent"]
+                assert bar["uptime_percent"] == math.floor(percent * 1000) / 1000
+
+        # The rollups hold the closed periods: all of yesterday; today until the stop
+        # (the open period since 06:00 is added when read).
+        async def per_day(connection: Any) -> list[Any]:
+            return list(
+                await connection.fetch(
+                    "SELECT hour - hour % 86400 AS day, sum(up_seconds) AS up, "
+                    "sum(down_seconds) AS down FROM check_rollups WHERE monitor_id = $1 "
+                    "GROUP BY 1 ORDER BY 1",
+                    mid,
+                )
+            )
+
+        assert [tuple(r) for r in await db.run(per_day)] == [
+            (day - 86_400, 21_300, 300),
+            (day, 20_400 - 2 * HOUR, 1500),
+        ]

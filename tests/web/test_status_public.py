@@ -166,6 +166,15 @@ async def test_daily_bars_come_from_rollups_plus_the_open_period_split_by_day(
                 up_s,
                 down_s,
             )
+        for monitor_id in (up, down):  # both checked a minute ago: still watched
+            await sql(
+                db,
+                "INSERT INTO check_rollups (monitor_id, hour, checks, last_check) "
+                "VALUES ($1, $2, 1, $3)",
+                monitor_id,
+                now - 3600,
+                now - 60,
+            )
         await sql(
             db,
             "UPDATE monitors SET status = 'up', status_since = $2 WHERE id = $1",
