@@ -9,11 +9,12 @@ buckets up to its fair share (``ceil(256 / live nodes)``; each claim bumps the b
 A graceful stop gives everything back at once (:func:`release_node`). A registration
 and every give-back ``NOTIFY`` the other nodes (:func:`store.notify.notify_leases`), which
 renew at once. Every time is the database's clock (``now()``), so nodes' clocks never
-meet. A node that is not live is taken off the list by hand (:func:`forget_node`,
-``uptrio nodes forget``) or, three days after its last renewal, by the maintenance round
-(:func:`prune_nodes`).
+meet.
 
-Query functions (asyncio side), run each with :meth:`store.Database.transaction`.
+Query functions (asyncio side), run each with :meth:`store.Database.transaction`. A node
+that is not live is taken off the list by hand (:func:`forget_node`, ``uptrio nodes
+forget``) or, three days after its last renewal, by the maintenance round
+(:func:`prune_nodes`).
 """
 
 from __future__ import annotations
