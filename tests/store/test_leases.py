@@ -4,15 +4,10 @@ every claim, expiry by the database's clock, and a graceful stop giving back at 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import trio
-
-from store import Database, MaintenanceSettings, leases, maintain, monitors
+from store import Database, leases, monitors
 from tests.store.helpers import new_heartbeat, new_monitor
-
-T0 = int(time.time())
 
 
 async def _sql(db: Database, query: str, *args: Any) -> list[dict[str, Any]]:
@@ -91,29 +86,3 @@ async def test_nodes_list_counts_the_active_monitors_and_heartbeats_each_node_ru
         assert listed[node].monitors == runs
         assert listed[node].heartbeats == int(leases.bucket_of(beat.id) in held)
     assert listed["a"].monitors + listed["b"].monitors == 11  # the paused one runs nowhere
-
-
-async def test_nodes_stopped_or_expired_for_days_are_forgotten_by_maintenance(
-    db: Database,
-) -> None:
-    with trio.fail_after(20):
-        for name in ("old-stopped", "old-expired", "recent-stopped", "live"):
-            await db.transaction(leases.register_node, name, 10.0)
-            await db.transaction(leases.renew_leases, name, 10.0)
-        for name in ("old-stopped", "recent-stopped"):
-            await db.transaction(leases.release_node, name)
-        await _sql(
-            db,
-            "UPDATE nodes SET renewed_at = now() - interval '4 days' "
-            "WHERE name IN ('old-stopped', 'old-expired')",
-        )
-        await _sql(
-            db,
-            "UPDATE bucket_leases SET expires_at = now() - interval '4 days' "
-            "WHERE node = 'old-expired'",
-        )
-        report = await maintain(db, MaintenanceSettings(), partition_seconds=86_400, now=T0)
-        listed = {n.name: n.state for n in await db.run(leases.list_nodes)}
-        assert listed == {"live": "live", "recent-stopped": "stopped"}
-        assert sorted(report.nodes_forgotten) == ["old-expired", "old-stopped"]
-        assert not await _sql(db, "SELECT 1 FROM bucket_leases WHERE node LIKE 'old-%'")
