@@ -69,6 +69,7 @@ from .run import (
 from .service import (
     BenchDatabase,
     ServiceProcess,
+    claim_secret,
     mint_tokens,
     open_bench_database,
 )
@@ -200,6 +201,8 @@ async def cluster_phase(
         AsyncExitStack() as stack,
     ):
         started = time.monotonic()
+        if params.database_url:
+            await claim_secret(data_dir / "node-1", bench_db.url, env)
         nodes = await start_nodes(
             stack, params, bench_db, data_dir, out_dir, targets.ports.dns, env
         )

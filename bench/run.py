@@ -48,6 +48,7 @@ from .procstats import CpuSnapshot, MemorySample, ProcessGroup
 from .profile import record_profile, summarize
 from .service import (
     BenchDatabase,
+    claim_secret,
     mint_tokens,
     open_bench_database,
     run_service_process,
@@ -262,6 +263,8 @@ async def _service_phase(
         data_dir, params.database_url, params.postgres_settings
     ) as bench_db:
         command = service_command(params, data_dir, targets.ports.dns)
+        if params.database_url:
+            await claim_secret(data_dir, params.database_url)
         async with run_service_process(command, out_dir / "service.log") as service:
             groups = {"service": ProcessGroup("service", service.pid, include_children=False)}
             postmaster = bench_db.postmaster_pid()

@@ -45,6 +45,7 @@ __all__ = [
     "UPTRIO",
     "BenchDatabase",
     "ServiceProcess",
+    "claim_secret",
     "mint_tokens",
     "open_bench_database",
     "run_service_process",
@@ -288,6 +289,27 @@ async def _wait_listening(process: trio.Process, log_path: Path, *, timeout_seco
         await trio.sleep(0.05)
     tail = (await trio.Path(log_path).read_bytes())[-2000:].decode(errors="replace")
     raise RuntimeError(f"uptrio serve did not start (see {log_path}):\n{tail}")
+
+
+async def claim_secret(
+    data_dir: Path, database_url: str, env: Mapping[str, str] | None = None
+) -> None:
+    """Make this run's JWT secret (``data_dir``'s, or ``UPTRIO_JWT_SECRET`` in ``env``)
+    the one of the external database at ``database_url``: an earlier run recorded its own
+    there, and a service with another secret refuses to start (README: Several nodes).
+    ``uptrio tokens reset-secret --yes`` (60 s at most) revokes the earlier runs' tokens.
+
+    Raises:
+        subprocess.CalledProcessError: the command failed.
+    """
+    command = [*UPTRIO, "tokens", "reset-secret", "--yes", "--data-dir", str(data_dir)]
+    with trio.fail_after(60):
+        await trio.run_process(
+            [*command, "--database-url", database_url],
+            capture_stdout=True,
+            capture_stderr=True,
+            env={**os.environ, **(env or {})},
+        )
 
 
 async def mint_tokens(

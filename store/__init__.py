@@ -34,6 +34,7 @@ from .actor import (
 )
 from .checks import StatusChange
 from .database import Connection, Database, open_database
+from .datadir import DATA_DIR_MODE, OPEN_TO_OTHERS, secure_data_dir
 from .embedded import EmbeddedPostgres, start_embedded
 from .errors import CursorNotFound, DatabaseUnavailable, IntegrityConflict, StoreError
 from .events import EventCause, EventFilter
@@ -60,8 +61,10 @@ from .records import (
 )
 
 __all__ = [
+    "DATA_DIR_MODE",
     "DEFAULT_DATA_DIR",
     "LATEST_VERSION",
+    "OPEN_TO_OTHERS",
     "AccountRecord",
     "CheckRecord",
     "CheckWriter",
@@ -121,6 +124,7 @@ __all__ = [
     "run_check_writer",
     "run_maintenance",
     "schema_version",
+    "secure_data_dir",
     "start_embedded",
     "status_pages",
     "webhooks",

@@ -1,8 +1,11 @@
 """Accounts and API token records (asyncio side; run through :class:`store.Database`).
 
 Tokens are created and revoked from the command line (DESIGN: tokens). The JWT is never
-stored: only its ``tok_`` id (the JWT's ``sub``), permissions, expiry and revocation, so a
-database leak yields no usable token and revocation takes effect on the next request.
+stored: only its ``tok_`` id (the JWT's ``sub``), an optional name, permissions, expiry
+and revocation, so a database leak yields no usable token and revocation takes effect on
+the next request. Nor is the signing secret: only its fingerprint
+(:func:`recorded_fingerprint`), so that every node signs with the same one (README:
+Several nodes).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from .database import Connection
 from .ids import new_id
 from .records import AccountRecord, TokenContext, TokenRecord
 
-_TOKEN = "id, account_id, permissions, created, expires_at, revoked_at"
+_TOKEN = "id, account_id, name, permissions, created, expires_at, revoked_at"
 
 
 async def ensure_account(connection: Connection, name: str, now: int) -> AccountRecord:
@@ -41,10 +44,12 @@ async def create_token(
     now: int,
     expires_at: int | None,
     current_version: str,
+    name: str | None = None,
 ) -> tuple[AccountRecord, TokenRecord]:
     """Create a token record for ``account_name`` (creating the account if needed) and pin
-    the account to ``current_version`` if this is its first token (spec 9.2). Must run in
-    a transaction."""
+    the account to ``current_version`` if this is its first token (spec 9.2). ``name``:
+    the token's optional name, 1 to 100 characters (the caller checks it; the database
+    refuses others). Must run in a transaction."""
     account = await ensure_account(connection, account_name, now)
     if account.api_version is None:
         await connection.execute(
@@ -56,9 +61,11 @@ async def create_token(
             await connection.fetchrow("SELECT * FROM accounts WHERE id = $1", account.id)
         )
     row = await connection.fetchrow(
-        f"INSERT INTO api_tokens ({_TOKEN}) VALUES ($1, $2, $3, $4, $5, NULL) RETURNING {_TOKEN}",
+        f"INSERT INTO api_tokens ({_TOKEN}) VALUES ($1, $2, $3, $4, $5, $6, NULL) "
+        f"RETURNING {_TOKEN}",
         new_id("tok"),
         account.id,
+        name,
         permissions,
         now,
         expires_at,
@@ -127,3 +134,36 @@ async def token_context(connection: Connection, token_id: str) -> TokenContext |
         token_id,
     )
     return None if row is None else TokenContext.from_row(row)
+
+
+async def recorded_fingerprint(connection: Connection, secret: str, fingerprint: str) -> str:
+    """The fingerprint recorded for the secret called ``secret`` (``jwt``); when none is
+    yet, ``fingerprint`` is recorded and returned (the first process on the database).
+    Two processes recording at once: one wins, and both get the winner's."""
+    await connection.execute(
+        "INSERT INTO secret_fingerprints (name, fingerprint) VALUES ($1, $2) "
+        "ON CONFLICT (name) DO NOTHING",
+        secret,
+        fingerprint,
+    )
+    recorded: str = await connection.fetchval(
+        "SELECT fingerprint FROM secret_fingerprints WHERE name = $1", secret
+    )
+    return recorded
+
+
+async def reset_fingerprint(connection: Connection, secret: str, fingerprint: str, now: int) -> int:
+    """Make ``fingerprint`` the one recorded for the secret called ``secret`` and revoke,
+    at ``now`` (epoch seconds), every token not yet revoked: they were signed with the
+    previous secret, so none of them can be used any more (``uptrio tokens
+    reset-secret``). Returns the tokens revoked. Must run in a transaction."""
+    await connection.execute(
+        "INSERT INTO secret_fingerprints (name, fingerprint) VALUES ($1, $2) "
+        "ON CONFLICT (name) DO UPDATE SET fingerprint = $2, recorded_at = now()",
+        secret,
+        fingerprint,
+    )
+    status = await connection.execute(
+        "UPDATE api_tokens SET revoked_at = $1 WHERE revoked_at IS NULL", now
+    )
+    return int(status.rsplit(" ", 1)[-1])

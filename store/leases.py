@@ -11,7 +11,10 @@ graceful stop gives everything back at once (:func:`release_node`). A registrati
 give-back ``NOTIFY`` the other nodes (:func:`store.notify.notify_leases`), which renew at
 once. Every time is the database's clock (``now()``), so nodes' clocks never meet.
 
-Query functions (asyncio side), run each with :meth:`store.Database.transaction`.
+Query functions (asyncio side), run each with :meth:`store.Database.transaction`. A node
+that is not live is taken off the list by hand (:func:`forget_node`, ``uptrio nodes
+forget``) or, three days after its last renewal, by the maintenance round
+(:func:`prune_nodes`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ __all__ = [
     "LeaseRound",
     "NodeRecord",
     "bucket_of",
+    "forget_node",
     "list_nodes",
+    "prune_nodes",
     "register_node",
     "release_buckets",
     "release_node",
@@ -36,7 +41,7 @@ __all__ = [
 ]
 
 BUCKETS = 256
-"""The fixed number of buckets (design decision, issue 14: fixed, so a bucket's monitors
+"""The fixed number of buckets (README: Several nodes; fixed, so a bucket's monitors
 never move between buckets; 256 leaves a fair share for up to 256 nodes)."""
 
 RELEASE_PER_ROUND = 32
@@ -213,6 +218,14 @@ async def release_node(connection: Connection, name: str) -> int:
     return len(released)
 
 
+_STATE = (
+    "CASE WHEN n.stopping THEN 'stopped' "
+    "WHEN n.renewed_at + make_interval(secs => n.lease_seconds) > now() THEN 'live' "
+    "ELSE 'expired' END"
+)
+"""A node's state in SQL (the row ``n`` of ``nodes``): stopped, live or expired."""
+
+
 async def list_nodes(connection: Connection) -> list[NodeRecord]:
     """Every node registered, by name, with the unexpired buckets it holds and the active
     monitors and heartbeats in them."""
@@ -224,10 +237,8 @@ async def list_nodes(connection: Connection) -> list[NodeRecord]:
         "(SELECT count(*) FROM monitors m JOIN held b USING (bucket) "
         " WHERE b.node = n.name AND m.status <> 'paused') AS monitors, "
         "(SELECT count(*) FROM heartbeats h JOIN held b USING (bucket) "
-        " WHERE b.node = n.name AND h.status <> 'paused') AS heartbeats, "
-        "CASE WHEN n.stopping THEN 'stopped' "
-        " WHEN n.renewed_at + make_interval(secs => n.lease_seconds) > now() THEN 'live' "
-        " ELSE 'expired' END AS state FROM nodes n ORDER BY n.name"
+        f" WHERE b.node = n.name AND h.status <> 'paused') AS heartbeats, {_STATE} AS state "
+        "FROM nodes n ORDER BY n.name"
     )
     return [
         NodeRecord(
@@ -241,3 +252,39 @@ async def list_nodes(connection: Connection) -> list[NodeRecord]:
         )
         for r in rows
     ]
+
+
+async def forget_node(connection: Connection, name: str) -> str | None:
+    """Take node ``name`` off the list unless it is live; returns its state (``live``:
+    kept; ``stopped`` or ``expired``: forgotten), None when there is no such node. Its
+    lapsed leases are cleared (a live node holds none of its buckets anyway). A node
+    forgotten that runs after all registers again at its next renewal. Run in a
+    transaction."""
+    state: str | None = await connection.fetchval(
+        f"SELECT {_STATE} FROM nodes n WHERE n.name = $1 FOR UPDATE", name
+    )
+    if state is None or state == "live":
+        return state
+    await connection.execute("DELETE FROM nodes WHERE name = $1", name)
+    await connection.execute(
+        "UPDATE bucket_leases SET node = NULL WHERE node = $1 AND expires_at <= now()", name
+    )
+    return state
+
+
+async def prune_nodes(connection: Connection, older_than_seconds: float) -> list[str]:
+    """Forget (as :func:`forget_node`) every node that is not live and last renewed more
+    than ``older_than_seconds`` ago by the database's clock; returns their names."""
+    names: list[str] = [
+        r["name"]
+        for r in await connection.fetch(
+            f"DELETE FROM nodes n WHERE {_STATE} <> 'live' "
+            "AND n.renewed_at < now() - make_interval(secs => $1) RETURNING n.name",
+            older_than_seconds,
+        )
+    ]
+    await connection.execute(
+        "UPDATE bucket_leases SET node = NULL WHERE node = ANY($1) AND expires_at <= now()",
+        names,
+    )
+    return names

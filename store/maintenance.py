@@ -14,7 +14,9 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
   availability range starts with);
 * deletes events older than ``event_retention_days`` (extensions part 1: 30 days) with
   their webhook deliveries, and heartbeats' pings older than ``ping_retention_days``, in
-  bulk (:func:`purge_before`).
+  bulk (:func:`purge_before`);
+* forgets the nodes stopped or expired for ``node_retention_days``
+  (:func:`store.leases.prune_nodes`; README: Several nodes).
 
 A failure (the database away) is logged and tried again at the next round; the actor
 never crashes the service for it.
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 import trio
@@ -43,6 +45,7 @@ from .checks import ensure_partitions
 from .database import Connection, Database
 from .errors import StoreError
 from .events import RETENTION_DAYS
+from .leases import prune_nodes
 
 __all__ = [
     "MAINTENANCE_JOB",
@@ -101,6 +104,8 @@ class MaintenanceSettings:
         ping_retention_days: heartbeats' pings are kept this many days
             (``--ping-retention-days``, default 30, as checks; extensions part 7 says
             "recent pings"; the per-key rate limit bounds how many a day can hold).
+        node_retention_days: a node stopped or expired (not renewing) this many days is
+            taken off ``uptrio nodes list`` (default 3).
         partitions_ahead: partitions made ahead of now (default 3).
         interval_seconds: seconds between two rounds (default 600).
     """
@@ -109,19 +114,22 @@ class MaintenanceSettings:
     rollup_retention_days: int = 400
     event_retention_days: int = RETENTION_DAYS
     ping_retention_days: int = 30
+    node_retention_days: int = 3
     partitions_ahead: int = 3
     interval_seconds: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)
 class MaintenanceReport:
-    """What one round did: partitions dropped (names) and rows deleted."""
+    """What one round did: partitions dropped (names), rows deleted, nodes forgotten
+    (names)."""
 
     dropped_partitions: list[str]
     rollups_deleted: int
     status_moves_deleted: int
     events_deleted: int = 0
     pings_deleted: int = 0
+    nodes_forgotten: list[str] = field(default_factory=list)
 
 
 async def _expired_partitions(connection: Connection, cutoff: int) -> list[str]:
@@ -204,7 +212,8 @@ async def maintain(
     pings = await db.run(
         purge_before, "pings", now - int(settings.ping_retention_days * DAY_SECONDS)
     )
-    return MaintenanceReport(dropped, rollups, moves, events, pings)
+    nodes = await db.transaction(prune_nodes, settings.node_retention_days * DAY_SECONDS)
+    return MaintenanceReport(dropped, rollups, moves, events, pings, nodes)
 
 
 async def run_maintenance(
@@ -246,6 +255,8 @@ async def run_maintenance(
                     events=report.events_deleted,
                     pings=report.pings_deleted,
                 )
+            if report.nodes_forgotten:
+                log.info("stopped nodes forgotten", nodes=report.nodes_forgotten)
         except StoreError as exc:
             log.warning("maintenance round failed; next round tries again", error=str(exc))
         await trio.sleep(settings.interval_seconds)

@@ -49,11 +49,13 @@ class AccountRecord(_FromRow):
 class TokenRecord(_FromRow):
     """An API token's record (the JWT itself is never stored; its ``sub`` is ``id``).
 
+    ``name`` is the optional name given at creation (``uptrio tokens create --name``);
     ``expires_at`` and ``revoked_at`` are epoch seconds or None.
     """
 
     id: str
     account_id: str
+    name: str | None
     permissions: list[str]
     created: int
     expires_at: int | None

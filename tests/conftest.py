@@ -9,6 +9,13 @@ The server starts once per session (about 0.6 s) in a temporary directory, or
 databases. A template database is migrated once; each test that asks for a database gets
 a copy of it (``CREATE DATABASE ... TEMPLATE``), because the store writes through its own
 pool and tests must not see each other's rows.
+
+No embedded server outlives the session: every process the suite starts inherits
+:data:`SUITE_MARK` in its environment, and so does every Postgres server it starts
+(directly, or through an ``uptrio serve`` subprocess); at the end of the session
+:func:`_no_server_left` looks for running servers that carry this session's mark, stops
+them and fails the session if it finds any. A test that kills a service with SIGKILL
+stops the server that service started (``tests.postgres.stop_leftover_server``).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+import psutil
 import pytest
 import structlog
 import trio
@@ -36,7 +44,7 @@ from store import (
     start_embedded,
 )
 from tests.api import SECRET, Api, MakeToken, mint_token
-from tests.postgres import open_own_postgres
+from tests.postgres import SUITE_MARK, open_own_postgres, stop_servers
 from web.app import create_app
 from web.deps import Dependencies, MonitorEngine, NoEngine, WebSettings
 from web.logs import console_renderer
@@ -56,8 +64,36 @@ def _with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path="/" + name))
 
 
+def _servers_of_this_session(mark: str) -> list[psutil.Process]:
+    """The running Postgres servers (postmasters) whose environment carries ``mark``."""
+    found = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        if process.info["name"] != "postgres" or "-D" not in (process.info["cmdline"] or []):
+            continue  # a backend or a helper process, not a server
+        try:
+            if process.environ().get(SUITE_MARK) == mark:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_server_left() -> Iterator[None]:
+    """Mark this session's processes (:data:`SUITE_MARK`); at the end, stop every server
+    that carries the mark and fail the session if there was one."""
+    mark = f"{os.getpid()}-{os.urandom(6).hex()}"
+    os.environ[SUITE_MARK] = mark
+    yield
+    left = _servers_of_this_session(mark)
+    if left:
+        data = [p.info["cmdline"][p.info["cmdline"].index("-D") + 1] for p in left]
+        stop_servers(left)
+        pytest.fail(f"the test session left {len(left)} Postgres server(s) running: {data}")
+
+
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+def postgres_url(_no_server_left: None) -> Iterator[str]:
     """URL of the session's Postgres server (its maintenance database)."""
     external = os.environ.get("UPTRIO_TEST_DATABASE_URL")
     if external:

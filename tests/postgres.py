@@ -1,4 +1,5 @@
-"""A Postgres server of a test's own, and a way to make it hang (issue 15, item 1).
+"""A Postgres server of a test's own, a way to make it hang, and the end of servers a
+killed service left behind.
 
 The session's server (``tests/conftest.py``) is shared by every test and is never
 stopped; a test that breaks its server starts one of its own with `open_own_postgres`
@@ -12,11 +13,16 @@ SIGCONT after a given time, or when cancelled: a server that hangs instead of re
 as a stopped VM, a paused container or a full disk look to a client. The processes are
 found from the server's data directory: ``postmaster.pid`` holds the postmaster's pid
 on its first line, and its children are read from ``/proc`` (psutil).
+
+`stop_leftover_server` ends the server of a data directory whose ``uptrio serve`` was
+killed (SIGKILL): nothing else would, and the session's end checks that no server is
+left (``tests/conftest.py``, :data:`SUITE_MARK`).
 """
 
 from __future__ import annotations
 
 import signal
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -27,6 +33,11 @@ import psutil
 import trio
 
 from store import EmbeddedPostgres, start_embedded
+
+SUITE_MARK = "PYTEST_UPTRIO_SESSION"
+"""The environment variable that marks the processes of one test session, and so the
+Postgres servers they start (a server inherits the environment of whoever started it).
+Not an ``UPTRIO_*`` name: the tests strip those from a service's environment."""
 
 
 @asynccontextmanager
@@ -42,6 +53,30 @@ async def open_own_postgres() -> AsyncIterator[EmbeddedPostgres]:
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(server.stop)
+
+
+async def stop_leftover_server(data_dir: Path) -> None:
+    """Stop the embedded server of ``data_dir`` if one runs, whoever holds it (shielded:
+    it runs even when the test is cancelled). For a test that killed its service."""
+    if not (data_dir / "pgdata" / "postmaster.pid").exists():
+        return
+    with trio.CancelScope(shield=True):
+        server = await trio.to_thread.run_sync(start_embedded, data_dir)
+        with suppress(subprocess.CalledProcessError):  # it stopped meanwhile
+            await trio.to_thread.run_sync(server.stop_server)
+        await trio.to_thread.run_sync(server.stop)
+
+
+def stop_servers(postmasters: list[psutil.Process], timeout_seconds: float = 10.0) -> None:
+    """Stop the servers whose postmasters are given: a fast shutdown (SIGINT: sessions
+    cut, transactions rolled back), SIGKILL past ``timeout_seconds`` (blocking)."""
+    for process in postmasters:
+        with suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGINT)
+    _, alive = psutil.wait_procs(postmasters, timeout=timeout_seconds)
+    for process in alive:
+        with suppress(psutil.NoSuchProcess):
+            process.kill()
 
 
 def _stop_all(pgdata: Path) -> list[psutil.Process]:

@@ -9,20 +9,25 @@ applies from the next request on.
 
 The signing secret is ``UPTRIO_JWT_SECRET`` when set, else a random secret generated once
 into ``<data-dir>/jwt-secret`` with mode 0600. Several processes sharing a database must
-share the secret.
+share the secret: the database keeps its fingerprint (:func:`secret_fingerprint`), and a
+process with another secret refuses to run (``web.startup.check_secret``; README:
+Several nodes).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 
 import jwt
 
-from store import has_prefix
+from store import has_prefix, secure_data_dir
 
 from .errors import ApiError
 
@@ -58,10 +63,16 @@ PERMISSIONS = (
 
 SECRET_ENV = "UPTRIO_JWT_SECRET"
 
+SECRET_FILE = "jwt-secret"
+"""The secret's file in the data directory."""
+
+_FINGERPRINT_MESSAGE = b"uptrio jwt-secret fingerprint v1"
+
 
 def load_secret(data_dir: Path) -> bytes:
     """The JWT signing secret: ``$UPTRIO_JWT_SECRET``, else ``data_dir/jwt-secret``,
-    created with mode 0600 on first use (race-free: ``O_EXCL``).
+    created with mode 0600 on first use (race-free: ``O_EXCL``); an existing file open to
+    other users (a copy made with ``cp`` is 0644) is set to 0600.
 
     Raises:
         OSError: the data directory cannot be written.
@@ -69,15 +80,32 @@ def load_secret(data_dir: Path) -> bytes:
     from_env = os.environ.get(SECRET_ENV)
     if from_env:
         return from_env.encode()
-    path = data_dir / "jwt-secret"
-    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / SECRET_FILE
+    secure_data_dir(data_dir)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o600)
         return path.read_bytes().strip()
     with os.fdopen(fd, "w") as handle:
         handle.write(secrets.token_urlsafe(48))
     return path.read_bytes().strip()
+
+
+def secret_source(data_dir: Path) -> str:
+    """Where :func:`load_secret` takes the secret from, for messages:
+    ``UPTRIO_JWT_SECRET`` or the file's path."""
+    return SECRET_ENV if os.environ.get(SECRET_ENV) else str(data_dir / SECRET_FILE)
+
+
+def secret_fingerprint(secret: bytes) -> str:
+    """The fingerprint the database keeps of the signing secret: ``hmac-sha256:`` and the
+    hex HMAC-SHA256 (RFC 2104) of a fixed string keyed by the secret. Equal secrets give
+    equal fingerprints; guessing the secret from one is no easier than from any token
+    signed with it (an HS256 JWT is an HMAC-SHA256 keyed by the secret as well)."""
+    digest = hmac.new(secret, _FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()
+    return f"hmac-sha256:{digest}"
 
 
 def issue_token(secret: bytes, token_id: str, *, now: int, expires_at: int | None) -> str:
@@ -111,7 +139,7 @@ def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
     (2, NumericDate) makes them JSON numbers. ``iat``, and ``nbf`` and ``exp`` when
     present, must be finite numbers (not strings, not booleans); ``iat`` and ``nbf`` may
     not be later than ``now`` plus :data:`LEEWAY_SECONDS`, and ``exp`` must be later
-    than ``now`` minus it. Messages are Uptrio's own words (issue 15), never pyjwt's.
+    than ``now`` minus it. Messages are Uptrio's own words, never pyjwt's.
 
     Args:
         now: the current time, epoch seconds (default: the clock).

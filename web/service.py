@@ -102,7 +102,15 @@ from .ops import Operations
 from .ratelimit import RateLimiter
 from .server import Incarnation, WebServer
 from .settings import ServiceSettings, WebOptions
-from .startup import FIRST_ACCOUNT, announce, first_token, wait_for_signal
+from .startup import (
+    FIRST_ACCOUNT,
+    SecretMismatch,
+    announce,
+    check_secret,
+    first_token,
+    open_data_dir,
+    wait_for_signal,
+)
 from .throttle import SHARED_WINDOWS
 
 __all__ = [
@@ -396,14 +404,16 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
 
     Shutdown order: as the module docstring says, within ``settings.shutdown_seconds``;
     a second signal stops at once. Exit status 1 (with a message on stderr) when another
-    service already runs with the data directory.
+    service already runs with the data directory, or when its JWT secret is not the one
+    the database's tokens are signed with (``web.startup.check_secret``). A data
+    directory open to other users is closed, with a warning (``web.startup.open_data_dir``).
 
     Raises:
         engine.SupervisorEscalation: the root's restart intensity was exceeded.
         OSError: the web server could not bind.
     """
     data_dir = location.data_dir
-    data_dir.mkdir(parents=True, exist_ok=True)  # also with --database-url (its socket)
+    open_data_dir(data_dir)  # also with --database-url (its socket, the JWT secret)
     socket_path = admin_socket_path(data_dir)
     try:
         await check_admin_socket_free(socket_path)
@@ -413,6 +423,11 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
     secret = load_secret(data_dir)
     stop = trio.Event()
     async with trio_asyncio.open_loop(), open_store(location) as db:
+        try:
+            await check_secret(db, secret, data_dir)
+        except SecretMismatch as exc:
+            print(f"uptrio: {exc}", file=sys.stderr)
+            return 1
         first = await first_token(db, secret, data_dir)
         async with trio.open_nursery() as outer:
             await outer.start(wait_for_signal, stop, outer.cancel_scope)

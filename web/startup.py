@@ -1,10 +1,13 @@
-"""What ``uptrio serve`` does around its supervision tree (``web.service``): the first
-start's account and token, the signals that stop it, and its announcement on stdout."""
+"""What ``uptrio serve`` does around its supervision tree (``web.service``): its data
+directory's mode, the check of its JWT secret against the database's, the first start's
+account and token, the signals that stop it, and its announcement on stdout."""
 
 from __future__ import annotations
 
+import hmac
 import os
 import signal
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -12,17 +15,87 @@ from typing import Any
 import structlog
 import trio
 
-from store import Database, accounts
+from store import DATA_DIR_MODE, OPEN_TO_OTHERS, Database, accounts, secure_data_dir
 
-from .auth import PERMISSIONS, issue_token
+from .auth import (
+    PERMISSIONS,
+    SECRET_ENV,
+    SECRET_FILE,
+    issue_token,
+    secret_fingerprint,
+    secret_source,
+)
 from .versioning import CURRENT_VERSION
 
-__all__ = ["FIRST_ACCOUNT", "announce", "first_token", "wait_for_signal"]
+__all__ = [
+    "FIRST_ACCOUNT",
+    "SecretMismatch",
+    "announce",
+    "check_secret",
+    "first_token",
+    "open_data_dir",
+    "wait_for_signal",
+]
 
 log = structlog.get_logger("uptrio")
 
 FIRST_ACCOUNT = "default"
 """The account the very first start creates, with a token holding every permission."""
+
+
+class SecretMismatch(Exception):
+    """This process's JWT secret is not the one the database's tokens are signed with;
+    the message says which secret and how to fix it."""
+
+
+def open_data_dir(data_dir: Path) -> None:
+    """Create the data directory, or set an existing one to its mode
+    (``store.secure_data_dir``: 0700, 0711 as root); logs a warning when other users
+    could list or change it (README: Operations, "The data directory")."""
+    before = secure_data_dir(data_dir)
+    if before & OPEN_TO_OTHERS:
+        log.warning(
+            "the data directory was open to other users: its JWT secret and first token "
+            "may have been read (if so, make a new secret and new tokens)",
+            data_dir=str(data_dir),
+            mode=f"{before:04o}",
+            now=f"{stat.S_IMODE(data_dir.stat().st_mode):04o}",
+            expected=f"{DATA_DIR_MODE:04o}",
+        )
+
+
+async def check_secret(db: Database, secret: bytes, data_dir: Path) -> None:
+    """Compare the fingerprint of ``secret`` (``web.auth.secret_fingerprint``) with the
+    one the database keeps, recording it when there is none yet (the first process on
+    the database; README: Several nodes).
+
+    Raises:
+        SecretMismatch: the database keeps another secret's fingerprint.
+    """
+    fingerprint = secret_fingerprint(secret)
+    recorded = await db.transaction(accounts.recorded_fingerprint, "jwt", fingerprint)
+    if hmac.compare_digest(recorded, fingerprint):
+        return
+    source = secret_source(data_dir)
+    if source == SECRET_ENV:
+        fix = (
+            f"set {SECRET_ENV} to the first node's secret (its {SECRET_ENV}, or the "
+            f"contents of its data directory's {SECRET_FILE}, ./.uptrio/{SECRET_FILE} by "
+            f"default), or unset it to use {data_dir / SECRET_FILE}"
+        )
+    else:
+        fix = (
+            f"copy the first node's secret (its data directory's {SECRET_FILE}, "
+            f"./.uptrio/{SECRET_FILE} by default) to {source} (cp -p keeps its mode 0600), "
+            f"or set {SECRET_ENV} to its contents"
+        )
+    raise SecretMismatch(
+        f"the JWT secret in {source} is not the one this database's tokens are signed "
+        "with: through this process every token would get 401 invalid_token. Every "
+        f"process on one database must use the same secret: {fix}. (If that secret is "
+        "lost: uptrio tokens reset-secret --yes makes this one the database's and "
+        "revokes every token.)"
+    )
 
 
 async def first_token(db: Database, secret: bytes, data_dir: Path) -> str | None:
@@ -41,8 +114,8 @@ async def first_token(db: Database, secret: bytes, data_dir: Path) -> str | None
         return None
     jwt_token = issue_token(secret, token.id, now=now, expires_at=None)
     path = data_dir / "first-token"
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file left from an earlier database keeps its mode otherwise
     with os.fdopen(fd, "w") as handle:
         handle.write(jwt_token + "\n")
     return jwt_token

@@ -14,6 +14,7 @@ at each width in ``tests/artifacts/browser/`` (ignored by git; the path is print
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ import httpx
 import trio
 
 from tests.browser.chromium import fit_viewport, off_loopback, open_chromium, requested_urls
+from tests.postgres import stop_leftover_server
 from tests.targets import open_http_target
 from tests.web.helpers import CLI, ROOT, service_env
 
@@ -36,7 +38,8 @@ _FAST = {"type": "http", "interval_seconds": 1, "timeout_seconds": 1, "failure_t
 @asynccontextmanager
 async def _service(data_dir: Path) -> AsyncIterator[tuple[str, str]]:
     """``uptrio serve`` with its engine on a loopback port the OS picks: (base URL,
-    first token); killed on exit."""
+    first token); stopped on exit with SIGTERM (its embedded server stops with it), or
+    killed after 10 s, its embedded server then stopped by the test."""
     command = [*CLI, "serve", "--host", "127.0.0.1", "--port", "0"]
     command += ["--data-dir", str(data_dir), "--shutdown-seconds", "2"]
     process = await trio.lowlevel.open_process(
@@ -55,9 +58,15 @@ async def _service(data_dir: Path) -> AsyncIterator[tuple[str, str]]:
         assert base and token, out
         yield base.group(1), token.group(1)
     finally:
-        process.kill()
         with trio.CancelScope(shield=True):
-            await process.wait()
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+                with trio.move_on_after(10):
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await stop_leftover_server(data_dir)
 
 
 async def _ok(response: httpx.Response, status: int = 200) -> Any:

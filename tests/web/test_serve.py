@@ -1,12 +1,15 @@
 """The real service: ``uptrio serve --no-engine`` as a subprocess on a loopback port chosen
 by the OS, with its embedded Postgres in a temporary data directory; the token commands
-run beside it against the same data directory; SIGTERM stops it cleanly.
+run beside it against the same data directory; SIGTERM stops it cleanly. The data
+directory, made open to every user beforehand, is closed at start-up with a warning.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import signal
+import stat
 import subprocess
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import httpx
 import jwt
 import trio
 
+from store import DATA_DIR_MODE
 from tests.web.helpers import CLI, ROOT, serve_command, service_env
 
 
@@ -41,12 +45,23 @@ async def _read_until(stream: trio.abc.ReceiveStream, pattern: str, buffer: byte
         buffer += chunk
 
 
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _open_to_all(path: Path) -> None:
+    path.mkdir()
+    path.chmod(0o755)
+
+
 async def test_uptrio_serve_answers_manages_tokens_and_stops_on_sigterm(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    with trio.fail_after(40):
+    _open_to_all(data_dir)
+    with trio.fail_after(40), (tmp_path / "serve.log").open("wb") as log:
         process = await trio.lowlevel.open_process(
             serve_command(data_dir),
             stdout=subprocess.PIPE,
+            stderr=log,
             env=service_env(),
             cwd=ROOT,
         )
@@ -56,7 +71,15 @@ async def test_uptrio_serve_answers_manages_tokens_and_stops_on_sigterm(tmp_path
             base = await _read_until(process.stdout, r"listening on (http://127\.0\.0\.1:\d+)", out)
             first = await _read_until(process.stdout, r"\n\n(ey[\w-]+\.[\w-]+\.[\w-]+)\n", out)
             assert (data_dir / "first-token").read_text().strip() == first
-            assert (data_dir / "first-token").stat().st_mode & 0o777 == 0o600
+            # README, Operations: the data directory and its files are the owner's alone
+            assert _mode(data_dir / "first-token") == _mode(data_dir / "jwt-secret") == 0o600
+            assert _mode(data_dir) == DATA_DIR_MODE  # 0700; 0711 as root (store.datadir)
+            (warning,) = [
+                line
+                for line in map(json.loads, (tmp_path / "serve.log").read_text().splitlines())
+                if line["event"].startswith("the data directory was open to other users")
+            ]
+            assert warning["mode"] == "0755" and warning["level"] == "warning"
 
             async with httpx.AsyncClient(base_url=base, timeout=10) as http:
                 admin = {"Authorization": f"Bearer {first}"}
