@@ -37,7 +37,7 @@ from .heartbeat_public import add_ping_routes
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
 from .ops import Operations, add_operational_routes
-from .params import check_names, check_utf8
+from .params import check_names, check_utf8, refuse_nul
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
 from .status_public import add_status_page_routes
@@ -81,9 +81,11 @@ async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 
 
 async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: a query parameter the route does not document is a 400
-    ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422); one
-    that is not UTF-8 a 400 ``invalid_parameter``."""
+    """Middleware: a query parameter, path segment or header holding U+0000 is refused
+    (:func:`web.params.refuse_nul`); a query parameter the route does not document is a
+    400 ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422);
+    one that is not UTF-8 a 400 ``invalid_parameter``."""
+    refuse_nul(ctx.query, ctx.path_params, ctx.headers.items())
     check_names(ctx.query, [name for name, _, _ in ctx.route.query])
     check_utf8(ctx.raw_query)
     return await call_next(ctx)
