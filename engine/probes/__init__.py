@@ -45,7 +45,7 @@ from ._request import (
     check_request_headers,
 )
 from ._result import ERROR_CODES, ErrorCode, ProbeResult, ProbeSpec
-from ._tcp import AddressPolicy
+from ._tcp import AddressPolicy, numeric_address
 
 __all__ = [
     "ASSERTION_BODY_BYTES",
@@ -70,4 +70,5 @@ __all__ = [
     "check_request_headers",
     "compile_assertions",
     "nameserver_resolver",
+    "numeric_address",
 ]

@@ -121,6 +121,8 @@ async def _count(connection: Any, table: str) -> int:
         ({"url": "hooks.example.com/x"}, "invalid_url", "url"),
         ({"url": "http://169.254.169.254/latest"}, "target_not_allowed", "url"),
         ({"url": "http://metadata.google.internal/"}, "target_not_allowed", "url"),
+        ({"url": "http://0xa9fea9fe/"}, "target_not_allowed", "url"),  # 169.254.169.254
+        ({"url": "http://0xa9.0xfe.0xa9.0xfe/"}, "target_not_allowed", "url"),
         ({"url": "https://x.example/" + "a" * 2048}, "value_too_long", "url"),
         ({"enabled_events": []}, "value_too_short", "enabled_events"),
         ({"enabled_events": ["monitor.exploded"]}, "unknown_event_type", "enabled_events"),
@@ -154,6 +156,7 @@ async def test_create_requires_url_and_events(api: Api) -> None:
     ("body", "code", "param"),
     [
         ({"url": "http://169.254.169.254/"}, "target_not_allowed", "url"),
+        ({"url": "http://169.254.0xa9fe/"}, "target_not_allowed", "url"),
         ({"url": "mailto:ops@example.com"}, "invalid_url", "url"),
         ({"status": "paused"}, "invalid_value", "status"),
         ({"url": None}, "invalid_type", "url"),
