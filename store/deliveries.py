@@ -7,8 +7,8 @@
   mid-attempt leaves the delivery to be claimed again once that time passes (at least
   once).
 - :func:`record_attempts` settles finished attempts, several in one statement:
-  ``succeeded``, or a retry after an exponential back-off with jitter
-  (:func:`retry_delay_seconds`), or ``failed`` once the next attempt would fall after
+  ``succeeded``, or a retry after an exponential back-off with jitter counted from the
+  attempt's end (:func:`retry_delay_seconds`), or ``failed`` once the next attempt would fall after
   ``give_up_at`` (3 days after the event).
 
 Deliveries are never created here: the trigger ``events_fan_out`` of migration 0004
@@ -213,8 +213,9 @@ async def claim_due(
 
 
 def retry_delay_seconds(failed_attempts: int, base_seconds: float, jitter: float) -> float:
-    """Seconds from a failed attempt to the next one (extensions part 2: exponential
-    back-off with jitter, first retry after ``--webhook-retry-base-seconds``, doubling):
+    """Seconds from the end of a failed attempt to the next one (extensions part 2:
+    exponential back-off with jitter, first retry after ``--webhook-retry-base-seconds``,
+    doubling):
     ``base_seconds * 2 ** (failed_attempts - 1) * jitter``, ``jitter`` a random factor in
     [0.5, 1.5) drawn by the caller. With the default 60 s base the retries come after
     about 1, 2, 4, 8, ... minutes; the 12th would fall past 3 days. Pure."""
@@ -243,14 +244,22 @@ class Attempt:
     duration_ms: float
     jitter: float
 
+    @property
+    def ended(self) -> float:
+        """When the attempt ended, epoch seconds: ``at`` plus its duration."""
+        return self.at + self.duration_ms / 1000.0
+
     def outcome(self, retry_base_seconds: float) -> tuple[str, float | None]:
         """The delivery's status and ``next_attempt_at`` (epoch seconds, or None) after
-        this attempt: ``succeeded``; else a retry after :func:`retry_delay_seconds`, or
-        ``failed`` once that would fall after ``give_up_at`` (extensions part 2). Pure."""
+        this attempt: ``succeeded``; else a retry :func:`retry_delay_seconds` after the
+        attempt *ended* (so a 10 s timeout does not eat into a back-off, README
+        "Webhooks": success and retries), or ``failed`` once that would fall after
+        ``give_up_at`` (extensions part 2). Pure."""
         if self.succeeded:
             return "succeeded", None
         failed = self.delivery.attempts + 1
-        next_attempt_at = self.at + retry_delay_seconds(failed, retry_base_seconds, self.jitter)
+        delay = retry_delay_seconds(failed, retry_base_seconds, self.jitter)
+        next_attempt_at = self.ended + delay
         if next_attempt_at > self.delivery.give_up_at:
             return "failed", None
         return "pending", next_attempt_at
