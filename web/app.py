@@ -34,6 +34,7 @@ from .auth import bearer_token, expired, require_permission, verify_token
 from .deps import Dependencies
 from .errors import ApiError, error_body
 from .heartbeat_public import add_ping_routes
+from .http_server import MAX_HEAD_BYTES, head_bytes, refusal
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
 from .ops import Operations, add_operational_routes
@@ -203,16 +204,21 @@ def create_app(
     document = openapi_document(routes)
 
     @app.before_request
-    async def start() -> None:
+    async def start() -> Response | None:
         g.started = time.perf_counter()
         g.request_id = new_id("req")
         g.version = CURRENT_VERSION
         g.extra_headers = {}
+        if head_bytes(request.scope) > MAX_HEAD_BYTES:  # README: over 16 KiB, 431
+            if str(request.scope.get("http_version", "")).startswith("1"):
+                g.extra_headers["Connection"] = "close"
+            return _error_response(refusal(431))
         sent_path = str(request.scope.get("path", ""))
         if isinstance(request.routing_exception, RequestRedirect) or sent_path.startswith("//"):
             # an API answers, it does not redirect; and werkzeug reads //monitors as
             # /monitors (it strips leading slashes), while /monitors//checks is a 404
             request.routing_exception = NotFound()
+        return None
 
     @app.after_request
     async def finish(response: Response) -> Response:

@@ -79,7 +79,7 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_method": (
         400,
         "The method is not in upper case: methods are case-sensitive (RFC 9110), send GET, "
-        "not get. The connection is closed.",
+        "not get. Over HTTP/1.1 the connection is closed; over HTTP/2 the stream.",
     ),
     # 401
     "missing_token": (401, "No Authorization: Bearer header."),
@@ -180,7 +180,8 @@ CODES: dict[str, tuple[int, str]] = {
     # 431
     "headers_too_large": (
         431,
-        "The request line and headers are larger than 16 KiB; the connection is closed.",
+        "The request line and headers are larger than 16 KiB (counted as HTTP/1.1 writes "
+        "them, over HTTP/2 too); over HTTP/1.1 the connection is closed.",
     ),
     # 500
     "internal_error": (500, "A bug: quote the Request-Id to support."),

@@ -22,6 +22,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import h2.config
+import h2.connection
+import h2.events
 import trio
 
 from store import Database
@@ -69,6 +72,34 @@ async def exchange(port: int, raw: bytes) -> tuple[Response, bool]:
         await stream.send_all(raw)
         response = await read_response(stream, bytearray())
         return response, await closed_by_server(stream)
+
+
+async def h2_exchange(
+    port: int, method: str, path: str, headers: list[tuple[str, str]]
+) -> Response:
+    """One request over HTTP/2 with prior knowledge (h2c, the h2 library as the client);
+    its response as ``(status, headers, body)``."""
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.initiate_connection()
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        sent = [(":method", method), (":path", path), (":scheme", "http"), (":authority", "t")]
+        connection.send_headers(1, sent + headers, end_stream=True)
+        await stream.send_all(connection.data_to_send())
+        status, got, body = 0, {}, b""
+        while True:
+            data = await stream.receive_some(65536)
+            assert data, "closed before the response ended"
+            for event in connection.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    got = {k.decode(): v.decode() for k, v in event.headers}
+                    status = int(got.pop(":status"))
+                elif isinstance(event, h2.events.DataReceived):
+                    body += event.data
+                    connection.acknowledge_received_data(len(event.data), event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded | h2.events.StreamReset):
+                    return status, got, body
+            await stream.send_all(connection.data_to_send())
 
 
 def request(method: str, target: str, token: str, extra: bytes = b"") -> bytes:
@@ -207,6 +238,38 @@ async def test_methods_are_case_sensitive(db: Database, make_token: MakeToken) -
                 assert method in error["message"]
                 assert closed
             (status, _, _), _ = await exchange(port, request("GET", "/monitors", token))
+            assert status == 200
+
+
+async def test_http2_and_http1_agree_on_method_case_and_head_size(
+    db: Database, make_token: MakeToken
+) -> None:
+    # methods are case-sensitive (RFC 9110, 9.1), and a head over 16 KiB is a 431 (the
+    # README) whichever protocol brings them, and whether or not it arrives in one piece
+    with trio.fail_after(30):
+        token = await make_token()
+        auth = [("authorization", f"Bearer {token}")]
+        big = ("x-big", "a" * (17 * 1024))
+        async with serving(db) as port:
+            for method in ("get", "Get", "post"):
+                response = await h2_exchange(port, method, "/monitors", auth)
+                error = assert_error_shape(response, 400, "invalid_method", f"h2 {method}")
+                assert method in error["message"]
+                (status, _, _), closed = await exchange(port, request(method, "/monitors", token))
+                assert status == 400 and closed
+            assert (await h2_exchange(port, "GET", "/monitors", auth))[0] == 200
+            response = await h2_exchange(port, "GET", "/monitors", [*auth, big])
+            assert_error_shape(response, 431, "headers_too_large", "h2, 17 KiB")
+            extra = f"{big[0]}: {big[1]}\r\n".encode()
+            response, closed = await exchange(port, request("GET", "/monitors", token, extra))
+            assert_error_shape(response, 431, "headers_too_large", "h11, 17 KiB at once")
+            assert closed
+            # just under the limit is served (request line and headers, 16 KiB)
+            head = request("GET", "/monitors", token, b"x-big: \r\n")
+            fits = b"a" * (16 * 1024 - len(head) - 2)
+            fitting = head.replace(b"x-big: ", b"x-big: " + fits)
+            assert len(fitting) == 16 * 1024 - 2
+            (status, _, _), _ = await exchange(port, fitting)
             assert status == 200
 
 
