@@ -15,7 +15,13 @@ import trio
 from store import Database
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
-from web.webhook_models import WebhookDeliveryList, WebhookEndpointList, WebhookEndpointObject
+from web.auth import EVENT_READ_PERMISSIONS, PERMISSIONS
+from web.webhook_models import (
+    EVENT_TYPES,
+    WebhookDeliveryList,
+    WebhookEndpointList,
+    WebhookEndpointObject,
+)
 
 URL = "https://hooks.example.com/uptrio"
 
@@ -276,3 +282,65 @@ async def test_an_idempotency_key_replays_the_create(api: Api) -> None:
         assert first[1] == second[1]
         assert second[2]["Idempotent-Replayed"] == "true"
         assert len(expect(await api.get("/webhook-endpoints"))["data"]) == 1
+
+
+WEBHOOKS = ["webhooks.read", "webhooks.create", "webhooks.update", "webhooks.delete"]
+
+
+async def test_an_endpoint_subscribes_only_to_events_its_token_may_read(
+    api: Api, api_for: Callable[..., Awaitable[Api]]
+) -> None:
+    # a token that is refused GET /monitors would otherwise read monitors (their
+    # request_headers, bearer secrets included) through an endpoint of its own
+    with trio.fail_after(15):
+        hooks_only = await api_for(permissions=WEBHOOKS)
+        assert_error(await hooks_only.get("/monitors"), 403, "missing_permission")
+        incidents = await api_for(permissions=[*WEBHOOKS, "incidents.read"])
+        for who, events, lacking in (
+            (hooks_only, ["*"], "monitors.read"),
+            (hooks_only, ["monitor.*"], "monitors.read"),
+            (hooks_only, ["heartbeat.down"], "heartbeats.read"),
+            (hooks_only, ["incident.created"], "incidents.read"),
+            (incidents, ["*"], "monitors.read"),
+            (incidents, ["incident.*", "monitor.down"], "monitors.read"),
+        ):
+            body = {"url": URL, "enabled_events": events}
+            response = await who.post("/webhook-endpoints", json=body)
+            error = assert_error(response, 403, "missing_permission", param="enabled_events")
+            assert lacking in error["message"], (events, error)
+        assert expect(await api.get("/webhook-endpoints"))["data"] == []
+        mine = expect(
+            await incidents.post(
+                "/webhook-endpoints", json={"url": URL, "enabled_events": ["incident.*"]}
+            ),
+            201,
+        )
+        # checked again on PATCH: on what the endpoint would subscribe to afterwards
+        path = f"/webhook-endpoints/{mine['id']}"
+        for body in ({"enabled_events": ["*"]}, {"enabled_events": ["heartbeat.up"]}):
+            response = await incidents.patch(path, json=body)
+            assert_error(response, 403, "missing_permission", param="enabled_events")
+        expect(await incidents.patch(path, json={"enabled_events": ["incident.resolved"]}))
+        # an endpoint that takes everything (made by a token that reads everything) is
+        # not the narrower token's to point elsewhere, rename or re-key
+        everything = await create(api)
+        path = f"/webhook-endpoints/{everything['id']}"
+        for method, suffix, body in (
+            ("PATCH", "", {"url": "https://attacker.example/"}),
+            ("PATCH", "", {"status": "disabled"}),
+            ("PATCH", "", {"description": "mine now"}),
+            ("POST", "/rotate-secret", None),
+        ):
+            response = await incidents.request(method, path + suffix, json=body)
+            assert_error(response, 403, "missing_permission", param="enabled_events")
+        after = expect(await api.get(path))
+        assert after == {k: v for k, v in everything.items() if k != "secret"}
+        # it may still read, list and delete it (webhooks.read, webhooks.delete)
+        expect(await incidents.get(f"{path}/deliveries"))
+        assert (await incidents.delete(path))[0] == 204
+
+
+def test_every_event_family_has_a_read_permission() -> None:
+    # a family without one would be a 500 at subscription, and unreadable by /events
+    assert {t.split(".")[0] for t in EVENT_TYPES} == set(EVENT_READ_PERMISSIONS)
+    assert set(EVENT_READ_PERMISSIONS.values()) <= set(PERMISSIONS)
