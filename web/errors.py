@@ -141,6 +141,11 @@ CODES: dict[str, tuple[int, str]] = {
         "Another status page (of any account) already has this slug: slugs are unique over "
         "the service.",
     ),
+    "endpoint_limit_reached": (
+        422,
+        "The account already has 16 webhook endpoints (enabled or disabled), the most it "
+        "may have: delete one first.",
+    ),
     "metadata_too_many_keys": (422, "metadata would have more than 50 keys."),
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
     "metadata_value_too_long": (422, "A metadata value is longer than 500 characters."),

@@ -50,6 +50,7 @@ def _attempt(
     )
     claimed = deliveries.ClaimedDelivery(
         id="whd_1",
+        account_id="acct_1",
         endpoint_id="we_1",
         url="http://127.0.0.1:9/",
         secrets=["whsec_1"],

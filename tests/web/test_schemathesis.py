@@ -49,6 +49,7 @@ SEMANTIC_REFUSALS = frozenset(
         "incident_not_open",  # resolve on a resolved incident
         "unknown_monitor",  # an incident's monitors must be the account's own
         "slug_taken",  # a status page's slug is unique over the service
+        "endpoint_limit_reached",  # at most 16 webhook endpoints an account
         "request_header_not_allowed",  # Host, Content-Length, ... in any case
         "invalid_request_header",  # a header name twice in different cases
         "invalid_assertion",  # property, comparison and target must fit the source

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from store import Database
+from store.webhooks import MAX_ENDPOINTS
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
 from web.auth import EVENT_READ_PERMISSIONS, PERMISSIONS
@@ -344,3 +345,36 @@ def test_every_event_family_has_a_read_permission() -> None:
     # a family without one would be a 500 at subscription, and unreadable by /events
     assert {t.split(".")[0] for t in EVENT_TYPES} == set(EVENT_READ_PERMISSIONS)
     assert set(EVENT_READ_PERMISSIONS.values()) <= set(PERMISSIONS)
+
+
+async def test_an_account_has_at_most_16_endpoints(
+    api: Api, api_for: Callable[..., Awaitable[Api]]
+) -> None:
+    with trio.fail_after(30):
+        assert MAX_ENDPOINTS == 16  # the README's figure
+        # created concurrently: the count and the insert are one step
+        results: list[int] = []
+
+        async def attempt(n: int) -> None:
+            body = {"url": f"{URL}/{n}", "enabled_events": ["incident.*"]}
+            results.append((await api.post("/webhook-endpoints", json=body))[0])
+
+        async with trio.open_nursery() as nursery:
+            for n in range(MAX_ENDPOINTS + 4):
+                nursery.start_soon(attempt, n)
+        assert sorted(results) == [201] * MAX_ENDPOINTS + [422] * 4
+        response = await api.post("/webhook-endpoints", json={"url": URL, "enabled_events": ["*"]})
+        error = assert_error(response, 422, "endpoint_limit_reached", param=None)
+        assert "16" in error["message"]
+        page = expect(await api.get("/webhook-endpoints", query={"limit": 100}))
+        assert len(page["data"]) == MAX_ENDPOINTS
+        # disabled ones count too; deleting one makes room
+        first = page["data"][-1]["id"]
+        expect(await api.patch(f"/webhook-endpoints/{first}", json={"status": "disabled"}))
+        assert (await api.post("/webhook-endpoints", json={"url": URL, "enabled_events": ["*"]}))[
+            0
+        ] == 422
+        assert (await api.delete(f"/webhook-endpoints/{first}"))[0] == 204
+        await create(api)
+        # another account has its own 16
+        await create(await api_for(account="other"))

@@ -93,6 +93,12 @@ async def create_endpoint(ctx: RequestContext) -> ApiResponse:
         "metadata": merge_metadata({}, body.metadata),
     }
     record = await ctx.deps.db.transaction(webhooks.insert_endpoint, values)
+    if record is None:
+        raise ApiError(
+            "endpoint_limit_reached",
+            f"an account may have at most {webhooks.MAX_ENDPOINTS} webhook endpoints; "
+            "delete one first",
+        )
     return ApiResponse(201, webhook_endpoint_object(record, with_secret=True))
 
 
