@@ -74,7 +74,8 @@ class WebhookSettings:
         per_account_concurrency: attempts in flight at most for one account, all its
             endpoints together (default 8, a quarter of ``concurrency``: an account
             whose receivers all hang holds 8 slots for a timeout, and the other 24 stay
-            free for the other accounts; README "Webhooks": fairness).
+            free for the other accounts; README "Webhooks": fairness). Never less than
+            ``per_endpoint_concurrency`` in effect (:attr:`account_share`).
         per_endpoint_concurrency: attempts in flight at most for one endpoint
             (default 4).
         timeout_seconds: a whole attempt's deadline, seconds (default 10, extensions
@@ -97,6 +98,13 @@ class WebhookSettings:
     def __post_init__(self) -> None:
         if self.claim_seconds <= self.timeout_seconds:
             raise ValueError("claim_seconds must exceed timeout_seconds")
+
+    @property
+    def account_share(self) -> int:
+        """Attempts in flight at most for one account: ``per_account_concurrency``, but
+        at least one endpoint's share (an installation that raised the per-endpoint
+        limit for its one busy endpoint keeps it)."""
+        return max(self.per_account_concurrency, self.per_endpoint_concurrency)
 
 
 def user_agent() -> str:
@@ -197,7 +205,7 @@ class _Sender:
                 limit=free,
                 share=deliveries.Share(
                     per_endpoint=self.settings.per_endpoint_concurrency,
-                    per_account=self.settings.per_account_concurrency,
+                    per_account=self.settings.account_share,
                     endpoints=dict(self.in_flight),
                     accounts=dict(self.accounts_in_flight),
                 ),

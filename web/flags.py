@@ -331,7 +331,8 @@ _WEBHOOK_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         "--webhook-per-account-concurrency",
         positive_int,
         _WEBHOOKS.per_account_concurrency,
-        "webhook attempts in flight at most for one account, all its endpoints together",
+        "webhook attempts in flight at most for one account, all its endpoints together "
+        "(never below the per-endpoint limit)",
     ),
     (
         "--webhook-per-endpoint-concurrency",

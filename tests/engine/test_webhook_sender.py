@@ -281,6 +281,8 @@ async def test_one_accounts_dead_receivers_do_not_delay_another_account(
         assert took < 2, f"the other account's delivery waited {took:.2f} s"
         assert done["status"] == "succeeded"
         assert hanging == settings.per_account_concurrency < settings.concurrency
+        # an account may always fill one endpoint's share, whatever its own
+        assert WebhookSettings(per_endpoint_concurrency=16).account_share == 16
 
 
 async def test_a_disabled_endpoint_receives_nothing_until_enabled_again(
