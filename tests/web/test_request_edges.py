@@ -1,4 +1,4 @@
-"""Rough edges of request input found by issue 15 (item 5), each with its own answer:
+"""Rough edges of request input, each with its own answer (README "Request safety"):
 
 - validation messages are Uptrio's words, not pydantic's (``Input should be a valid
   integer``);
@@ -8,7 +8,10 @@
 - ``sort=`` (empty) and a query value that is not UTF-8 (``search=%FF``) are 400
   ``invalid_parameter`` naming the parameter;
 - an ``Idempotency-Key`` may be any printable text, ``ключ`` included, as the README says;
-- the rate limits of spec part 8 are operator settings (``uptrio serve`` flags).
+- the rate limits of spec part 8 are operator settings (``uptrio serve`` flags);
+- NUL (U+0000) is refused in every query parameter (``/events?type=%00`` was a 500), path
+  id and header, never reaching Postgres;
+- no message shows pydantic's internals (``interval_seconds.constrained-int``).
 """
 
 from __future__ import annotations
