@@ -54,7 +54,10 @@ CODES: dict[str, tuple[int, str]] = {
         "A POST or PATCH with a body does not have Content-Type: application/json.",
     ),
     "unknown_parameter": (400, "A query parameter the endpoint does not take."),
-    "invalid_parameter": (400, "A query parameter's value is malformed or out of range."),
+    "invalid_parameter": (
+        400,
+        "A query parameter's value is malformed, out of range, or holds NUL.",
+    ),
     "cursor_conflict": (400, "Both starting_after and ending_before were sent."),
     "cursor_not_found": (400, "The cursor id names no object of the account."),
     "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
@@ -74,7 +77,8 @@ CODES: dict[str, tuple[int, str]] = {
         "The request is not valid HTTP/1.1 (request line, a header holding NUL or another "
         "control character, a malformed or repeated Content-Length, an unknown "
         "Transfer-Encoding, bytes after a body that are no request): refused by the HTTP "
-        "server before the API; the connection is closed.",
+        "server before the API; the connection is closed. Also a header holding NUL that "
+        "reached the API (param names it).",
     ),
     "invalid_method": (
         400,
@@ -87,7 +91,11 @@ CODES: dict[str, tuple[int, str]] = {
     "token_expired": (401, "The token's exp has passed."),
     "token_revoked": (401, "The token was revoked."),
     # 403
-    "missing_permission": (403, "The token lacks the permission the endpoint requires."),
+    "missing_permission": (
+        403,
+        "The token lacks the permission the endpoint requires, or (param enabled_events) "
+        "the read permission of events a webhook endpoint would subscribe to.",
+    ),
     # 404, 405
     "resource_missing": (404, "No such object in the account (or malformed id)."),
     "route_not_found": (404, "No endpoint at this path."),
