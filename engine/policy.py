@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from engine.probes import nameserver_resolver
+from engine.probes import nameserver_resolver, numeric_address
 from engine.targets import Target
 
 __all__ = [
@@ -213,7 +213,10 @@ class TargetPolicy:
     async def check_target(self, target: Target) -> str | None:
         """The create/PATCH check of a parsed monitor target (module docstring, point 1).
 
-        An IP literal is checked with `check_address`; a host name with
+        An IP literal is checked with `check_address`, and so is a numeric form that
+        the checks' resolver reads as an address (``0xa9fea9fe`` is ``169.254.169.254``:
+        `engine.probes.numeric_address`, getaddrinfo without a look-up), so that create
+        refuses what every check or delivery would refuse; a host name with
         `check_host_name`, then, when ``deny_private`` is on, by resolving it (at most
         ``resolve_timeout_seconds``; a dns monitor's name with ``dns_resolver``, any
         other with ``resolver``) and checking every address. A name that does not
@@ -225,10 +228,8 @@ class TargetPolicy:
         Error handling:
             Resolution failures are answers (allowed), not errors; `trio.Cancelled` passes.
         """
-        try:
-            ip = ipaddress.ip_address(target.host)
-        except ValueError:
-            ip = None
+        # a dns monitor's name goes to the nameserver as a name, whatever it looks like
+        ip = numeric_address(target.host) if target.type != "dns" else None
         if ip is not None:
             reason = self.check_address(ip)
             return None if reason is None else f"{ip} is {reason}"

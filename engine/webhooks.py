@@ -6,9 +6,11 @@ it claims due deliveries (``store.deliveries.claim_due``: ``FOR
 UPDATE SKIP LOCKED``, so several nodes share the work without sending a delivery twice
 at once) and sends each one in a child task:
 
-- at most ``concurrency`` attempts in flight, and at most ``per_endpoint_concurrency``
-  per endpoint, so a slow or dead endpoint holds only its own slots and never delays
-  another endpoint's deliveries;
+- at most ``concurrency`` attempts in flight, at most ``per_account_concurrency`` per
+  account and ``per_endpoint_concurrency`` per endpoint, claimed round-robin across
+  accounts, then across an account's endpoints (``store.deliveries.claim_due``): a slow
+  or dead endpoint holds only its own slots, an account's dead endpoints only its
+  share, and the rest of the sender stays free for the other accounts;
 - one POST per attempt (:mod:`engine.delivery`: keep-alive pool, only to addresses the
   target policy accepts, no redirects), body ``render(event)``, headers
   ``Content-Type: application/json``, ``User-Agent: Uptrio/<version>``,
@@ -69,6 +71,11 @@ class WebhookSettings:
         poll_seconds: seconds between two looks for due deliveries (default 0.5; one
             cheap indexed query).
         concurrency: attempts in flight at most, all endpoints together (default 32).
+        per_account_concurrency: attempts in flight at most for one account, all its
+            endpoints together (default 8, a quarter of ``concurrency``: an account
+            whose receivers all hang holds 8 slots for a timeout, and the other 24 stay
+            free for the other accounts; README "Webhooks": fairness). Never less than
+            ``per_endpoint_concurrency`` in effect (:attr:`account_share`).
         per_endpoint_concurrency: attempts in flight at most for one endpoint
             (default 4).
         timeout_seconds: a whole attempt's deadline, seconds (default 10, extensions
@@ -82,6 +89,7 @@ class WebhookSettings:
 
     poll_seconds: float = 0.5
     concurrency: int = 32
+    per_account_concurrency: int = 8
     per_endpoint_concurrency: int = 4
     timeout_seconds: float = 10.0
     retry_base_seconds: float = 60.0
@@ -90,6 +98,13 @@ class WebhookSettings:
     def __post_init__(self) -> None:
         if self.claim_seconds <= self.timeout_seconds:
             raise ValueError("claim_seconds must exceed timeout_seconds")
+
+    @property
+    def account_share(self) -> int:
+        """Attempts in flight at most for one account: ``per_account_concurrency``, but
+        at least one endpoint's share (an installation that raised the per-endpoint
+        limit for its one busy endpoint keeps it)."""
+        return max(self.per_account_concurrency, self.per_endpoint_concurrency)
 
 
 def user_agent() -> str:
@@ -145,8 +160,8 @@ async def run_webhook_sender(
 
 
 class _Sender:
-    """The sender's state: attempts in flight per endpoint. Only the actor's tasks
-    touch it."""
+    """The sender's state: attempts in flight per endpoint and per account. Only the
+    actor's tasks touch it."""
 
     def __init__(
         self,
@@ -163,7 +178,8 @@ class _Sender:
         self.clock = clock
         self.rng = rng
         self.user_agent = user_agent()
-        self.in_flight: Counter[str] = Counter()
+        self.in_flight: Counter[str] = Counter()  # by endpoint
+        self.accounts_in_flight: Counter[str] = Counter()
         self.slot_freed = trio.Event()
         # Finished attempts wait here for the recorder (bounded: a database that hangs
         # holds the attempts back instead of growing memory).
@@ -187,8 +203,12 @@ class _Sender:
                 deliveries.claim_due,
                 now=self.clock(),
                 limit=free,
-                per_endpoint_limit=self.settings.per_endpoint_concurrency,
-                busy_endpoints=dict(self.in_flight),
+                share=deliveries.Share(
+                    per_endpoint=self.settings.per_endpoint_concurrency,
+                    per_account=self.settings.account_share,
+                    endpoints=dict(self.in_flight),
+                    accounts=dict(self.accounts_in_flight),
+                ),
                 claim_seconds=self.settings.claim_seconds,
             )
         except StoreError as exc:
@@ -196,6 +216,7 @@ class _Sender:
             return []
         for delivery in claimed:
             self.in_flight[delivery.endpoint_id] += 1
+            self.accounts_in_flight[delivery.account_id] += 1
         if claimed:
             self.slot_freed = trio.Event()
         return claimed
@@ -218,9 +239,13 @@ class _Sender:
                 )
             )
         finally:
-            self.in_flight[delivery.endpoint_id] -= 1
-            if self.in_flight[delivery.endpoint_id] <= 0:
-                del self.in_flight[delivery.endpoint_id]
+            for counts, key in (
+                (self.in_flight, delivery.endpoint_id),
+                (self.accounts_in_flight, delivery.account_id),
+            ):
+                counts[key] -= 1
+                if counts[key] <= 0:
+                    del counts[key]
             self.slot_freed.set()
 
     async def record_finished(self) -> None:

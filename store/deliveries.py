@@ -7,8 +7,8 @@
   mid-attempt leaves the delivery to be claimed again once that time passes (at least
   once).
 - :func:`record_attempts` settles finished attempts, several in one statement:
-  ``succeeded``, or a retry after an exponential back-off with jitter
-  (:func:`retry_delay_seconds`), or ``failed`` once the next attempt would fall after
+  ``succeeded``, or a retry after an exponential back-off with jitter counted from the
+  attempt's end (:func:`retry_delay_seconds`), or ``failed`` once the next attempt would fall after
   ``give_up_at`` (3 days after the event).
 
 Deliveries are never created here: the trigger ``events_fan_out`` of migration 0004
@@ -28,6 +28,7 @@ from .webhooks import get_endpoint, valid_secrets
 __all__ = [
     "Attempt",
     "ClaimedDelivery",
+    "Share",
     "claim_due",
     "list_deliveries",
     "record_attempts",
@@ -95,6 +96,8 @@ class ClaimedDelivery:
 
     Attributes:
         id: the ``whd_`` id.
+        account_id: the account the delivery belongs to (its fair share, README
+            "Webhooks": fairness).
         endpoint_id: the ``we_`` id.
         url: the endpoint's url as it was at the claim.
         secrets: the secrets valid at the claim (current first; :func:`valid_secrets`).
@@ -104,6 +107,7 @@ class ClaimedDelivery:
     """
 
     id: str
+    account_id: str
     endpoint_id: str
     url: str
     secrets: list[str]
@@ -113,34 +117,53 @@ class ClaimedDelivery:
 
 
 _CLAIM = f"""
-WITH candidates AS (
-    SELECT d.id, d.endpoint_id, d.next_attempt_at, d.seq
-    FROM webhook_deliveries d
-    WHERE d.status = 'pending' AND d.next_attempt_at <= $1
-      AND d.endpoint_id <> ALL($2::text[])
-      AND EXISTS (SELECT 1 FROM webhook_endpoints w
-                  WHERE w.id = d.endpoint_id AND w.status = 'enabled')
-    ORDER BY d.next_attempt_at
-    LIMIT $3
+WITH RECURSIVE due_endpoints (endpoint_id) AS (
+    (SELECT d.endpoint_id FROM webhook_deliveries d
+     WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+       AND EXISTS (SELECT 1 FROM webhook_deliveries n
+                   WHERE n.status = 'pending' AND n.next_attempt_at <= $1)
+     ORDER BY d.endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.endpoint_id FROM webhook_deliveries d
+            WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+              AND d.endpoint_id > e.endpoint_id
+            ORDER BY d.endpoint_id LIMIT 1)
+    FROM due_endpoints e WHERE e.endpoint_id IS NOT NULL
+), endpoints AS (
+    SELECT w.id, w.account_id,
+           $2 - coalesce(be.n, 0) AS endpoint_room,
+           $3 - coalesce(ba.n, 0) AS account_room
+    FROM due_endpoints e
+    JOIN webhook_endpoints w ON w.id = e.endpoint_id AND w.status = 'enabled'
+    LEFT JOIN unnest($4::text[], $5::int[]) AS be (endpoint_id, n) ON be.endpoint_id = w.id
+    LEFT JOIN unnest($6::text[], $7::int[]) AS ba (account_id, n) ON ba.account_id = w.account_id
+), candidates AS (
+    SELECT c.id, c.next_attempt_at, c.seq, w.account_id, w.account_room,
+           row_number() OVER (PARTITION BY w.id ORDER BY c.next_attempt_at, c.seq)
+               AS endpoint_rank
+    FROM endpoints w
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at, d.seq FROM webhook_deliveries d
+        WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= $1
+        ORDER BY d.next_attempt_at
+        LIMIT greatest(least(w.endpoint_room, w.account_room), 0)
+    ) c
 ), ranked AS (
-    SELECT c.id, c.next_attempt_at, c.seq,
-           row_number() OVER (PARTITION BY c.endpoint_id
-                              ORDER BY c.next_attempt_at, c.seq) AS rank,
-           coalesce(room.n, $4) AS room
-    FROM candidates c
-    LEFT JOIN unnest($5::text[], $6::int[]) AS room (endpoint_id, n)
-           ON room.endpoint_id = c.endpoint_id
+    SELECT id, next_attempt_at, seq, account_room,
+           row_number() OVER (PARTITION BY account_id
+                              ORDER BY endpoint_rank, next_attempt_at, seq) AS account_rank
+    FROM candidates
 ), picked AS (
-    SELECT id FROM ranked WHERE rank <= room
-    ORDER BY rank, next_attempt_at, seq
-    LIMIT $7
+    SELECT id FROM ranked WHERE account_rank <= account_room
+    ORDER BY account_rank, next_attempt_at, seq
+    LIMIT $8
 ), locked AS (
     SELECT d.id FROM webhook_deliveries d
     WHERE d.id IN (SELECT id FROM picked)
       AND d.status = 'pending' AND d.next_attempt_at <= $1
     FOR UPDATE OF d SKIP LOCKED
 )
-UPDATE webhook_deliveries AS d SET next_attempt_at = $8
+UPDATE webhook_deliveries AS d SET next_attempt_at = $9
 FROM locked, webhook_endpoints w, events e
 WHERE d.id = locked.id AND w.id = d.endpoint_id AND e.id = d.event_id
   AND w.status = 'enabled'
@@ -150,47 +173,70 @@ RETURNING d.id AS delivery_id, d.attempts, d.give_up_at, d.next_attempt_at AS cl
 """
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Share:
+    """How much of a sender one endpoint and one account may hold (README "Webhooks":
+    fairness), and what they hold now.
+
+    Attributes:
+        per_endpoint: attempts in flight at most for one endpoint.
+        per_account: attempts in flight at most for one account, all its endpoints
+            together (later: for one owner of channels).
+        endpoints: attempts this sender has in flight, by endpoint id.
+        accounts: attempts this sender has in flight, by account id.
+    """
+
+    per_endpoint: int
+    per_account: int
+    endpoints: Mapping[str, int]
+    accounts: Mapping[str, int]
+
+
 async def claim_due(
     connection: Connection,
     *,
     now: float,
     limit: int,
-    per_endpoint_limit: int,
-    busy_endpoints: Mapping[str, int],
+    share: Share,
     claim_seconds: float,
-    scan: int = 1000,
 ) -> list[ClaimedDelivery]:
     """Claim up to ``limit`` due deliveries (``next_attempt_at <= now``, epoch seconds)
-    of enabled endpoints, fairly across endpoints, and move their ``next_attempt_at`` to
-    ``now + claim_seconds``. Run it in a transaction of its own.
+    of enabled endpoints, fairly across accounts and, within an account, across its
+    endpoints, and move their ``next_attempt_at`` to ``now + claim_seconds``. Run it in
+    a transaction of its own.
 
-    Fairness: ``busy_endpoints`` maps endpoint ids to the attempts this sender already
-    has in flight for them; an endpoint gets at most ``per_endpoint_limit`` minus that
-    (endpoints at their limit are skipped), and the claims go round-robin over the
-    endpoints (each one's oldest first, then each one's second, ...), so one endpoint's
-    backlog never takes another's turn. The round-robin looks at the ``scan`` oldest due
-    deliveries of the endpoints not at their limit (index ``webhook_deliveries_due``),
-    which keeps the query cheap whatever the backlog.
+    Fairness (``share``): an endpoint gets at most ``per_endpoint`` attempts in flight
+    and an account at most ``per_account`` (counting what this sender already has in
+    flight), so a receiver that hangs holds only its endpoint's slots and its account's
+    share, never another account's turn. The claims go round-robin: each account's
+    first, then each account's second..., an account's own turns going round-robin over
+    its endpoints (each one's oldest first), ties by age.
+
+    Cost: every endpoint with a due delivery is looked at, each by an index probe
+    (``webhook_deliveries_due_by_endpoint``, migration 0016: a skip scan from one due
+    endpoint to the next, then each one's oldest due deliveries), so the query grows
+    with the endpoints that have work (16 at most per account), not with the backlog:
+    an account's thousands of due deliveries never hide another's one. With nothing due
+    it is one probe of ``webhook_deliveries_due``.
 
     Concurrency: the rows are locked ``FOR UPDATE SKIP LOCKED`` and re-checked once
     locked, so two senders never claim the same delivery; a claim that is never settled
-    (a sender that died) becomes due again at ``now + claim_seconds``.
+    (a sender that died) becomes due again at ``now + claim_seconds``. The shares are
+    each sender's own (several nodes: each holds at most its share).
 
     Returns:
-        The claimed deliveries, in claim order.
+        The claimed deliveries (in no particular order: their attempts all start at
+        once).
     """
-    full = [e for e, n in busy_endpoints.items() if n >= per_endpoint_limit]
-    partial = {
-        e: per_endpoint_limit - n for e, n in busy_endpoints.items() if 0 < n < per_endpoint_limit
-    }
     rows = await connection.fetch(
         _CLAIM,
         now,
-        full,
-        max(scan, limit),
-        per_endpoint_limit,
-        list(partial),
-        list(partial.values()),
+        share.per_endpoint,
+        share.per_account,
+        list(share.endpoints),
+        list(share.endpoints.values()),
+        list(share.accounts),
+        list(share.accounts.values()),
         limit,
         now + claim_seconds,
     )
@@ -201,6 +247,7 @@ async def claim_due(
         claimed.append(
             ClaimedDelivery(
                 id=row["delivery_id"],
+                account_id=endpoint.account_id,
                 endpoint_id=endpoint.id,
                 url=endpoint.url,
                 secrets=valid_secrets(endpoint, now),
@@ -213,8 +260,9 @@ async def claim_due(
 
 
 def retry_delay_seconds(failed_attempts: int, base_seconds: float, jitter: float) -> float:
-    """Seconds from a failed attempt to the next one (extensions part 2: exponential
-    back-off with jitter, first retry after ``--webhook-retry-base-seconds``, doubling):
+    """Seconds from the end of a failed attempt to the next one (extensions part 2:
+    exponential back-off with jitter, first retry after ``--webhook-retry-base-seconds``,
+    doubling):
     ``base_seconds * 2 ** (failed_attempts - 1) * jitter``, ``jitter`` a random factor in
     [0.5, 1.5) drawn by the caller. With the default 60 s base the retries come after
     about 1, 2, 4, 8, ... minutes; the 12th would fall past 3 days. Pure."""
@@ -243,14 +291,22 @@ class Attempt:
     duration_ms: float
     jitter: float
 
+    @property
+    def ended(self) -> float:
+        """When the attempt ended, epoch seconds: ``at`` plus its duration."""
+        return self.at + self.duration_ms / 1000.0
+
     def outcome(self, retry_base_seconds: float) -> tuple[str, float | None]:
         """The delivery's status and ``next_attempt_at`` (epoch seconds, or None) after
-        this attempt: ``succeeded``; else a retry after :func:`retry_delay_seconds`, or
-        ``failed`` once that would fall after ``give_up_at`` (extensions part 2). Pure."""
+        this attempt: ``succeeded``; else a retry :func:`retry_delay_seconds` after the
+        attempt *ended* (so a 10 s timeout does not eat into a back-off, README
+        "Webhooks": success and retries), or ``failed`` once that would fall after
+        ``give_up_at`` (extensions part 2). Pure."""
         if self.succeeded:
             return "succeeded", None
         failed = self.delivery.attempts + 1
-        next_attempt_at = self.at + retry_delay_seconds(failed, retry_base_seconds, self.jitter)
+        delay = retry_delay_seconds(failed, retry_base_seconds, self.jitter)
+        next_attempt_at = self.ended + delay
         if next_attempt_at > self.delivery.give_up_at:
             return "failed", None
         return "pending", next_attempt_at

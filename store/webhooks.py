@@ -22,6 +22,7 @@ from .pagination import Page, PageRequest, fetch_page
 from .records import WebhookEndpointRecord
 
 __all__ = [
+    "MAX_ENDPOINTS",
     "ROTATION_GRACE_SECONDS",
     "UPDATABLE",
     "delete_endpoint",
@@ -33,6 +34,14 @@ __all__ = [
     "update_endpoint",
     "valid_secrets",
 ]
+
+MAX_ENDPOINTS = 16
+"""Webhook endpoints an account may have, enabled or not (README, Webhooks: as Stripe
+allows per account). Each event writes one delivery per subscribed endpoint in its own
+transaction, so this bounds what one event costs the engine's writes (16 rows), and the
+sender's claim looks at every endpoint that has work: a bound per account keeps both
+cheap, and one account's dead receivers few. A team that needs more fans out from a
+receiver of its own."""
 
 ROTATION_GRACE_SECONDS = 24 * 3600
 """How long a rotated-out secret still signs deliveries, seconds (extensions part 2)."""
@@ -74,9 +83,22 @@ def valid_secrets(endpoint: WebhookEndpointRecord, now: float) -> list[str]:
 
 async def insert_endpoint(
     connection: Connection, values: Mapping[str, Any]
-) -> WebhookEndpointRecord:
+) -> WebhookEndpointRecord | None:
     """Insert an endpoint (``values``: every column of the record; the previous-secret
-    columns may be left out)."""
+    columns may be left out), unless its account already has :data:`MAX_ENDPOINTS`:
+    then None. Must run in a transaction: a transaction-scoped advisory lock on the
+    account makes the count and the insert one step, so concurrent creates never pass
+    the limit."""
+    account_id = values["account_id"]
+    await connection.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0))",
+        account_id,
+    )
+    count = await connection.fetchval(
+        "SELECT count(*) FROM webhook_endpoints WHERE account_id = $1", account_id
+    )
+    if count >= MAX_ENDPOINTS:
+        return None
     row = await insert_owned(
         connection,
         table="webhook_endpoints",

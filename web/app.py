@@ -35,10 +35,11 @@ from .deps import Dependencies
 from .docs import add_docs_routes
 from .errors import ApiError, error_body
 from .heartbeat_public import add_ping_routes
+from .http_server import MAX_HEAD_BYTES, head_bytes, refusal
 from .idempotency import idempotency_keys
 from .openapi import openapi_document
 from .ops import Operations, add_operational_routes
-from .params import check_names, check_utf8
+from .params import check_names, check_utf8, refuse_nul
 from .pipeline import ApiResponse, Handler, Middleware, RequestContext, Route, chain
 from .routes import ROUTES
 from .status_public import add_status_page_routes
@@ -82,9 +83,11 @@ async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 
 
 async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: a query parameter the route does not document is a 400
-    ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422); one
-    that is not UTF-8 a 400 ``invalid_parameter``."""
+    """Middleware: a query parameter, path segment or header holding U+0000 is refused
+    (:func:`web.params.refuse_nul`); a query parameter the route does not document is a
+    400 ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422);
+    one that is not UTF-8 a 400 ``invalid_parameter``."""
+    refuse_nul(ctx.query, ctx.path_params, ctx.headers.items())
     check_names(ctx.query, [name for name, _, _ in ctx.route.query])
     check_utf8(ctx.raw_query)
     return await call_next(ctx)
@@ -203,16 +206,21 @@ def create_app(
     document = openapi_document(routes)
 
     @app.before_request
-    async def start() -> None:
+    async def start() -> Response | None:
         g.started = time.perf_counter()
         g.request_id = new_id("req")
         g.version = CURRENT_VERSION
         g.extra_headers = {}
+        if head_bytes(request.scope) > MAX_HEAD_BYTES:  # README: over 16 KiB, 431
+            if str(request.scope.get("http_version", "")).startswith("1"):
+                g.extra_headers["Connection"] = "close"
+            return _error_response(refusal(431))
         sent_path = str(request.scope.get("path", ""))
         if isinstance(request.routing_exception, RequestRedirect) or sent_path.startswith("//"):
             # an API answers, it does not redirect; and werkzeug reads //monitors as
             # /monitors (it strips leading slashes), while /monitors//checks is a 404
             request.routing_exception = NotFound()
+        return None
 
     @app.after_request
     async def finish(response: Response) -> Response:

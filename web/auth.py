@@ -61,6 +61,22 @@ PERMISSIONS = (
 """The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2;
 ``status_pages.*``: extensions part 5; ``heartbeats.*``: extensions part 7)."""
 
+EVENT_READ_PERMISSIONS = {
+    "monitor": "monitors.read",
+    "incident": "incidents.read",
+    "heartbeat": "heartbeats.read",
+}
+"""The read permission that shows an event, by the first part of its type (extensions
+part 1: "read permission of the event's resource"; ``incident.update_posted`` is an
+incident's). ``GET /events`` lists only the events a token may read, and a webhook
+endpoint may subscribe only to them (README, Webhooks: permissions)."""
+
+
+def readable_event_kinds(permissions: list[str]) -> list[str]:
+    """The event kinds (``monitor``, ``incident``, ...) ``permissions`` may read."""
+    return [kind for kind, p in EVENT_READ_PERMISSIONS.items() if p in permissions]
+
+
 SECRET_ENV = "UPTRIO_JWT_SECRET"
 
 SECRET_FILE = "jwt-secret"

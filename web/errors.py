@@ -54,7 +54,10 @@ CODES: dict[str, tuple[int, str]] = {
         "A POST or PATCH with a body does not have Content-Type: application/json.",
     ),
     "unknown_parameter": (400, "A query parameter the endpoint does not take."),
-    "invalid_parameter": (400, "A query parameter's value is malformed or out of range."),
+    "invalid_parameter": (
+        400,
+        "A query parameter's value is malformed, out of range, or holds NUL.",
+    ),
     "cursor_conflict": (400, "Both starting_after and ending_before were sent."),
     "cursor_not_found": (400, "The cursor id names no object of the account."),
     "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
@@ -74,12 +77,13 @@ CODES: dict[str, tuple[int, str]] = {
         "The request is not valid HTTP/1.1 (request line, a header holding NUL or another "
         "control character, a malformed or repeated Content-Length, an unknown "
         "Transfer-Encoding, bytes after a body that are no request): refused by the HTTP "
-        "server before the API; the connection is closed.",
+        "server before the API; the connection is closed. Also a header holding NUL that "
+        "reached the API (param names it).",
     ),
     "invalid_method": (
         400,
         "The method is not in upper case: methods are case-sensitive (RFC 9110), send GET, "
-        "not get. The connection is closed.",
+        "not get. Over HTTP/1.1 the connection is closed; over HTTP/2 the stream.",
     ),
     # 401
     "missing_token": (401, "No Authorization: Bearer header."),
@@ -87,7 +91,11 @@ CODES: dict[str, tuple[int, str]] = {
     "token_expired": (401, "The token's exp has passed."),
     "token_revoked": (401, "The token was revoked."),
     # 403
-    "missing_permission": (403, "The token lacks the permission the endpoint requires."),
+    "missing_permission": (
+        403,
+        "The token lacks the permission the endpoint requires, or (param enabled_events) "
+        "the read permission of events a webhook endpoint would subscribe to.",
+    ),
     # 404, 405
     "resource_missing": (404, "No such object in the account (or malformed id)."),
     "route_not_found": (404, "No endpoint at this path."),
@@ -141,6 +149,11 @@ CODES: dict[str, tuple[int, str]] = {
         "Another status page (of any account) already has this slug: slugs are unique over "
         "the service.",
     ),
+    "endpoint_limit_reached": (
+        422,
+        "The account already has 16 webhook endpoints (enabled or disabled), the most it "
+        "may have: delete one first.",
+    ),
     "metadata_too_many_keys": (422, "metadata would have more than 50 keys."),
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
     "metadata_value_too_long": (422, "A metadata value is longer than 500 characters."),
@@ -185,7 +198,8 @@ CODES: dict[str, tuple[int, str]] = {
     # 431
     "headers_too_large": (
         431,
-        "The request line and headers are larger than 16 KiB; the connection is closed.",
+        "The request line and headers are larger than 16 KiB (counted as HTTP/1.1 writes "
+        "them, over HTTP/2 too); over HTTP/1.1 the connection is closed.",
     ),
     # 500
     "internal_error": (500, "A bug: quote the Request-Id to support."),

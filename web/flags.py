@@ -141,6 +141,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
     webhooks = WebhookSettings(
         poll_seconds=args.webhook_poll_seconds,
         concurrency=args.webhook_concurrency,
+        per_account_concurrency=args.webhook_per_account_concurrency,
         per_endpoint_concurrency=args.webhook_per_endpoint_concurrency,
         timeout_seconds=args.webhook_timeout_seconds,
         retry_base_seconds=args.webhook_retry_base_seconds,
@@ -325,6 +326,13 @@ _WEBHOOK_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         positive_int,
         _WEBHOOKS.concurrency,
         "webhook attempts in flight at most, all endpoints together",
+    ),
+    (
+        "--webhook-per-account-concurrency",
+        positive_int,
+        _WEBHOOKS.per_account_concurrency,
+        "webhook attempts in flight at most for one account, all its endpoints together "
+        "(never below the per-endpoint limit)",
     ),
     (
         "--webhook-per-endpoint-concurrency",

@@ -133,6 +133,57 @@ def check_utf8(query_string: bytes) -> None:
             ) from None
 
 
+def holds_nul(value: Any) -> bool:
+    """True when a string anywhere in ``value`` (a string, or JSON's lists and objects at
+    any depth, object keys included) holds U+0000, which Postgres stores in no text or
+    jsonb column and compares with nothing (the query fails)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def refuse_nul(
+    query: Mapping[str, list[str]],
+    path_params: Mapping[str, str],
+    headers: Iterable[tuple[str, str]],
+) -> None:
+    """The one check of U+0000 in the text a request carries outside its body (a JSON
+    body's strings are checked by ``web.pipeline.validate``, at any depth): no NUL
+    reaches the database, where it would fail the statement (a 500) instead of being
+    refused (README, Request safety: hostile input).
+
+    Raises:
+        ApiError: 400 ``invalid_parameter`` naming a query parameter whose name or value
+            holds NUL; 404 ``resource_missing`` for a path segment holding it (a
+            malformed id, like any other); 400 ``malformed_request`` naming a header
+            whose value holds it (as the HTTP/1.1 parser refuses it before the app).
+    """
+    for name, values in query.items():
+        if holds_nul(name) or holds_nul(values):
+            raise ApiError(
+                "invalid_parameter",
+                f"{name[:50]!r} may not hold the NUL character (%00)",
+                param=name[:100],
+            )
+    for name, value in path_params.items():
+        if holds_nul(value):
+            raise ApiError("resource_missing", f"no such object: the {name} holds NUL", param=name)
+    for name, value in headers:
+        if holds_nul(value):
+            raise ApiError(
+                "malformed_request", f"the header {name[:50]} holds NUL", param=name[:100]
+            )
+
+
 def cursor(args: Mapping[str, list[str]], name: str, prefix: str) -> str | None:
     """A cursor parameter: an id with ``prefix``, or None when absent."""
     value = single(args, name)

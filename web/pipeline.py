@@ -25,6 +25,7 @@ from store import EventCause, TokenContext
 from .deps import Dependencies
 from .errors import CODES, ApiError
 from .json_body import parse_json
+from .params import holds_nul
 from .versioning import CURRENT_VERSION
 
 M = TypeVar("M", bound=BaseModel)
@@ -270,14 +271,14 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
         code = _PYDANTIC_CODES.get(kind)
         if code is None:
             code = kind if kind in CODES else "invalid_type"
-        location = first["loc"]
+        location = _without_member_tag(model, first["loc"])
         param = str(location[0]) if location else None
         if param == "metadata" and code == "invalid_type":
             code = "metadata_invalid"
         where = param if code == "metadata_invalid" else _location(location)
         raise ApiError(code, _message(first, code, where), param=param) from None
     for name, value in data.items():
-        if _has_nul(value):
+        if holds_nul(value):
             # Postgres stores no U+0000 in text or jsonb: refuse it here, not with a 500
             raise ApiError(
                 "invalid_value",
@@ -285,6 +286,25 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
                 param=name,
             )
     return validated
+
+
+def _without_member_tag(model: type[BaseModel], location: tuple[Any, ...]) -> tuple[Any, ...]:
+    """pydantic's error location without the tag it inserts after a field that is a
+    union, naming the member it tried (``("interval_seconds", "constrained-int")`` for a
+    PATCH field, which is ``X | Absent``): the tag is pydantic's, not the request's. The
+    field's core schema says whether it is a union (a ``nullable`` one, ``X | None``,
+    inserts no tag)."""
+    if len(location) < 2:
+        return location
+    schema: Any = model.__pydantic_core_schema__
+    fields = schema["schema"].get("fields", {}) if schema.get("type") == "model" else {}
+    field = fields.get(location[0])
+    inner = None if field is None else field["schema"]
+    while inner is not None and inner.get("type") == "default":
+        inner = inner["schema"]
+    if inner is not None and inner.get("type") == "union":
+        return (location[0], *location[2:])
+    return location
 
 
 def _location(location: Any) -> str | None:
@@ -296,14 +316,3 @@ def _location(location: Any) -> str | None:
     parts = [str(location[0])]
     parts += [f"[{part}]" if isinstance(part, int) else f".{part}" for part in location[1:]]
     return "".join(parts)
-
-
-def _has_nul(value: Any) -> bool:
-    """True when a string anywhere in ``value`` (object keys included) holds U+0000."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False

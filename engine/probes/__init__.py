@@ -47,7 +47,7 @@ from ._request import (
     check_request_headers,
 )
 from ._result import ERROR_CODES, ErrorCode, ProbeResult, ProbeSpec
-from ._tcp import AddressPolicy
+from ._tcp import AddressPolicy, numeric_address
 from ._tls import MAX_CA_BUNDLE_BYTES, InvalidCaBundle, TlsContexts, check_ca_bundle
 
 __all__ = [
@@ -77,4 +77,5 @@ __all__ = [
     "check_request_headers",
     "compile_assertions",
     "nameserver_resolver",
+    "numeric_address",
 ]

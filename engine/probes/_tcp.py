@@ -34,6 +34,7 @@ __all__ = [
     "AddressPolicy",
     "connect",
     "describe",
+    "numeric_address",
     "os_failure",
     "probe_tcp",
     "resolve",
@@ -104,6 +105,23 @@ async def resolve(
 
 
 @functools.lru_cache(maxsize=4096)
+def numeric_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``host`` names without a look-up, read as `resolve` reads it: an IP
+    literal, or one of the numeric IPv4 forms getaddrinfo takes (inet_aton's: hex
+    ``0xa9fea9fe``, octal parts, fewer parts ``169.254.43518``, mixed
+    ``0xa9.0xfe.0xa9.0xfe``) that `ipaddress` does not; None for a host name. No I/O:
+    getaddrinfo with ``AI_NUMERICHOST`` never asks a resolver."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError):
+        return None
+    return ipaddress.ip_address(str(infos[0][4][0]).split("%", 1)[0])
+
+
 def _ip_literal(host: str, port: int) -> Address | None:
     """The `Address` of an IP literal ``host`` (``None`` for a name), as getaddrinfo
     would answer it, without getaddrinfo's per-call cost."""

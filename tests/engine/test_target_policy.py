@@ -6,6 +6,7 @@ redirect hops included.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 
 import pytest
@@ -13,6 +14,8 @@ import trio
 
 from engine import Prober, ProbeSpec, TargetPolicy
 from engine.policy import METADATA_ADDRESSES, IPAddress, Resolver
+from engine.probes._result import ProbeFailure
+from engine.probes._tcp import resolve
 from engine.targets import parse_target
 from tests.targets import DnsTarget, HttpTarget, TcpTarget, open_dns_target
 
@@ -251,3 +254,33 @@ async def test_dns_checks_screen_the_addresses_the_nameserver_answers() -> None:
             assert not imds.ok and imds.error_code == "target_denied", imds
             # the nameserver was asked every time (no cache, no /etc/hosts)
             assert sum(q.name == "loop.test" for q in server.queries) >= 2
+
+
+NUMERIC_FORMS = {
+    # host as a url gives it -> the address the system resolver reads in it (forms
+    # whose last part is decimal, 169.0xfe.169.254, are no host name: invalid_url)
+    "0xa9fea9fe": "169.254.169.254",
+    "0xa9.0xfe.0xa9.0xfe": "169.254.169.254",
+    "169.254.0xa9fe": "169.254.169.254",
+    "0x7f000001": "127.0.0.1",
+}
+
+
+@pytest.mark.parametrize(("host", "address"), NUMERIC_FORMS.items())
+async def test_numeric_forms_are_judged_at_create_as_at_send(host: str, address: str) -> None:
+    # inet_aton's forms (hex, fewer parts) are no IP literal to ipaddress, but the
+    # resolver the checks and the webhook sender use reads them as one: create must
+    # refuse what every send would refuse, without a name look-up
+    with trio.fail_after(5):
+        ip = ipaddress.ip_address(address)
+        for policy in (DEFAULT, DENY, METADATA_OK):
+            target = parse_target("http", f"http://{host}/")
+            assert target.host == host.lower()
+            at_create = await policy.check_target(target)
+            at_send = policy.check_address(ip)
+            assert (at_create is None) == (at_send is None), (host, policy)
+            if at_send is not None:
+                assert at_create is not None and address in at_create
+            with pytest.raises(ProbeFailure) if at_send else contextlib.nullcontext():
+                await resolve(host, 80, policy)
+    assert (await DEFAULT.check_target(parse_target("dns", "0xa9fea9fe"))) is None  # a name

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -247,6 +247,42 @@ async def test_a_dead_endpoint_does_not_hold_back_the_others(
             # the dead endpoint holds its 4 slots, hanging, and nothing more
             assert len(dead.received) == 4
         assert took < 3, f"the healthy endpoint waited {took:.2f} s"
+
+
+async def test_one_accounts_dead_receivers_do_not_delay_another_account(
+    api: Api, api_for: Callable[..., Awaitable[Api]], db: Database, nursery: trio.Nursery
+) -> None:
+    # account acme: 12 endpoints at a receiver that accepts and never answers, 36
+    # deliveries; account other: one healthy endpoint, whose event comes once acme's
+    # attempts hang
+    with trio.fail_after(20):
+        dead = await receiving(nursery, status=HANG)
+        alive = await receiving(nursery)
+        for n in range(12):
+            await endpoint(api, f"{dead.url}/{n}")
+        for i in range(3):
+            await create_incident(api, title=f"outage {i}")
+        other = await api_for(account="other")
+        healthy = await endpoint(other, alive.url)
+        # the default shares (32 in flight, 8 an account, 4 an endpoint)
+        settings = WebhookSettings(
+            poll_seconds=0.05, timeout_seconds=6, retry_base_seconds=0.2, claim_seconds=20
+        )
+        async with sender(db, settings):
+            await dead.wait_for(settings.per_account_concurrency)
+            await trio.sleep(0.3)  # time to claim more, were acme allowed more
+            began = trio.current_time()
+            await create_incident(other)
+            await alive.wait_for(1)
+            took = trio.current_time() - began
+            (done,) = await settled(other, healthy["id"], 1)
+            # acme holds its share of the sender, hanging, and no more
+            hanging = len(dead.received)
+        assert took < 2, f"the other account's delivery waited {took:.2f} s"
+        assert done["status"] == "succeeded"
+        assert hanging == settings.per_account_concurrency < settings.concurrency
+        # an account may always fill one endpoint's share, whatever its own
+        assert WebhookSettings(per_endpoint_concurrency=16).account_share == 16
 
 
 async def test_a_disabled_endpoint_receives_nothing_until_enabled_again(

@@ -34,7 +34,9 @@ def test_the_back_off_doubles_from_the_base_times_the_jitter() -> None:
     assert delay(10_000, 60, 1.0) < float("inf")
 
 
-def _attempt(*, succeeded: bool, attempts: int, at: float, give_up_at: int) -> deliveries.Attempt:
+def _attempt(
+    *, succeeded: bool, attempts: int, at: float, give_up_at: int, duration_ms: float = 0.0
+) -> deliveries.Attempt:
     event = EventRecord(
         id="evt_1",
         account_id="acct_1",
@@ -48,6 +50,7 @@ def _attempt(*, succeeded: bool, attempts: int, at: float, give_up_at: int) -> d
     )
     claimed = deliveries.ClaimedDelivery(
         id="whd_1",
+        account_id="acct_1",
         endpoint_id="we_1",
         url="http://127.0.0.1:9/",
         secrets=["whsec_1"],
@@ -61,7 +64,7 @@ def _attempt(*, succeeded: bool, attempts: int, at: float, give_up_at: int) -> d
         succeeded=succeeded,
         response_status=200 if succeeded else 500,
         error=None if succeeded else "unexpected_status",
-        duration_ms=1.0,
+        duration_ms=duration_ms,
         jitter=1.0,
     )
 
@@ -75,3 +78,16 @@ def test_an_attempt_settles_succeeded_retried_or_failed_past_give_up() -> None:
     assert third.outcome(60) == ("pending", 340.0)
     late = _attempt(succeeded=False, attempts=2, at=100.0, give_up_at=300)
     assert late.outcome(60) == ("failed", None)
+
+
+def test_the_back_off_runs_from_the_end_of_the_attempt() -> None:
+    # a receiver that never answers: the attempt started at 100 and timed out 10 s later;
+    # the 60 s back-off is counted from 110, so the timeout does not eat into it
+    timed_out = _attempt(
+        succeeded=False, attempts=0, at=100.0, give_up_at=10_000, duration_ms=10_000.0
+    )
+    assert timed_out.outcome(60) == ("pending", 170.0)
+    assert timed_out.outcome(1) == ("pending", 111.0)  # not due at once after a long wait
+    # and the 3 days are judged on that time too
+    edge = _attempt(succeeded=False, attempts=0, at=100.0, give_up_at=165, duration_ms=10_000.0)
+    assert edge.outcome(60) == ("failed", None)

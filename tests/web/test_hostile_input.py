@@ -450,5 +450,6 @@ async def test_fuzzed_bodies_and_queries_never_give_a_500(
             method, path = targets[n % len(targets)]
             _check(await raw_post(api, path, data, method=method), (path, data))
         for n, query in enumerate(generate(queries, 120)):
-            path = ("/monitors", "/incidents", f"/monitors/{monitor['id']}/checks")[n % 3]
+            paths = ("/monitors", "/incidents", f"/monitors/{monitor['id']}/checks", "/events")
+            path = paths[n % len(paths)]
             _check(await api.get(path, query=query), (path, query))

@@ -1,4 +1,4 @@
-"""Rough edges of request input found by issue 15 (item 5), each with its own answer:
+"""Rough edges of request input, each with its own answer (README "Request safety"):
 
 - validation messages are Uptrio's words, not pydantic's (``Input should be a valid
   integer``);
@@ -8,7 +8,10 @@
 - ``sort=`` (empty) and a query value that is not UTF-8 (``search=%FF``) are 400
   ``invalid_parameter`` naming the parameter;
 - an ``Idempotency-Key`` may be any printable text, ``ключ`` included, as the README says;
-- the rate limits of spec part 8 are operator settings (``uptrio serve`` flags).
+- the rate limits of spec part 8 are operator settings (``uptrio serve`` flags);
+- NUL (U+0000) is refused in every query parameter (``/events?type=%00`` was a 500), path
+  id and header, never reaching Postgres;
+- no message shows pydantic's internals (``interval_seconds.constrained-int``).
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from web.app import create_app
 from web.cli import build_parser, service_settings
 from web.deps import Dependencies
 from web.errors import ApiError
+from web.heartbeat_models import HeartbeatUpdate
 from web.idempotency import parse_key
 from web.json_body import MAX_JSON_DEPTH
-from web.models import IncidentCreate, MonitorCreate
+from web.models import IncidentCreate, IncidentUpdate, MonitorCreate, MonitorUpdate
+from web.routes import ROUTES
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -218,3 +223,60 @@ async def test_the_rate_limits_are_operator_settings(
                 defaults.account_requests_per_minute,
             ) == (1000, 10_000, 5000)
             assert json.dumps(defaults.body_timeout_seconds) == "10.0"
+
+
+def _with_ids(path: str) -> str:
+    """A route's path with a well-formed id (of no object) in place of ``<id>``."""
+    return path.replace("<id>", "mon_nosuchthing")
+
+
+async def test_nul_is_refused_in_every_query_parameter_path_segment_and_header(
+    api: Api,
+) -> None:
+    # Postgres stores and compares no U+0000: /events?type=%00 was once a 500
+    with trio.fail_after(30):
+        assert_error(await api.get("/events?type=%00"), 400, "invalid_parameter", param="type")
+        for route in ROUTES:
+            for name, _, _ in route.query:
+                path = f"{_with_ids(route.path)}?{name}=a%00b"
+                response = await api.request(route.method, path)
+                assert_error(response, 400, "invalid_parameter", param=name)
+            if "<id>" in route.path:
+                path = route.path.replace("<id>", "mon_a%00b")
+                assert_error(await api.request(route.method, path), 404, "resource_missing")
+        for header in ("Idempotency-Key", "X-Anything", "Service-Version"):
+            response = await api.post("/incidents", json={"title": "t"}, headers={header: "a\x00"})
+            assert response[0] == 400, (header, response[1])
+        assert expect(await api.get("/incidents"))["data"] == []
+
+
+async def test_no_message_shows_pydantic_internals(api: Api) -> None:
+    # pydantic names the member of a union it tried (``constrained-int``, ``str``) in
+    # the error's location; a PATCH field is such a union ("X or not sent")
+    with trio.fail_after(30):
+        monitor = await create_monitor(api)
+        heartbeat = expect(
+            await api.post("/heartbeats", json={"name": "n", "period_seconds": 60}), 201
+        )
+        incident = expect(await api.post("/incidents", json={"title": "t"}), 201)
+        targets = {
+            f"/monitors/{monitor['id']}": MonitorUpdate,
+            f"/heartbeats/{heartbeat['id']}": HeartbeatUpdate,
+            f"/incidents/{incident['id']}": IncidentUpdate,
+        }
+        seen = []
+        for path, model in targets.items():
+            for field in model.model_fields:
+                for value in ("x", 1.5, True, [], {}, -1, 10**30):
+                    status, body, _ = await api.patch(path, json={field: value})
+                    if status < 400:
+                        continue
+                    message = body["error"]["message"]
+                    seen.append(message)
+                    assert body["error"]["param"] == field, body
+                    if body["error"]["code"] in ("invalid_type", "value_out_of_range"):
+                        assert message.startswith(f"{field} must be"), body
+                    for internal in ("constrained", "function-", "[", "lax-", "none", "Input"):
+                        assert internal not in message.replace(f"{field}[", ""), body
+        assert "interval_seconds must be an integer" in seen
+        assert "interval_seconds must be at least 1" in seen

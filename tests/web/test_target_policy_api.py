@@ -75,6 +75,13 @@ ALWAYS_REFUSED = [
     ("tcp", "169.254.169.254:80"),
     ("tcp", "[fd00:ec2::254]:80"),
     ("ping", "169.254.170.2"),
+    # numeric forms the resolver reads as 169.254.169.254 (inet_aton's hex, parts)
+    ("http", "http://0xa9fea9fe/"),
+    ("http", "http://0XA9FEA9FE/latest/meta-data/"),
+    ("http", "http://0xa9.0xfe.0xa9.0xfe/"),
+    ("http", "http://169.254.0xa9fe/"),
+    ("tcp", "0xa9fea9fe:80"),
+    ("ping", "0xA9FEA9FE"),
 ]
 
 

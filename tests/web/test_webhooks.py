@@ -13,9 +13,16 @@ import pytest
 import trio
 
 from store import Database
+from store.webhooks import MAX_ENDPOINTS
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
-from web.webhook_models import WebhookDeliveryList, WebhookEndpointList, WebhookEndpointObject
+from web.auth import EVENT_READ_PERMISSIONS, PERMISSIONS
+from web.webhook_models import (
+    EVENT_TYPES,
+    WebhookDeliveryList,
+    WebhookEndpointList,
+    WebhookEndpointObject,
+)
 
 URL = "https://hooks.example.com/uptrio"
 
@@ -121,6 +128,8 @@ async def _count(connection: Any, table: str) -> int:
         ({"url": "hooks.example.com/x"}, "invalid_url", "url"),
         ({"url": "http://169.254.169.254/latest"}, "target_not_allowed", "url"),
         ({"url": "http://metadata.google.internal/"}, "target_not_allowed", "url"),
+        ({"url": "http://0xa9fea9fe/"}, "target_not_allowed", "url"),  # 169.254.169.254
+        ({"url": "http://0xa9.0xfe.0xa9.0xfe/"}, "target_not_allowed", "url"),
         ({"url": "https://x.example/" + "a" * 2048}, "value_too_long", "url"),
         ({"enabled_events": []}, "value_too_short", "enabled_events"),
         ({"enabled_events": ["monitor.exploded"]}, "unknown_event_type", "enabled_events"),
@@ -154,6 +163,7 @@ async def test_create_requires_url_and_events(api: Api) -> None:
     ("body", "code", "param"),
     [
         ({"url": "http://169.254.169.254/"}, "target_not_allowed", "url"),
+        ({"url": "http://169.254.0xa9fe/"}, "target_not_allowed", "url"),
         ({"url": "mailto:ops@example.com"}, "invalid_url", "url"),
         ({"status": "paused"}, "invalid_value", "status"),
         ({"url": None}, "invalid_type", "url"),
@@ -273,3 +283,98 @@ async def test_an_idempotency_key_replays_the_create(api: Api) -> None:
         assert first[1] == second[1]
         assert second[2]["Idempotent-Replayed"] == "true"
         assert len(expect(await api.get("/webhook-endpoints"))["data"]) == 1
+
+
+WEBHOOKS = ["webhooks.read", "webhooks.create", "webhooks.update", "webhooks.delete"]
+
+
+async def test_an_endpoint_subscribes_only_to_events_its_token_may_read(
+    api: Api, api_for: Callable[..., Awaitable[Api]]
+) -> None:
+    # a token that is refused GET /monitors would otherwise read monitors (their
+    # request_headers, bearer secrets included) through an endpoint of its own
+    with trio.fail_after(15):
+        hooks_only = await api_for(permissions=WEBHOOKS)
+        assert_error(await hooks_only.get("/monitors"), 403, "missing_permission")
+        incidents = await api_for(permissions=[*WEBHOOKS, "incidents.read"])
+        for who, events, lacking in (
+            (hooks_only, ["*"], "monitors.read"),
+            (hooks_only, ["monitor.*"], "monitors.read"),
+            (hooks_only, ["heartbeat.down"], "heartbeats.read"),
+            (hooks_only, ["incident.created"], "incidents.read"),
+            (incidents, ["*"], "monitors.read"),
+            (incidents, ["incident.*", "monitor.down"], "monitors.read"),
+        ):
+            body = {"url": URL, "enabled_events": events}
+            response = await who.post("/webhook-endpoints", json=body)
+            error = assert_error(response, 403, "missing_permission", param="enabled_events")
+            assert lacking in error["message"], (events, error)
+        assert expect(await api.get("/webhook-endpoints"))["data"] == []
+        mine = expect(
+            await incidents.post(
+                "/webhook-endpoints", json={"url": URL, "enabled_events": ["incident.*"]}
+            ),
+            201,
+        )
+        # checked again on PATCH: on what the endpoint would subscribe to afterwards
+        path = f"/webhook-endpoints/{mine['id']}"
+        for body in ({"enabled_events": ["*"]}, {"enabled_events": ["heartbeat.up"]}):
+            response = await incidents.patch(path, json=body)
+            assert_error(response, 403, "missing_permission", param="enabled_events")
+        expect(await incidents.patch(path, json={"enabled_events": ["incident.resolved"]}))
+        # an endpoint that takes everything (made by a token that reads everything) is
+        # not the narrower token's to point elsewhere, rename or re-key
+        everything = await create(api)
+        path = f"/webhook-endpoints/{everything['id']}"
+        for method, suffix, body in (
+            ("PATCH", "", {"url": "https://attacker.example/"}),
+            ("PATCH", "", {"status": "disabled"}),
+            ("PATCH", "", {"description": "mine now"}),
+            ("POST", "/rotate-secret", None),
+        ):
+            response = await incidents.request(method, path + suffix, json=body)
+            assert_error(response, 403, "missing_permission", param="enabled_events")
+        after = expect(await api.get(path))
+        assert after == {k: v for k, v in everything.items() if k != "secret"}
+        # it may still read, list and delete it (webhooks.read, webhooks.delete)
+        expect(await incidents.get(f"{path}/deliveries"))
+        assert (await incidents.delete(path))[0] == 204
+
+
+def test_every_event_family_has_a_read_permission() -> None:
+    # a family without one would be a 500 at subscription, and unreadable by /events
+    assert {t.split(".")[0] for t in EVENT_TYPES} == set(EVENT_READ_PERMISSIONS)
+    assert set(EVENT_READ_PERMISSIONS.values()) <= set(PERMISSIONS)
+
+
+async def test_an_account_has_at_most_16_endpoints(
+    api: Api, api_for: Callable[..., Awaitable[Api]]
+) -> None:
+    with trio.fail_after(30):
+        assert MAX_ENDPOINTS == 16  # the README's figure
+        # created concurrently: the count and the insert are one step
+        results: list[int] = []
+
+        async def attempt(n: int) -> None:
+            body = {"url": f"{URL}/{n}", "enabled_events": ["incident.*"]}
+            results.append((await api.post("/webhook-endpoints", json=body))[0])
+
+        async with trio.open_nursery() as nursery:
+            for n in range(MAX_ENDPOINTS + 4):
+                nursery.start_soon(attempt, n)
+        assert sorted(results) == [201] * MAX_ENDPOINTS + [422] * 4
+        response = await api.post("/webhook-endpoints", json={"url": URL, "enabled_events": ["*"]})
+        error = assert_error(response, 422, "endpoint_limit_reached", param=None)
+        assert "16" in error["message"]
+        page = expect(await api.get("/webhook-endpoints", query={"limit": 100}))
+        assert len(page["data"]) == MAX_ENDPOINTS
+        # disabled ones count too; deleting one makes room
+        first = page["data"][-1]["id"]
+        expect(await api.patch(f"/webhook-endpoints/{first}", json={"status": "disabled"}))
+        assert (await api.post("/webhook-endpoints", json={"url": URL, "enabled_events": ["*"]}))[
+            0
+        ] == 422
+        assert (await api.delete(f"/webhook-endpoints/{first}"))[0] == 204
+        await create(api)
+        # another account has its own 16
+        await create(await api_for(account="other"))

@@ -13,6 +13,7 @@ from functools import partial
 
 from store import EventFilter, events
 
+from ..auth import EVENT_READ_PERMISSIONS, readable_event_kinds
 from ..errors import ApiError
 from ..models import EventList, EventObject
 from ..objects import event_object, list_object
@@ -20,19 +21,15 @@ from ..params import parse_time_list
 from ..pipeline import ApiResponse, RequestContext, Route
 from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 
-__all__ = ["READ_PERMISSIONS", "ROUTES"]
+__all__ = ["ROUTES"]
 
-READ_PERMISSIONS = {
-    "monitors.read": "monitor",
-    "incidents.read": "incident",
-    "heartbeats.read": "heartbeat",
-}
-"""Which read permission lets a token see which events (by the type's first part)."""
+_READ = tuple(EVENT_READ_PERMISSIONS.values())
+"""``GET /events`` needs one of them (:data:`web.auth.EVENT_READ_PERMISSIONS`)."""
 
 
 def _kinds(ctx: RequestContext) -> list[str]:
     assert ctx.token is not None
-    return [kind for p, kind in READ_PERMISSIONS.items() if p in ctx.token.permissions]
+    return readable_event_kinds(ctx.token.permissions)
 
 
 async def list_events(ctx: RequestContext) -> ApiResponse:
@@ -81,7 +78,7 @@ ROUTES = (
         method="GET",
         path="/events",
         handler=list_events,
-        permission=tuple(READ_PERMISSIONS),
+        permission=_READ,
         summary="List events, newest first",
         response_model=EventList,
         query=(
@@ -95,7 +92,7 @@ ROUTES = (
         method="GET",
         path="/events/<id>",
         handler=get_event,
-        permission=tuple(READ_PERMISSIONS),
+        permission=_READ,
         summary="Retrieve an event",
         response_model=EventObject,
     ),

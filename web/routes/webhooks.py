@@ -9,7 +9,9 @@ rotate-secret; rotating keeps the old secret valid 24 hours (a second rotation w
 them drops the oldest at once); lists are newest first, endpoints sortable by
 ``created`` only, deliveries not sortable and filterable by ``status``. Disabling an
 endpoint (PATCH ``status``) stops its deliveries; re-enabling resumes the pending ones
-still inside their 3 days.
+still inside their 3 days. A token may create, PATCH or rotate the secret of an endpoint
+only if it may read every event the endpoint subscribes to (after the PATCH), else 403
+``missing_permission`` on ``enabled_events`` (:func:`check_readable`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from engine import InvalidTarget, parse_target
 from store import WebhookEndpointRecord, deliveries, new_id, webhooks
 
+from ..auth import EVENT_READ_PERMISSIONS
 from ..errors import ApiError
 from ..models import EmptyBody, merge_metadata
 from ..objects import list_object, webhook_delivery_object, webhook_endpoint_object
@@ -50,9 +53,31 @@ async def check_url(ctx: RequestContext, url: str) -> None:
     await check_target_policy(ctx.deps.target_policy, "http", url)
 
 
+def check_readable(ctx: RequestContext, enabled_events: list[str]) -> None:
+    """Raise 403 ``missing_permission`` (``param`` ``enabled_events``) unless the token
+    may read every event ``enabled_events`` subscribes to (:data:`EVENT_READ_PERMISSIONS`
+    by the type's first part; ``*`` takes every kind): an endpoint would otherwise show
+    its maker what ``GET /events`` refuses it (README, Webhooks: permissions)."""
+    assert ctx.token is not None
+    granted = ctx.token.permissions
+    for pattern in enabled_events:
+        kinds = list(EVENT_READ_PERMISSIONS) if pattern == "*" else [pattern.split(".")[0]]
+        lacking = [
+            EVENT_READ_PERMISSIONS[k] for k in kinds if EVENT_READ_PERMISSIONS[k] not in granted
+        ]
+        if lacking:
+            raise ApiError(
+                "missing_permission",
+                f"enabled_events: {pattern} needs {' and '.join(lacking)}, which this token "
+                "lacks (an endpoint may receive only events its token may read)",
+                param="enabled_events",
+            )
+
+
 async def create_endpoint(ctx: RequestContext) -> ApiResponse:
     """POST /webhook-endpoints: 201 with the new endpoint, ``enabled``, and its secret."""
     body = ctx.json_body(WebhookEndpointCreate)
+    check_readable(ctx, body.enabled_events)
     await check_url(ctx, body.url)
     created = now()
     values = {
@@ -68,6 +93,12 @@ async def create_endpoint(ctx: RequestContext) -> ApiResponse:
         "metadata": merge_metadata({}, body.metadata),
     }
     record = await ctx.deps.db.transaction(webhooks.insert_endpoint, values)
+    if record is None:
+        raise ApiError(
+            "endpoint_limit_reached",
+            f"an account may have at most {webhooks.MAX_ENDPOINTS} webhook endpoints; "
+            "delete one first",
+        )
     return ApiResponse(201, webhook_endpoint_object(record, with_secret=True))
 
 
@@ -94,6 +125,8 @@ async def update_endpoint(ctx: RequestContext) -> ApiResponse:
         await check_url(ctx, body.url)
 
     def apply(current: WebhookEndpointRecord) -> dict[str, Any]:
+        # whatever it changes, on what the endpoint subscribes to afterwards
+        check_readable(ctx, body.enabled_events or current.enabled_events)
         return patch_changes(body, current, nullable=frozenset({"description"}))
 
     record = await ctx.deps.db.transaction(
@@ -115,6 +148,9 @@ async def rotate_secret(ctx: RequestContext) -> ApiResponse:
     secret; the old one signs deliveries for 24 more hours."""
     endpoint_id = path_id(ctx, "we")
     ctx.json_body(EmptyBody, optional=True)
+    current = await ctx.deps.db.run(webhooks.get_endpoint, ctx.account_id, endpoint_id)
+    if current is not None:
+        check_readable(ctx, current.enabled_events)
     record = await ctx.deps.db.transaction(
         webhooks.rotate_secret, ctx.account_id, endpoint_id, now()
     )
