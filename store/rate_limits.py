@@ -35,6 +35,8 @@ class QuotaItem:
         slice: the current slice number, ``floor(epoch seconds / slice_seconds)``.
         slice_seconds: a slice's length (the window's period / 60), seconds.
         lease: take a lease at ``slice`` (after the charge).
+        need: requests waiting for the lease on the node: the lease is at least that
+            (the room permitting), so one statement serves them all.
         charge_slice: the slice ``charge`` goes to (ignored when it no longer counts).
         charge: requests added there: a debt (admitted without a lease), or, negative,
             a lease's unused part given back (never below 0).
@@ -46,6 +48,7 @@ class QuotaItem:
     slice: int
     slice_seconds: float
     lease: bool
+    need: int = 1
     charge_slice: int = 0
     charge: int = 0
 
@@ -76,7 +79,8 @@ async def take_quota(connection: Connection, items: Sequence[QuotaItem]) -> list
     """One exchange, in one statement: each item's charge, then its lease (migration
     0011's ``take_rate_limit_quota``: a lease is ``least(greatest(room / (2 * live
     nodes), 1), room)``, so leases shrink with what is left and the window never counts
-    more than its limit, debts apart). Rows are locked in (name, key) order.
+    more than its limit, debts apart; at least ``need``, the room permitting). Rows are
+    locked in (name, key) order.
 
     Returns:
         One answer per item, in the order of ``items``.
@@ -88,13 +92,15 @@ async def take_quota(connection: Connection, items: Sequence[QuotaItem]) -> list
         return []
     rows = await connection.fetch(
         "SELECT * FROM take_rate_limit_quota($1::text[], $2::text[], $3::integer[],"
-        " $4::bigint[], $5::float8[], $6::boolean[], $7::bigint[], $8::integer[])",
+        " $4::bigint[], $5::float8[], $6::boolean[], $7::integer[], $8::bigint[],"
+        " $9::integer[])",
         [i.name for i in items],
         [i.key for i in items],
         [i.limit for i in items],
         [i.slice for i in items],
         [i.slice_seconds for i in items],
         [i.lease for i in items],
+        [i.need for i in items],
         [i.charge_slice for i in items],
         [i.charge for i in items],
     )

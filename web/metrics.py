@@ -1,4 +1,5 @@
-"""The service's Prometheus metrics, served at ``GET /metrics`` (operations issue, item 2).
+"""The service's Prometheus metrics, served at ``GET /metrics`` (README: Operations,
+Metrics and health; Several nodes).
 
 One :class:`Metrics` per service, with its own ``CollectorRegistry`` passed explicitly
 (prometheus-client's default global registry is never used, so two services in one

@@ -198,7 +198,7 @@ class QuotaLimiter:
             ]
             if refused:
                 return refused_decision(refused, now)
-            if now < self._alone_until or not await self._exchange(missing):
+            if now < self._alone_until or not await self._waiting(missing):
                 return self._admit_alone(checks, leases)
 
     async def peek(self, checks: Sequence[tuple[Window, str]]) -> Decision:
@@ -329,6 +329,17 @@ class QuotaLimiter:
             self._held.add(lease)
         lease.left = 0
         lease.slice = current
+
+    async def _waiting(self, leases: list[Lease]) -> bool:
+        """:meth:`_exchange` for a request waiting on ``leases``, counted in their
+        ``waiting`` (so a lease asked meanwhile is large enough for every waiter)."""
+        for held in leases:
+            held.waiting += 1
+        try:
+            return await self._exchange(leases)
+        finally:
+            for held in leases:
+                held.waiting -= 1
 
     async def _exchange(self, leases: list[Lease], *, lease: bool = True) -> bool:
         """Lease (``lease``) for each of ``leases`` and send what they owe, joining the

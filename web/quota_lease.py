@@ -63,7 +63,8 @@ class Lease:
     ``counted``, ``oldest``, ``retry``: the window's count, its oldest slice and, when
     full, the slice whose end leaves room, as of the last exchange for ``slice``.
     ``full_until``: clock time before which the window is refused without asking;
-    ``full``: the last exchange found no room (a peek asks again before it allows)."""
+    ``full``: the last exchange found no room (a peek asks again before it allows).
+    ``waiting``: requests waiting for a lease (the next one asked is at least that)."""
 
     __slots__ = (
         "counted",
@@ -79,6 +80,7 @@ class Lease:
         "retry",
         "slice",
         "slice_seconds",
+        "waiting",
     )
 
     def __init__(self, window: Window, key: str) -> None:
@@ -95,6 +97,7 @@ class Lease:
         self.full_until = -math.inf
         self.full = False
         self.flight: Flight | None = None
+        self.waiting = 0
 
     def expiry(self, slice_number: int) -> float:
         """When slice ``slice_number`` stops counting (clock seconds)."""
@@ -138,6 +141,7 @@ def quota_item(held: Lease, *, lease: bool, charge: tuple[int, int] = (0, 0)) ->
         slice=held.slice,
         slice_seconds=held.slice_seconds,
         lease=lease,
+        need=max(held.waiting, 1),
         charge_slice=charge[0],
         charge=charge[1],
     )

@@ -1,6 +1,6 @@
 """The composition root of ``uptrio serve``: the one module that builds the service's
-supervision tree and everything around it (DESIGN: Shape; operations issue, items 1
-and 6)::
+supervision tree and everything around it (DESIGN: Shape; README: Operations, The
+supervision tree)::
 
     run_service
     └── trio-asyncio loop (asyncpg lives inside it)

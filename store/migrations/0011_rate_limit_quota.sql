@@ -42,7 +42,8 @@ $fn$;
 -- `slice_seconds[i]` seconds, now at slice `now_slices[i]`): first `charges[i]` is added
 -- to slice `charge_slices[i]` (a node's debt, or, negative, a lease's unused part given
 -- back), then, when `leases[i]`, a lease is taken at the current slice:
--- least(greatest(room / (2 * live nodes), 1), room), room being what the limit leaves.
+-- least(greatest(room / (2 * live nodes), needs[i], 1), room), room being what the limit
+-- leaves and `needs[i]` the requests waiting for it on the node.
 -- Items are handled in (name, key) order, each under its row's lock, so two nodes'
 -- exchanges never wait on each other in a cycle. Returns per item (`item`: its 1-based
 -- index) what was granted, what the window counts then, its oldest slice (NULL: none),
@@ -50,8 +51,8 @@ $fn$;
 -- nodes (as the lease actor counts them: store/leases.py).
 CREATE FUNCTION take_rate_limit_quota(
     names text[], keys text[], limits integer[], now_slices bigint[],
-    slice_seconds double precision[], leases boolean[], charge_slices bigint[],
-    charges integer[]
+    slice_seconds double precision[], leases boolean[], needs integer[],
+    charge_slices bigint[], charges integer[]
 ) RETURNS TABLE (
     item integer, granted integer, counted integer, oldest_slice bigint,
     retry_slice bigint, live_nodes integer
@@ -81,7 +82,7 @@ BEGIN
         granted := 0;
         IF leases[item] AND counted < limits[item] THEN
             room := limits[item] - counted;
-            granted := least(greatest(room / (2 * live_nodes), 1), room);
+            granted := least(greatest(room / (2 * live_nodes), needs[item], 1), room);
             SELECT * INTO s, c FROM rate_limit_slices_add(
                 s, c, now_slices[item], granted, now_slices[item] - 60);
             counted := counted + granted;

@@ -134,6 +134,27 @@ async def test_four_nodes_at_once_admit_the_limit_with_few_statements(db: Databa
     assert exchanges * 5 < total, (exchanges, total)
 
 
+async def test_requests_waiting_for_a_lease_share_one_statement(db: Database) -> None:
+    """With 50 live nodes a lease of the rule is 1 (100 / (2 * 50)); twenty requests
+    arriving at once still cost two statements, not twenty: the first asks, and the next
+    lease is as large as the requests that waited meanwhile."""
+    await _live_nodes(db, 50)
+    window = Window("token/minute", 100, 60.0)
+    node = _node(db)
+    decisions = []
+
+    async def request() -> None:
+        decisions.append(await node.admit([(window, "tok_a")]))
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for _ in range(20):
+                nursery.start_soon(request)
+    assert all(d.allowed for d in decisions) and len(decisions) == 20
+    assert node.statistics().exchanges == 2
+    assert await _charged(db) == 20
+
+
 async def test_a_lone_node_decides_exactly_as_the_limiter_in_memory(db: Database) -> None:
     """The same decisions, headers' figures included, as web.ratelimit's limiter."""
     clock = Clock(START)
