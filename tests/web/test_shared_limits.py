@@ -24,7 +24,7 @@ from tests.api import Api, MakeToken
 from tests.web.test_rate_limits import Clock
 from web.app import create_app
 from web.deps import Dependencies, WebSettings
-from web.quota import ALONE_SECONDS, QuotaLimiter
+from web.quota import ALONE_SECONDS, LEASE_DEADLINE_SECONDS, QuotaLimiter
 from web.ratelimit import RateLimiter, Window
 from web.throttle import SHARED_WINDOWS
 
@@ -222,6 +222,33 @@ async def test_without_the_database_a_node_keeps_to_its_share_and_pays_its_debts
     events = [e["event"] for e in logged if e["log_level"] in ("warning", "info")]
     assert events == ["rate limits decided by this node alone", "rate limits shared again"]
     assert a.statistics().admitted_alone == 2
+
+
+async def test_a_request_waits_on_a_stuck_lease_statement_no_longer_than_its_deadline(
+    db: Database,
+) -> None:
+    """The window's row locked by another transaction: the lease statement waits, and
+    the request is decided alone once the deadline (0.5 s) passed, not when the lock
+    goes."""
+    clock = Clock(START)
+    a = QuotaLimiter(RateLimiter(clock=clock), db=db, shared=SHARED)
+    with trio.fail_after(30):
+        assert await _admitted(a, 1) == 1
+        clock.now += 1.0  # a new slice: the minute's lease is asked again
+        async with db.open_transaction() as locking:
+
+            async def lock(connection: Connection) -> None:
+                await connection.execute(
+                    "SELECT 1 FROM rate_limit_quota WHERE limit_name = 'token/minute' FOR UPDATE"
+                )
+
+            await locking.run(lock)
+            began = time.monotonic()
+            decision = await a.admit(_checks())
+            waited = time.monotonic() - began
+    assert decision.allowed and a.statistics().admitted_alone == 1
+    assert a.statistics().failed_exchanges == 1
+    assert LEASE_DEADLINE_SECONDS <= waited < LEASE_DEADLINE_SECONDS + 1.0, waited
 
 
 async def test_failed_logins_over_the_limit_on_one_node_are_refused_on_the_other(
