@@ -17,6 +17,8 @@ and says in one line how to install the harness's extras when they are missing::
                           [--drain 60] [same options]
     uptrio bench heartbeats [--heartbeats 10000] [--period 60] [--grace 5] [--rounds 2]
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
+    uptrio bench limits [--node-counts 1,2,4] [--limit 1000] [--over 0.1] [--senders 8]
+                 [--wrk-seconds 10] [--wrk-connections 8] ...
 
 Each run writes ``report.json``, ``chart.png`` and the service's log to ``--output``
 (default ``bench-results/<time>-<monitors>-<type>``) and prints the table on stdout;
@@ -63,14 +65,15 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     bench.add_argument(
         "action",
         nargs="?",
-        choices=("run", "sweep", "history", "status-pages", "webhooks", "heartbeats"),
+        choices=("run", "sweep", "history", "status-pages", "webhooks", "heartbeats", "limits"),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
         "availability latency and bytes on disk over a synthetic history; status-pages: "
         "a status page's cold render and its cached throughput under the load; webhooks: "
         "a run without and one with a webhook endpoint and flapping targets, side by side; "
         "heartbeats: the ping endpoint's throughput against /healthz, and the memory of "
-        "--heartbeats heartbeats held",
+        "--heartbeats heartbeats held; limits: the rate limits' overshoot and cost per "
+        "request with --node-counts nodes",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -208,6 +211,11 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     beats.add_argument(
         "--rounds", type=int, default=2, help="periods of pings while held (default 2; 0: none)"
     )
+    limits = bench.add_argument_group("limits (with --wrk-seconds, --wrk-connections per node)")
+    limits.add_argument("--node-counts", type=_counts, default=[1, 2, 4], help="(default 1,2,4)")
+    limits.add_argument("--limit", type=int, default=1000, help="per token a minute (1000)")
+    limits.add_argument("--over", type=float, default=0.1, help="share sent past it (0.1)")
+    limits.add_argument("--senders", type=int, default=8, help="requests at once (8)")
     sweep = bench.add_argument_group("sweep")
     sweep.add_argument(
         "--counts",
@@ -331,6 +339,30 @@ def _heartbeats(args: argparse.Namespace, stamp: str) -> int:
     return 0
 
 
+def _limits(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench limits`` (bench.limits)."""
+    import trio
+
+    from .limits import LimitsBenchOptions, print_limits, run_limits_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-limits"
+    if args.limit < 1 or args.over < 0 or args.senders < 1:
+        print("uptrio bench: --limit and --senders at least 1, --over at least 0", file=sys.stderr)
+        return 2
+    options = LimitsBenchOptions(
+        node_counts=tuple(args.node_counts),
+        limit=args.limit,
+        over=args.over,
+        senders=args.senders,
+        seconds=args.wrk_seconds,
+        connections=args.wrk_connections,
+        threads=args.wrk_threads,
+    )
+    print_limits(trio.run(run_limits_bench, options, base))
+    print(f"report: {base / 'limits.json'}")
+    return 0
+
+
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
     (0 when the run completed, whatever it measured; 2 for bad parameters or when the
@@ -374,6 +406,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         return _status_pages(args, stamp)
     if args.action == "heartbeats":
         return _heartbeats(args, stamp)
+    if args.action == "limits":
+        return _limits(args, stamp)
     if args.action == "webhooks":
         from .webhooks import print_comparison, run_webhooks_bench
 

@@ -34,6 +34,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -123,8 +124,11 @@ def parse_wrk(output: str) -> dict[str, Any]:
     }
 
 
-async def run_wrk(url: str, seconds: float, connections: int, threads: int) -> dict[str, Any]:
-    """``wrk`` against ``url`` (loopback) for ``seconds``; its parsed figures.
+async def run_wrk(
+    url: str, seconds: float, connections: int, threads: int, headers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``wrk`` against ``url`` (loopback) for ``seconds``, with ``headers`` (``"Name:
+    value"``) on every request besides ``Accept-Encoding``; its parsed figures.
 
     Raises:
         RuntimeError: wrk is not installed, or printed no figures.
@@ -141,6 +145,7 @@ async def run_wrk(url: str, seconds: float, connections: int, threads: int) -> d
         "--latency",
         "-H",
         "Accept-Encoding: gzip, deflate, br",
+        *(part for header in headers for part in ("-H", header)),
         url,
     ]
     with trio.fail_after(seconds + 30):

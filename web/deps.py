@@ -16,7 +16,7 @@ from typing import Protocol
 from engine import ActorUnavailable, HeartbeatHandle, TargetPolicy
 from store import Database, HeartbeatRecord, MaintenanceSettings, MonitorRecord
 
-from .ratelimit import RateLimiter
+from .quota import QuotaLimiter
 from .status_cache import PageCache
 
 
@@ -115,7 +115,8 @@ class Dependencies:
     """Everything a handler may use.
 
     Attributes:
-        rate_limiter: the process's request counters (spec 8; :mod:`web.ratelimit`).
+        rate_limiter: the rate limits (spec 8; :mod:`web.quota`): leased from the
+            database across nodes under ``uptrio serve``, in memory by default.
         target_policy: which addresses monitors may point at (:mod:`engine.policy`).
         history: retention of checks and rollups (``store.MaintenanceSettings``), for the
             availability endpoint's "unknown" past the cutoffs.
@@ -131,7 +132,7 @@ class Dependencies:
     jwt_secret: bytes
     settings: WebSettings
     data_dir: Path | None = None
-    rate_limiter: RateLimiter = field(default_factory=RateLimiter)
+    rate_limiter: QuotaLimiter = field(default_factory=QuotaLimiter)
     target_policy: TargetPolicy = field(default_factory=TargetPolicy)
     history: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     clock: Callable[[], float] = time.time

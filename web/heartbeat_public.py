@@ -103,7 +103,7 @@ def add_ping_routes(app: QuartTrio, deps: Dependencies) -> None:
 
     def admit(key: str) -> Response | None:
         """None when ``key`` may ping now, else the 429."""
-        decision = deps.rate_limiter.admit([(window, key)])
+        decision = deps.rate_limiter.local.admit([(window, key)])  # per node
         if not decision.allowed:
             headers = rate_limit_headers(decision, deps.clock())
             retry_after = headers["Retry-After"]

@@ -1,4 +1,5 @@
-"""The service's Prometheus metrics, served at ``GET /metrics`` (operations issue, item 2).
+"""The service's Prometheus metrics, served at ``GET /metrics`` (README: Operations,
+Metrics and health; Several nodes).
 
 One :class:`Metrics` per service, with its own ``CollectorRegistry`` passed explicitly
 (prometheus-client's default global registry is never used, so two services in one
@@ -29,6 +30,10 @@ process, as in tests, never mix their figures). Names are a contract (the benchm
     uptrio_node_lease_renew_lag_seconds           gauge      since the last renewal
     uptrio_reconciled_buckets_total               counter    buckets read again by the
                                                              reconciliation (digests differed)
+    uptrio_rate_limit_exchanges_total             counter    rate-limit lease statements
+    uptrio_rate_limit_exchange_failures_total     counter    ... failed or past deadline
+    uptrio_rate_limit_admitted_alone_total        counter    requests a node admitted
+                                                             deciding alone (no database)
     uptrio_http_requests_total{route,status}      counter    route: the URL rule
     uptrio_http_request_duration_seconds{route}   histogram
 
@@ -52,6 +57,8 @@ from prometheus_client.registry import Collector
 
 from engine import EngineStatistics, Holding
 from store import CheckWriter
+
+from .quota import QuotaLimiter
 
 __all__ = ["CONTENT_TYPE", "LATENESS_BUCKETS", "Metrics"]
 
@@ -129,6 +136,7 @@ class Metrics:
         self.engine_statistics: EngineStatistics | None = None
         self.writer: CheckWriter | None = None
         self.holding: Holding | None = None
+        self.limits: QuotaLimiter | None = None
         self.restarts: dict[str, int] = {}
         """Automatic restarts made by supervisors outside the engine (``root``)."""
         registry.register(_ScrapeCollector(self))
@@ -146,6 +154,11 @@ class Metrics:
         self.engine_statistics = engine
         self.writer = writer
         self.holding = holding
+
+    def attach_limits(self, limits: QuotaLimiter) -> None:
+        """Read ``limits``' statistics (its lease exchanges, README: Several nodes) when
+        scraped."""
+        self.limits = limits
 
     def count_restart(self, supervisor: str) -> None:
         """One automatic restart made by ``supervisor`` (``root``)."""
@@ -267,6 +280,23 @@ class _ScrapeCollector(Collector):
             "Buckets whose monitors the reconciliation read again: their settings digests "
             "differed from the running actors' (a change no notification brought, or not yet).",
             value=engine.reconciled_buckets if engine is not None else 0,
+        )
+        limits = metrics.limits.statistics() if metrics.limits is not None else None
+        yield CounterMetricFamily(
+            "uptrio_rate_limit_exchanges",
+            "Statements that leased rate-limit quota, gave back its unused part or charged "
+            "what was admitted without a lease.",
+            value=limits.exchanges if limits is not None else 0,
+        )
+        yield CounterMetricFamily(
+            "uptrio_rate_limit_exchange_failures",
+            "Rate-limit lease statements that failed or passed their deadline.",
+            value=limits.failed_exchanges if limits is not None else 0,
+        )
+        yield CounterMetricFamily(
+            "uptrio_rate_limit_admitted_alone",
+            "Requests admitted by this node deciding alone (the database unreachable).",
+            value=limits.admitted_alone if limits is not None else 0,
         )
         holding = metrics.holding
         yield GaugeMetricFamily(

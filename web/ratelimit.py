@@ -24,19 +24,16 @@ their own function and move it by hand. Results say durations relative to that c
 the middleware turns them into epoch seconds for ``X-RateLimit-Reset``.
 
 Several nodes (extensions part 6, "rate limits hold for the whole service"): the windows
-named in ``shared`` also count what other nodes admitted. The limiter stays pure: a
-separate actor (:mod:`web.limit_sync`) takes this node's changed slice counts
-(:meth:`RateLimiter.take_changes`), stores them, and hands back the other nodes' counts for
-the keys held here (:meth:`RateLimiter.shared_keys`, :meth:`RateLimiter.merge_remote`),
-which then count beside this node's own. Slice numbers are then compared across nodes, so
-a shared limiter runs on the wall clock (epoch seconds). A limiter that never merged
-anything decides exactly as one without sharing.
+shared by the nodes are leased from the database by :class:`web.quota.QuotaLimiter`,
+which keeps these same semantics and uses this limiter for the windows of one node (a
+ping key's) and for a node's own requests (what it decides from when it cannot reach
+the database).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import trio
@@ -47,7 +44,6 @@ __all__ = [
     "Decision",
     "RateLimiter",
     "RateLimiterStatistics",
-    "SliceCount",
     "Window",
 ]
 
@@ -99,12 +95,6 @@ class Decision:
     retry_after_seconds: float
 
 
-SliceCount = tuple[str, str, int, int, float]
-"""One slice of one key of a shared window, as the sync stores it: ``(window name, key,
-slice number, requests counted there by this node, expiry)``; the expiry is when those
-requests stop counting, in the limiter's clock's seconds (epoch seconds when shared)."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RateLimiterStatistics:
     """What the limiter holds: ``keys`` counted right now (``(window, key)`` pairs)."""
@@ -117,20 +107,15 @@ class _Counter:
     in turn (``[s0, n0, s1, n1, ...]``), oldest first.
 
     Flat and a list (not a deque of pairs): a key costs a few hundred bytes instead of a
-    kilobyte, and the limiter holds one per heartbeat that pings (issue 16's memory goal:
-    an empty deque alone is 624 bytes)."""
+    kilobyte, and the limiter holds one per heartbeat that pings (bench/RESULTS.md,
+    heartbeats' memory: an empty deque alone is 624 bytes)."""
 
-    __slots__ = ("changed_from", "remote", "remote_total", "slice_seconds", "slices", "total")
+    __slots__ = ("slice_seconds", "slices", "total")
 
     def __init__(self, slice_seconds: float) -> None:
         self.slice_seconds = slice_seconds
         self.slices: list[int] = []
         self.total = 0
-        # other nodes' counts, the same flat shape (shared windows only; empty otherwise)
-        self.remote: list[int] = []
-        self.remote_total = 0
-        # the oldest slice counted in since the last sync (shared windows only), or None
-        self.changed_from: int | None = None
 
     def expire(self, now_slice: int) -> None:
         """Drop slices that no longer count at slice ``now_slice``: a request of slice
@@ -143,14 +128,6 @@ class _Counter:
             gone += 2
         if gone:
             del slices[:gone]
-        if self.remote:
-            gone = 0
-            remote = self.remote
-            while gone < len(remote) and remote[gone] < oldest:
-                self.remote_total -= remote[gone + 1]
-                gone += 2
-            if gone:
-                del remote[:gone]
 
     def add(self, now_slice: int) -> None:
         """Count one request in slice ``now_slice`` (a clock that went back counts it in
@@ -163,21 +140,12 @@ class _Counter:
         self.total += 1
 
     def timeline(self) -> list[tuple[int, int]]:
-        """``(slice, count)`` of every slice counted, this node's and the others' added
-        up, oldest first."""
-        if not self.remote:
-            return list(zip(self.slices[::2], self.slices[1::2], strict=True))
-        merged: dict[int, int] = {}
-        for flat in (self.slices, self.remote):
-            for i in range(0, len(flat), 2):
-                merged[flat[i]] = merged.get(flat[i], 0) + flat[i + 1]
-        return sorted(merged.items())
+        """``(slice, count)`` of every slice counted, oldest first."""
+        return list(zip(self.slices[::2], self.slices[1::2], strict=True))
 
     def oldest(self) -> int | None:
-        """The oldest slice counted (this node's or another's), or None."""
-        if not self.remote:
-            return self.slices[0] if self.slices else None
-        return min(self.slices[0], self.remote[0]) if self.slices else self.remote[0]
+        """The oldest slice counted, or None."""
+        return self.slices[0] if self.slices else None
 
     def expiry(self, slice_number: int) -> float:
         """When the requests of slice ``slice_number`` stop counting (clock seconds)."""
@@ -196,21 +164,12 @@ class RateLimiter:
             inside ``trio.run`` then).
     """
 
-    __slots__ = ("_changed", "_clock", "_counters", "_operations", "_shared")
+    __slots__ = ("_clock", "_counters", "_operations")
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = trio.current_time,
-        shared: Collection[str] = (),
-    ) -> None:
-        """``shared``: names of the windows counted across nodes (module docstring); give
-        a wall clock (``time.time``) with them."""
+    def __init__(self, *, clock: Callable[[], float] = trio.current_time) -> None:
         self._clock = clock
         self._counters: dict[str, dict[str, _Counter]] = {}  # window name, key
         self._operations = 0
-        self._shared = frozenset(shared)
-        self._changed: dict[tuple[str, str], _Counter] = {}
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -244,8 +203,6 @@ class RateLimiter:
             now_slice = math.floor(now / counter.slice_seconds)
             counter.expire(now_slice)
             counter.add(now_slice)
-            if window.name in self._shared:
-                self._mark(window.name, key, counter, now_slice)
         self._tick(now)
 
     def statistics(self) -> RateLimiterStatistics:
@@ -269,78 +226,14 @@ class RateLimiter:
             self._tick(now)
             return max(refused, key=lambda d: d.retry_after_seconds)
         if count:
-            for (window, key), (counter, now_slice) in zip(checks, counters, strict=True):
+            for counter, now_slice in counters:
                 counter.add(now_slice)
-                if window.name in self._shared:
-                    self._mark(window.name, key, counter, now_slice)
             decisions = [
                 _judge(window, counter, now, admitted=True)
                 for (window, _), (counter, _) in zip(checks, counters, strict=True)
             ]
         self._tick(now)
         return min(decisions, key=lambda d: (d.remaining, -d.reset_after_seconds))
-
-    def take_changes(self) -> list[SliceCount]:
-        """This node's counts, in full, of every slice of a shared window counted in since
-        the previous call (and still counting), which the sync then stores; forgets that
-        they changed (:meth:`requeue` when they could not be stored)."""
-        now = self._clock()
-        changes: list[SliceCount] = []
-        for (name, key), counter in self._changed.items():
-            since = counter.changed_from
-            counter.changed_from = None
-            if since is None:
-                continue
-            counter.expire(math.floor(now / counter.slice_seconds))
-            flat = counter.slices
-            for i in range(0, len(flat), 2):
-                if flat[i] >= since:
-                    changes.append((name, key, flat[i], flat[i + 1], counter.expiry(flat[i])))
-        self._changed.clear()
-        return changes
-
-    def requeue(self, changes: Iterable[SliceCount]) -> None:
-        """Mark the slices of ``changes`` (from :meth:`take_changes`) as changed again,
-        because the sync could not store them."""
-        for name, key, slice_number, _count, _expiry in changes:
-            counter = self._counters.get(name, {}).get(key)
-            if counter is not None:
-                self._mark(name, key, counter, slice_number)
-
-    def shared_keys(self) -> list[tuple[str, str]]:
-        """``(window name, key)`` of every key of a shared window that counts something
-        now (this node's requests or the others'): the keys whose other nodes' counts the
-        sync reads back."""
-        now = self._clock()
-        keys: list[tuple[str, str]] = []
-        for name in self._shared:
-            for key, counter in self._counters.get(name, {}).items():
-                counter.expire(math.floor(now / counter.slice_seconds))
-                if counter.slices or counter.remote:
-                    keys.append((name, key))
-        return keys
-
-    def merge_remote(
-        self, keys: Iterable[tuple[str, str]], counts: Iterable[tuple[str, str, int, int]]
-    ) -> None:
-        """Replace the other nodes' counts of each of ``keys`` (from :meth:`shared_keys`)
-        with ``counts``: ``(window name, key, slice, requests)`` rows, the other nodes'
-        sums; a key without rows has none. Keys dropped meanwhile are skipped."""
-        found: dict[tuple[str, str], list[tuple[int, int]]] = {}
-        for name, key, slice_number, count in counts:
-            found.setdefault((name, key), []).append((slice_number, count))
-        for name, key in keys:
-            counter = self._counters.get(name, {}).get(key)
-            if counter is None:
-                continue
-            slices = sorted(found.get((name, key), ()))
-            counter.remote = [n for pair in slices for n in pair]
-            counter.remote_total = sum(count for _, count in slices)
-
-    def _mark(self, name: str, key: str, counter: _Counter, slice_number: int) -> None:
-        if counter.changed_from is None or slice_number < counter.changed_from:
-            counter.changed_from = slice_number
-        self._changed[name, key] = counter
 
     def _counter(self, window: Window, key: str) -> _Counter:
         counters = self._counters.get(window.name)
@@ -358,7 +251,7 @@ class RateLimiter:
         for counters in self._counters.values():
             for key, counter in list(counters.items()):
                 counter.expire(math.floor(now / counter.slice_seconds))
-                if not counter.slices and not counter.remote:
+                if not counter.slices:
                     del counters[key]
 
 
@@ -367,7 +260,7 @@ def _judge(window: Window, counter: _Counter, now: float, *, admitted: bool = Fa
     (``admitted`` False: does one more fit?) or after it was counted."""
     oldest = counter.oldest()
     reset_after = max(counter.expiry(oldest) - now, 0.0) if oldest is not None else 0.0
-    counted = counter.total + counter.remote_total
+    counted = counter.total
     if admitted:
         return Decision(
             allowed=True,

@@ -1,6 +1,6 @@
 """The composition root of ``uptrio serve``: the one module that builds the service's
-supervision tree and everything around it (DESIGN: Shape; operations issue, items 1
-and 6)::
+supervision tree and everything around it (DESIGN: Shape; README: Operations, The
+supervision tree)::
 
     run_service
     └── trio-asyncio loop (asyncpg lives inside it)
@@ -19,8 +19,8 @@ and 6)::
                 │   │             made through other nodes (with leases)
                 │   ├── webhooks  engine.run_webhook_sender: claims due deliveries,
                 │   │             POSTs them (unless --no-webhooks)
-                │   ├── limits .. web.limit_sync: rate-limit counts shared through
-                │   │             Postgres every 0.5 s (with leases)
+                │   ├── limits .. web.quota.run_quota_returns: gives back the unused
+                │   │             part of rate-limit leases (with a database)
                 │   └── web ..... web.server.WebServer: Hypercorn serving the app
                 └── admin socket (web.admin): <data-dir>/admin.sock, mode 0600
 
@@ -95,10 +95,10 @@ from .auth import load_secret
 from .deps import Dependencies, MonitorEngine, NoEngine
 from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
-from .limit_sync import run_limit_sync
 from .metrics import Metrics
 from .objects import render_event
 from .ops import Operations
+from .quota import QuotaLimiter, run_quota_returns
 from .ratelimit import RateLimiter
 from .server import Incarnation, WebServer
 from .settings import ServiceSettings, WebOptions
@@ -248,6 +248,7 @@ async def open_service(
             else Operations().buckets_state,
         )
         deps = web.make_deps(engine_handle)
+        metrics.attach_limits(deps.rate_limiter)
         app = create_app(deps, ops=ops)
         server = WebServer(
             app, hypercorn_config(web.bind, graceful_seconds=settings.graceful_seconds)
@@ -333,9 +334,9 @@ async def open_service(
                         policy=settings.target_policy,
                     )
                     await root.start_child(ChildSpec(child_id="webhooks", start=sender))
-                if server is not None and with_leases and settings.leases is not None:
-                    sync = partial(run_limit_sync, db, deps.rate_limiter, settings.leases.node_name)
-                    await root.start_child(ChildSpec(child_id="limits", start=sync))
+                if server is not None and deps.rate_limiter.leasing:
+                    returns = partial(run_quota_returns, deps.rate_limiter)
+                    await root.start_child(ChildSpec(child_id="limits", start=returns))
                 if server is not None:
                     await root.start_child(
                         ChildSpec(
@@ -451,8 +452,10 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
                     settings=settings.web,
                     target_policy=settings.target_policy,
                     history=settings.maintenance or MaintenanceSettings(),
-                    # wall clock: slices are compared across nodes (web.limit_sync)
-                    rate_limiter=RateLimiter(clock=time.time, shared=SHARED_WINDOWS),
+                    # wall clock: slices are compared across nodes (web.quota)
+                    rate_limiter=QuotaLimiter(
+                        RateLimiter(clock=time.time), db=db, shared=SHARED_WINDOWS
+                    ),
                 )
 
             web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)

@@ -23,11 +23,11 @@ Two middlewares of the chain (:data:`web.app.DEFAULT_MIDDLEWARES`)::
   even looked at, so a token cannot be guessed at speed and a 429 reveals nothing about
   the token sent. Requests with a valid token cost nothing here.
 
-Counters live in the :class:`web.ratelimit.RateLimiter` of :class:`Dependencies`, in memory;
-with several nodes the windows of :data:`SHARED_WINDOWS` also count the other nodes'
-requests (:mod:`web.limit_sync`; extensions part 6), so those limits hold for the whole
-service, within the overshoot the README gives. The client address is the TCP peer's
-(behind a proxy, the proxy's).
+The windows are those of the :class:`web.quota.QuotaLimiter` of :class:`Dependencies`:
+under ``uptrio serve`` the windows of :data:`SHARED_WINDOWS` are leased from the database,
+so those limits hold for the whole service however many nodes serve it (extensions part
+6); without a database they are counted in memory. The client address is the TCP
+peer's (behind a proxy, the proxy's).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ HOUR_SECONDS = 3600.0
 
 SHARED_WINDOWS = ("token/minute", "token/hour", "account/minute", "auth-failures/minute")
 """The windows counted across nodes (extensions part 6): spec part 8's three and failed
-logins. Pings' per-key window stays per node (one key per heartbeat: too many to read
-back twice a second for a limit that only protects this node)."""
+logins. Pings' per-key window stays per node (one key per heartbeat, and a ping to its
+owner answers without the database: a limit that only protects this node)."""
 
 
 def rate_limit_headers(decision: Decision, wall_now: float) -> dict[str, str]:
@@ -92,7 +92,7 @@ async def rate_limit(ctx: RequestContext, call_next: Handler) -> ApiResponse:
             token.account_id,
         ),
     ]
-    decision = ctx.deps.rate_limiter.admit(checks)
+    decision = await ctx.deps.rate_limiter.admit(checks)
     if not decision.allowed:
         what = {
             "token/minute": "this token's per-minute limit",
@@ -118,12 +118,12 @@ async def throttle_failed_authentication(ctx: RequestContext, call_next: Handler
     )
     check = [(window, ctx.remote_addr or "unknown")]
     limiter = ctx.deps.rate_limiter
-    decision = limiter.peek(check)
+    decision = await limiter.peek(check)
     if not decision.allowed:
         raise _refusal(ctx, decision, "failed authentications from this address")
     try:
         return await call_next(ctx)
     except ApiError as exc:
         if exc.status == 401:
-            limiter.hit(check)
+            await limiter.hit(check)
         raise

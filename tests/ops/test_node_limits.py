@@ -1,8 +1,8 @@
 """Rate limits across two real ``uptrio serve`` processes on one Postgres (spec part 8,
-extensions part 6: "rate limits hold for the whole service"; issue 14, items 4 and 6):
-one token's requests sent through both nodes, the 429s counted. A node refuses once the
-other used the budget, and requests spread over both are admitted within the limit plus
-the overshoot the README gives (what the nodes admit while a count travels, about 1 s).
+extensions part 6: "rate limits hold for the whole service"; README, "Several nodes",
+rate limits across nodes): one token's requests sent through both nodes, the 429s
+counted. A node refuses as soon as the other used the budget, and requests spread over
+both are admitted up to the limit and not one more (the quota is leased, not synced).
 
 The two-node fixture is tests/ops/test_nodes.py's; the per-token limit is lowered with
 ``--token-requests-per-minute`` so few requests reach it.
@@ -23,9 +23,6 @@ from web.auth import issue_token
 from web.versioning import CURRENT_VERSION
 
 LIMIT = 30
-SYNC_SPAN = 1.5
-"""Seconds to wait for a count to reach the other node: two syncs (0.5 s apart) and
-their statements, with a margin for a busy machine."""
 
 
 async def _token(db: Database) -> str:
@@ -60,20 +57,17 @@ async def test_one_token_through_two_nodes_is_limited_as_a_whole(
             async with httpx.AsyncClient(timeout=10) as http:
                 http.headers["Authorization"] = f"Bearer {first}"
                 assert await _send(http, "a", 1) + await _send(http, "b", 1) == [200, 200]
-                await trio.sleep(SYNC_SPAN)  # each node knows the other's 1
+                await trio.sleep(1.5)  # b's lease of its slice goes back once it ended
                 sent_a = await _send(http, "a", 40)
                 assert sent_a.count(200) == LIMIT - 2, sent_a
                 assert set(sent_a[LIMIT - 2 :]) == {429}
-                await trio.sleep(SYNC_SPAN)
                 assert set(await _send(http, "b", 10)) == {429}  # a used the budget
 
-                # spread over both, 20 requests a second: what is admitted stays within
-                # the limit plus what the nodes admit while a count travels (~1 s)
+                # spread over both, 20 requests a second: the limit, not one more
                 http.headers["Authorization"] = f"Bearer {second}"
                 statuses: list[int] = []
                 for i in range(100):
                     statuses += await _send(http, "ab"[i % 2], 1)
                     await trio.sleep(0.05)
-                admitted = statuses.count(200)
-                assert LIMIT <= admitted <= LIMIT + 20 * SYNC_SPAN, statuses
+                assert statuses.count(200) == LIMIT, statuses
                 assert statuses[-20:] == [429] * 20

@@ -24,6 +24,7 @@ from tests.api import Api, MakeToken
 from tests.web.helpers import assert_error, expect
 from web.app import create_app
 from web.deps import Dependencies, WebSettings
+from web.quota import QuotaLimiter
 from web.ratelimit import PRUNE_EVERY, RateLimiter, Window
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ async def limited_client(
     """A client of an app whose limiter runs on ``clock`` with ``settings``."""
     limited = dataclasses.replace(
         deps,
-        rate_limiter=RateLimiter(clock=clock),
+        rate_limiter=QuotaLimiter(RateLimiter(clock=clock)),
         settings=dataclasses.replace(WebSettings(), **settings),
     )
     app = create_app(limited)
