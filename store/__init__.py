@@ -35,7 +35,13 @@ from .actor import (
 from .checks import StatusChange
 from .database import Connection, Database, open_database
 from .embedded import EmbeddedPostgres, start_embedded
-from .errors import CursorNotFound, DatabaseUnavailable, IntegrityConflict, StoreError
+from .errors import (
+    CursorNotFound,
+    DatabaseUnavailable,
+    IntegrityConflict,
+    StoreError,
+    TimelineFull,
+)
 from .events import EventCause, EventFilter
 from .ids import check_created, has_prefix, new_check_id, new_id
 from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
@@ -90,6 +96,7 @@ __all__ = [
     "StoreError",
     "StoreLocation",
     "StoreSettings",
+    "TimelineFull",
     "TokenContext",
     "TokenRecord",
     "WebhookDeliveryRecord",

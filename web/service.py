@@ -103,6 +103,7 @@ from .ratelimit import RateLimiter
 from .server import Incarnation, WebServer
 from .settings import ServiceSettings, WebOptions
 from .startup import FIRST_ACCOUNT, announce, first_token, wait_for_signal
+from .status_cache import PageCache
 from .throttle import SHARED_WINDOWS
 
 __all__ = [
@@ -431,6 +432,7 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
                     history=settings.maintenance or MaintenanceSettings(),
                     # wall clock: slices are compared across nodes (web.limit_sync)
                     rate_limiter=RateLimiter(clock=time.time, shared=SHARED_WINDOWS),
+                    status_cache=PageCache(max_bytes=settings.web.status_cache_bytes),
                 )
 
             web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)
