@@ -36,7 +36,13 @@ from .checks import StatusChange
 from .database import Connection, Database, open_database
 from .datadir import DATA_DIR_MODE, OPEN_TO_OTHERS, secure_data_dir
 from .embedded import EmbeddedPostgres, start_embedded
-from .errors import CursorNotFound, DatabaseUnavailable, IntegrityConflict, StoreError
+from .errors import (
+    CursorNotFound,
+    DatabaseUnavailable,
+    IntegrityConflict,
+    StoreError,
+    TimelineFull,
+)
 from .events import EventCause, EventFilter
 from .ids import check_created, has_prefix, new_check_id, new_id
 from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
@@ -93,6 +99,7 @@ __all__ = [
     "StoreError",
     "StoreLocation",
     "StoreSettings",
+    "TimelineFull",
     "TokenContext",
     "TokenRecord",
     "WebhookDeliveryRecord",

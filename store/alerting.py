@@ -21,6 +21,10 @@ transaction:
   by hand is not open, so it is left alone, and the next move into ``down`` opens a new
   one.
 
+The timeline entries written here carry the resource's id in ``generated_by``
+(migration 0015): their texts hold its private name, so a public status page builds its
+own from the component's display name (README "Status pages").
+
 The rules are written once (:data:`_ROUND`); what differs between monitors and
 heartbeats is only where a move's resource is read and how the description of the
 incident is made (:class:`MoveSource`: :data:`MONITOR_MOVES`, :data:`HEARTBEAT_MOVES`).
@@ -69,10 +73,13 @@ resolved AS (
     FROM prior WHERE i.id = prior.id
     RETURNING i.*, prior.status AS old_status, prior.resolution_message AS old_message),
 timeline AS (
-    INSERT INTO incident_updates (id, account_id, incident_id, status, message, created)
-    SELECT new_id('inu'), account_id, id, status, description, created FROM opened
+    INSERT INTO incident_updates (id, account_id, incident_id, status, message, created,
+                                  generated_by)
+    SELECT new_id('inu'), account_id, id, status, description, created, monitor_id
+    FROM opened
     UNION ALL
-    SELECT new_id('inu'), account_id, id, status, resolution_message, resolved_at FROM resolved)
+    SELECT new_id('inu'), account_id, id, status, resolution_message, resolved_at, monitor_id
+    FROM resolved)
 INSERT INTO events (id, account_id, type, resource_id, created, object, previous)
 SELECT new_id('evt'), account_id, type, resource_id, created, object, previous FROM (
     SELECT 1 AS ord, account_id, '{kind}.' || to_status AS type, resource_id,

@@ -5,7 +5,8 @@
     StoreError                  anything the store could not do
     ├── DatabaseUnavailable     the server cannot be reached, or a connection broke mid-query
     ├── CursorNotFound          a pagination cursor names no object of the account (spec 4.4)
-    └── IntegrityConflict       a constraint refused the write (unique key, foreign key)
+    ├── IntegrityConflict       a constraint refused the write (unique key, foreign key)
+    └── TimelineFull            an incident's timeline holds its limit of entries
 
 asyncpg's and the socket layer's exceptions are translated once, at the boundary in
 :mod:`store._database`; callers above never see an asyncpg type. Exceptions raised by
@@ -50,3 +51,19 @@ class IntegrityConflict(StoreError):
     def __init__(self, message: str, constraint: str | None = None) -> None:
         super().__init__(message)
         self.constraint = constraint
+
+
+class TimelineFull(StoreError):
+    """An incident's timeline already holds its limit of entries
+    (``store.incidents.MAX_UPDATES``; README "Events, incidents opened by monitors,
+    timelines"): the entry was refused and the transaction rolls back.
+
+    Attributes:
+        incident_id: the incident.
+        limit: the entries it may hold.
+    """
+
+    def __init__(self, incident_id: str, limit: int) -> None:
+        super().__init__(f"incident {incident_id} already has {limit:,} timeline entries")
+        self.incident_id = incident_id
+        self.limit = limit

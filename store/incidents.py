@@ -7,6 +7,13 @@ timeline entry in the caller's transaction. A timeline entry (``incident_updates
 appended on create (its message: the description), on every status change (resolving:
 the resolution message) and by :func:`post_update`. Incidents opened and resolved by
 monitors are written by :mod:`store.alerting` the same way, in the store actor's batch.
+
+A timeline holds at most :data:`MAX_UPDATES` entries (README "Events, incidents opened
+by monitors, timelines"): past it, :func:`post_update` and a status change other than a
+move into ``resolved`` raise :class:`~store.errors.TimelineFull`. A move into
+``resolved`` is always taken, so that an incident can always be closed; it cannot be
+moved out again past the limit, so a timeline never grows past it by more than that
+closing entry and the engine's (which writes one on opening and one on recovery).
 """
 
 from __future__ import annotations
@@ -15,9 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .database import Connection
+from .errors import TimelineFull
 from .events import EventCause, record_event
 from .ids import new_id
-from .owned import delete_owned, insert_owned, select_owned, update_owned
+from .owned import Updated, delete_owned, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import IncidentRecord, IncidentUpdateRecord
 
@@ -53,6 +61,8 @@ UPDATABLE = frozenset(
     }
 )
 """Columns :func:`update_incident` may change."""
+MAX_UPDATES = 1000
+"""Timeline entries an incident holds at most (module docstring)."""
 
 
 async def insert_incident(
@@ -140,7 +150,25 @@ async def update_incident(
     ``incident.resolved`` when it moves the status into ``resolved``, else
     ``incident.updated``; a status change appends a timeline entry unless ``timeline``
     is False (:func:`post_update` appends its own). Must run in a transaction. None when
-    the incident does not exist for the account."""
+    the incident does not exist for the account.
+
+    Raises:
+        TimelineFull: the change moves the status (not into ``resolved``) and the
+            timeline holds :data:`MAX_UPDATES` entries (module docstring).
+    """
+    return (await _update(connection, account_id, incident_id, apply, now, cause, timeline)).record
+
+
+async def _update(
+    connection: Connection,
+    account_id: str,
+    incident_id: str,
+    apply: Callable[[IncidentRecord], dict[str, Any]],
+    now: int,
+    cause: EventCause | None,
+    timeline: bool,
+) -> Updated[IncidentRecord]:
+    """:func:`update_incident`, answering the old values of what changed too."""
     updated = await update_owned(
         connection,
         table="incidents",
@@ -153,9 +181,10 @@ async def update_incident(
     )
     record, previous = updated.record, updated.previous
     if record is None or not previous:
-        return record
+        return updated
     moved = "status" in previous
     if moved and timeline:
+        await _make_room(connection, record, previous)
         message = record.resolution_message if record.status == "resolved" else None
         await _append(connection, record, message, now)
     await record_event(
@@ -166,7 +195,26 @@ async def update_incident(
         cause=cause,
         previous=previous,
     )
-    return record
+    return updated
+
+
+async def _make_room(
+    connection: Connection, incident: IncidentRecord, previous: dict[str, Any]
+) -> None:
+    """Check that ``incident`` (locked) may take one more timeline entry: a move into
+    ``resolved`` (``previous`` holds the old status) always may, any other when the
+    timeline holds fewer than :data:`MAX_UPDATES` entries.
+
+    Raises:
+        TimelineFull: it may not.
+    """
+    if incident.status == "resolved" and previous.get("status", "resolved") != "resolved":
+        return
+    entries = await connection.fetchval(
+        "SELECT count(*) FROM incident_updates WHERE incident_id = $1", incident.id
+    )
+    if entries >= MAX_UPDATES:
+        raise TimelineFull(incident.id, MAX_UPDATES)
 
 
 async def delete_incident(
@@ -224,12 +272,17 @@ async def post_update(
     the incident as :func:`update_incident` does (a status move, with its
     ``incident.updated`` or ``incident.resolved`` event), then append one timeline entry
     with ``message`` and write ``incident.update_posted``. Must run in a transaction.
-    None when the incident does not exist for the account."""
-    incident = await update_incident(
-        connection, account_id, incident_id, apply, now, cause, timeline=False
-    )
+    None when the incident does not exist for the account.
+
+    Raises:
+        TimelineFull: the timeline holds :data:`MAX_UPDATES` entries and the post does
+            not move the incident into ``resolved`` (module docstring).
+    """
+    updated = await _update(connection, account_id, incident_id, apply, now, cause, False)
+    incident = updated.record
     if incident is None:
         return None
+    await _make_room(connection, incident, updated.previous)
     update = await _append(connection, incident, message, now)
     await record_event(
         connection,

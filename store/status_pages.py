@@ -20,10 +20,19 @@ one connection, never reading raw checks (DESIGN: "a page never reads raw checks
    seconds of closed status periods (``store.rollups``);
 4. incidents of the account whose ``monitors`` overlap the page's monitors (GIN index
    ``incidents_by_monitors``): the open ones and those resolved in the last
-   :data:`RESOLVED_WINDOW_SECONDS`, at most :data:`MAX_INCIDENTS` of each, with the
-   current name of the monitor that opened each (for the web layer to scrub the texts
-   the engine generated from it; never shown);
-5. their timelines (``incident_updates``), oldest first.
+   :data:`RESOLVED_WINDOW_SECONDS`, at most :data:`MAX_INCIDENTS` of each;
+5. the latest entries of their timelines (``incident_updates``, by the index on
+   ``(incident_id, seq)``), bounded (README "Status pages"): at most
+   :data:`UPDATES_PER_INCIDENT` of each incident, and at most
+   :data:`UPDATE_BYTES_PER_PAGE` bytes of messages in all, given out in the order the
+   page shows them (open incidents newest first, then resolved ones, each incident's
+   newest entries first) until spent; an entry that does not fit is left out whole, with
+   every older one of its incident. Each incident's timeline length comes along, so the
+   page can say how many it left out. Messages that are never public are not read: the
+   first entry's (the incident's description) and those the engine wrote on a move of
+   the incident's opener (``generated_by``, migration 0015: written from its private
+   name); of an engine's recovery entry the time since the incident opened comes
+   instead (``human_duration``, as the engine wrote it).
 
 The open status period (``status_since`` to now) is not in the rollups yet: it is added
 here, split by UTC day, as :mod:`store.history` does, and as far as it counts: a
@@ -42,7 +51,7 @@ from .database import Connection
 from .events import EventCause
 from .owned import delete_owned, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
-from .records import IncidentRecord, IncidentUpdateRecord, StatusPageRecord, column_names
+from .records import IncidentRecord, StatusPageRecord, column_names
 from .rollups import counted_until, last_check_sql
 
 __all__ = [
@@ -52,8 +61,11 @@ __all__ = [
     "RESOLVED_WINDOW_SECONDS",
     "SLUG_CONSTRAINT",
     "UPDATABLE",
+    "UPDATES_PER_INCIDENT",
+    "UPDATE_BYTES_PER_PAGE",
     "PublicMonitor",
     "PublicPage",
+    "PublicUpdate",
     "delete_status_page",
     "get_status_page",
     "insert_status_page",
@@ -69,13 +81,17 @@ RESOLVED_WINDOW_SECONDS = 14 * DAY_SECONDS
 """How far back a public page lists resolved incidents, seconds (14 days)."""
 MAX_INCIDENTS = 50
 """At most this many open incidents (newest first) and as many recently resolved ones."""
+UPDATES_PER_INCIDENT = 10
+"""A public page shows at most this many of an incident's timeline entries: the latest."""
+UPDATE_BYTES_PER_PAGE = 256 * 1024
+"""A public page shows at most this many bytes (UTF-8) of timeline messages in all,
+256 KiB (module docstring)."""
 SLUG_CONSTRAINT = "status_pages_slug_key"
 """The unique constraint on ``slug`` (migration 0005)."""
 
 _COLUMNS = column_names(StatusPageRecord)
 _SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
 _INCIDENT_SELECT = ", ".join(f"t.{c}" for c in column_names(IncidentRecord))
-_UPDATE_SELECT = ", ".join(f"t.{c}" for c in column_names(IncidentUpdateRecord))
 UPDATABLE = frozenset({"name", "slug", "description", "components", "metadata"})
 """Columns :func:`update_status_page` may change."""
 
@@ -180,6 +196,27 @@ class PublicMonitor:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PublicUpdate:
+    """One timeline entry a public page may show (module docstring, query 5).
+
+    Attributes:
+        status: the incident's status after it.
+        created: epoch seconds.
+        message: a person's message, or None: none was written, or it is never public
+            (the first entry's, the engine's).
+        generated: the engine wrote it on a move of the incident's opener.
+        recovered_after: for an entry the engine wrote on the opener's recovery, the
+            time from the incident's opening to it (``"5m 12s"``), else None.
+    """
+
+    status: str
+    created: int
+    message: str | None
+    generated: bool
+    recovered_after: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PublicPage:
     """Everything a public page is rendered from (module docstring).
 
@@ -194,10 +231,9 @@ class PublicPage:
             (closed periods from the rollups plus the open period).
         incidents: open incidents (newest first), then those resolved in the last 14 days
             (most recently resolved first).
-        updates: incident id to its timeline, oldest first; the first entry is the one
-            written on create, whose message is the incident's description.
-        opener_names: monitor id to the current name of each monitor that opened one of
-            ``incidents``. Private: only for scrubbing generated texts, never shown.
+        updates: incident id to the entries of its timeline the page shows (the latest,
+            within the budgets), oldest first.
+        timeline_lengths: incident id to the number of entries of its whole timeline.
     """
 
     page: StatusPageRecord
@@ -206,8 +242,8 @@ class PublicPage:
     monitors: dict[str, PublicMonitor]
     days: dict[str, list[tuple[int, int]]]
     incidents: list[IncidentRecord]
-    updates: dict[str, list[IncidentUpdateRecord]]
-    opener_names: dict[str, str]
+    updates: dict[str, list[PublicUpdate]]
+    timeline_lengths: dict[str, int]
 
 
 async def public_page(connection: Connection, slug: str, now: int) -> PublicPage | None:
@@ -256,12 +292,10 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
             _add_open_period(days[monitor_id], monitor, first, counted[monitor_id])
 
     rows = await connection.fetch(
-        f"(SELECT {_INCIDENT_SELECT}, m.name AS opener_name FROM incidents t "
-        "LEFT JOIN monitors m ON m.id = t.monitor_id "
+        f"(SELECT {_INCIDENT_SELECT} FROM incidents t "
         "WHERE t.account_id = $1 AND t.monitors && $2::text[] AND t.resolved_at IS NULL "
         f"ORDER BY t.created DESC, t.seq DESC LIMIT {MAX_INCIDENTS}) UNION ALL "
-        f"(SELECT {_INCIDENT_SELECT}, m.name AS opener_name FROM incidents t "
-        "LEFT JOIN monitors m ON m.id = t.monitor_id "
+        f"(SELECT {_INCIDENT_SELECT} FROM incidents t "
         "WHERE t.account_id = $1 AND t.monitors && $2::text[] AND t.resolved_at >= $3 "
         f"ORDER BY t.resolved_at DESC, t.seq DESC LIMIT {MAX_INCIDENTS})",
         page.account_id,
@@ -269,15 +303,27 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
         now - RESOLVED_WINDOW_SECONDS,
     )
     incidents = [IncidentRecord.from_row(r) for r in rows]
-    opener_names = {r["monitor_id"]: r["opener_name"] for r in rows if r["opener_name"]}
-    updates: dict[str, list[IncidentUpdateRecord]] = {i.id: [] for i in incidents}
+    updates: dict[str, list[PublicUpdate]] = {i.id: [] for i in incidents}
+    lengths = dict.fromkeys(updates, 0)
     if incidents:
         for r in await connection.fetch(
-            f"SELECT {_UPDATE_SELECT} FROM incident_updates t "
-            "WHERE t.incident_id = ANY($1::text[]) ORDER BY t.incident_id, t.seq",
-            list(updates),
+            _LATEST_UPDATES,
+            [i.id for i in incidents],
+            [i.created for i in incidents],
+            UPDATES_PER_INCIDENT,
+            UPDATE_BYTES_PER_PAGE,
         ):
-            updates[r["incident_id"]].append(IncidentUpdateRecord.from_row(r))
+            lengths[r["incident_id"]] = int(r["total"])
+            if r["fits"]:
+                updates[r["incident_id"]].append(
+                    PublicUpdate(
+                        status=r["status"],
+                        created=int(r["created"]),
+                        message=r["message"],
+                        generated=r["generated"],
+                        recovered_after=r["recovered_after"],
+                    )
+                )
     return PublicPage(
         page=page,
         now=now,
@@ -286,8 +332,39 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
         days=days,
         incidents=incidents,
         updates=updates,
-        opener_names=opener_names,
+        timeline_lengths=lengths,
     )
+
+
+# Query 5 (module docstring). $1, $2: the incidents' ids and creation times in the order
+# the page shows them; $3: entries per incident; $4: bytes of messages per page. `spent`
+# is what the entries before this one (in that order) and this one cost; an entry that
+# does not `fit` comes without its message, for its incident's timeline length.
+_LATEST_UPDATES = """
+WITH i AS (
+    SELECT i.id, i.created, i.ord, f.first, f.total
+    FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS i(id, created, ord)
+    CROSS JOIN LATERAL (
+        SELECT min(x.seq) AS first, count(*) AS total
+        FROM incident_updates x WHERE x.incident_id = i.id) AS f),
+e AS (
+    SELECT i.id AS incident_id, i.ord, i.total, u.seq, u.status, u.created,
+           u.generated_by IS NOT NULL AS generated,
+           CASE WHEN u.generated_by IS NULL AND u.seq <> i.first THEN u.message END
+               AS message,
+           CASE WHEN u.generated_by IS NOT NULL AND u.status = 'resolved'
+               THEN human_duration(u.created - i.created) END AS recovered_after
+    FROM i CROSS JOIN LATERAL (
+        SELECT x.seq, x.status, x.created, x.message, x.generated_by
+        FROM incident_updates x WHERE x.incident_id = i.id
+        ORDER BY x.seq DESC LIMIT $3) AS u)
+SELECT incident_id, status, created, generated, recovered_after, total,
+       CASE WHEN spent <= $4 THEN message END AS message, spent <= $4 AS fits
+FROM (SELECT e.*, sum(coalesce(octet_length(e.message), 0))
+          OVER (ORDER BY e.ord, e.seq DESC) AS spent
+      FROM e) AS s
+ORDER BY ord, seq
+"""
 
 
 def _add_open_period(

@@ -27,7 +27,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import RequestRedirect
 
 from engine import ActorUnavailable
-from store import CursorNotFound, DatabaseUnavailable, accounts, new_id
+from store import CursorNotFound, DatabaseUnavailable, TimelineFull, accounts, new_id
 
 from .asgi import ShieldedSendHTTPConnection
 from .auth import bearer_token, expired, require_permission, verify_token
@@ -117,6 +117,12 @@ def _translate(exc: Exception) -> ApiError | None:
         return ApiError("engine_unavailable", "saved, but the engine did not acknowledge it")
     if isinstance(exc, DatabaseUnavailable):
         return ApiError("database_unavailable", "the database is unavailable; retry later")
+    if isinstance(exc, TimelineFull):
+        return ApiError(
+            "too_many_updates",
+            f"the incident's timeline already holds {exc.limit:,} entries; only a move "
+            "into resolved is taken",
+        )
     return None
 
 

@@ -2,7 +2,7 @@
 
 Passed explicitly to the app factory (no globals). :class:`MonitorEngine` is the seam to
 the engine: after a mutation commits, the handler tells the engine and waits for its
-acknowledgement before it responds (engine issue, item 6).
+acknowledgement before it responds (README "How it is built", Writes).
 """
 
 from __future__ import annotations
@@ -13,11 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import trio
+
 from engine import ActorUnavailable, HeartbeatHandle, TargetPolicy
 from store import Database, HeartbeatRecord, MaintenanceSettings, MonitorRecord
 
 from .quota import QuotaLimiter
-from .status_cache import PageCache
+from .status_cache import DEFAULT_MAX_BYTES, PageCache
+
+STATUS_RENDER_THREADS = 2
+"""Public status pages rendered at once, each on a worker thread (``web.status_public``):
+as many as the cores the service is sized for; more renders wait their turn."""
 
 
 class MonitorEngine(Protocol):
@@ -89,14 +95,17 @@ class WebSettings:
             and replayed, in seconds (spec 4.5, 8: 24 hours).
         body_timeout_seconds: longest wait for a request's whole body, in seconds
             (default 10; Quart's ``BODY_TIMEOUT``, whose own default of 60 s let a body
-            trickled at a byte a second hold a connection for a minute, issue 15); past
-            it the answer is 408 ``body_timeout`` and the connection is closed.
+            trickled at a byte a second hold a connection for a minute; README "Request
+            safety"); past it the answer is 408 ``body_timeout`` and the connection is
+            closed.
         public_url: the base of heartbeats' ``ping_url`` (``--public-url``, e.g.
             ``https://uptrio.example.com``); None: the base URL each API request came to
             (its scheme and ``Host``), and the address the service listens on in webhook
             deliveries.
         pings_per_minute: pings one ping key may send per rolling minute
             (``--pings-per-minute``, default 60); past it a ping gets 429.
+        status_cache_bytes: memory the cache of rendered public status pages may hold,
+            in bytes (``--status-cache-bytes``, default 64 MiB; :mod:`web.status_cache`).
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -108,6 +117,7 @@ class WebSettings:
     body_timeout_seconds: float = 10.0
     public_url: str | None = None
     pings_per_minute: int = 60
+    status_cache_bytes: int = DEFAULT_MAX_BYTES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +135,8 @@ class Dependencies:
             tests inject their own.
         status_cache: the process's rendered public status pages
             (:mod:`web.status_cache`: at most one render per page per 10 s).
+        status_render_limiter: the worker threads public status pages are rendered on
+            (:data:`STATUS_RENDER_THREADS`).
     """
 
     db: Database
@@ -137,3 +149,6 @@ class Dependencies:
     history: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     clock: Callable[[], float] = time.time
     status_cache: PageCache = field(default_factory=PageCache)
+    status_render_limiter: trio.CapacityLimiter = field(
+        default_factory=lambda: trio.CapacityLimiter(STATUS_RENDER_THREADS)
+    )

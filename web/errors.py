@@ -10,7 +10,8 @@ is turned into a response in one place (:func:`error_body`), in the shape::
 :data:`CODES` (listed in the README with when each occurs); ``param`` names the offending
 field or query parameter, else None. Lower layers' errors are translated at the boundary:
 ``store.CursorNotFound`` becomes ``cursor_not_found``, ``store.DatabaseUnavailable``
-becomes ``database_unavailable``, anything unexpected ``internal_error`` (500, logged).
+becomes ``database_unavailable``, ``store.TimelineFull`` ``too_many_updates``, anything
+unexpected ``internal_error`` (500, logged).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ TYPES_BY_STATUS = {
     429: "rate_limit_error",
     431: "invalid_request_error",
     500: "api_error",
+    503: "api_error",
 }
 
 CODES: dict[str, tuple[int, str]] = {
@@ -63,6 +65,11 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
     "unknown_version": (400, "Service-Version names no version of this API."),
     "incident_not_open": (400, "Resolve was called on an incident that is already resolved."),
+    "too_many_updates": (
+        400,
+        "The incident's timeline already holds 1,000 entries: posting an update, or a "
+        "status move other than into resolved, is refused (resolving is always taken).",
+    ),
     "duplicate_header": (
         400,
         "A header the API reads (Authorization, Idempotency-Key, Service-Version) was sent "
@@ -213,6 +220,12 @@ CODES: dict[str, tuple[int, str]] = {
         500,
         "The change was saved but the engine did not acknowledge it in time; it applies "
         "the stored state when it recovers.",
+    ),
+    # 503
+    "status_page_unavailable": (
+        503,
+        "A public status page's summary.json cannot be read right now (the database is "
+        "down) and no copy of it is cached; retry after Retry-After seconds.",
     ),
 }
 """Every error code: its HTTP status and when it occurs (copied into the README)."""

@@ -170,6 +170,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
             body_timeout_seconds=args.body_timeout_seconds,
             public_url=args.public_url,
             pings_per_minute=args.pings_per_minute,
+            status_cache_bytes=args.status_cache_bytes,
         ),
         # dns monitors' names are screened with the nameserver their checks ask.
         target_policy=TargetPolicy(
@@ -258,6 +259,12 @@ _SERVE_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         positive_int,
         _HISTORY.ping_retention_days,
         "heartbeats' pings are kept this many days",
+    ),
+    (
+        "--status-cache-bytes",
+        positive_int,
+        _WEB.status_cache_bytes,
+        "memory the rendered public status pages may hold, bytes; the least recently read go first",
     ),
     (
         "--store-buffer",

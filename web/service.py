@@ -111,6 +111,7 @@ from .startup import (
     open_data_dir,
     wait_for_signal,
 )
+from .status_cache import PageCache
 from .throttle import SHARED_WINDOWS
 
 __all__ = [
@@ -456,6 +457,7 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
                     rate_limiter=QuotaLimiter(
                         RateLimiter(clock=time.time), db=db, shared=SHARED_WINDOWS
                     ),
+                    status_cache=PageCache(max_bytes=settings.web.status_cache_bytes),
                 )
 
             web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)

@@ -5,8 +5,14 @@ One :class:`PageCache` per process, made at start-up and passed to the app in
 :class:`web.deps.Dependencies` (no globals). It maps a slug to its last
 :class:`Rendered` copy: the HTML and the JSON bytes, each with its strong ETag, or "no
 such page" (unknown slugs are cached too, so a flood of them costs the database one
-query per slug per 10 s; the cache holds at most ``max_entries`` slugs, least recently
-used dropped first).
+query per slug per 10 s).
+
+The cache holds at most ``max_bytes`` (``--status-cache-bytes``, default
+:data:`DEFAULT_MAX_BYTES`, 64 MiB), counting each copy's four bodies (HTML and JSON,
+plain and gzipped), its slug and :data:`ENTRY_OVERHEAD_BYTES`; past it, the least
+recently read copies are dropped first. A copy larger than the whole budget is still
+kept, alone, so that its page is rendered once per 10 s like any other (a page is
+bounded: README "Status pages").
 
 Behaviour under a stampede (single flight):
 
@@ -35,7 +41,22 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-__all__ = ["CacheStatistics", "PageCache", "RenderFailed", "Rendered", "etag_of"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "ENTRY_OVERHEAD_BYTES",
+    "CacheStatistics",
+    "PageCache",
+    "RenderFailed",
+    "Rendered",
+    "etag_of",
+]
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""What the cache holds at most by default, bytes (64 MiB: a few hundred typical pages,
+some 25 of the largest a page can be)."""
+ENTRY_OVERHEAD_BYTES = 512
+"""What a cached copy costs besides its bodies and slug, bytes: an estimate of the Python
+objects holding them, so that unknown slugs (empty bodies) count too."""
 
 log = structlog.get_logger("uptrio.web")
 
@@ -73,6 +94,11 @@ class Rendered:
             gzip.compress(json, compresslevel=6, mtime=0),
         )
 
+    @property
+    def size(self) -> int:
+        """The bytes of its four bodies."""
+        return len(self.html) + len(self.json) + len(self.html_gzip) + len(self.json_gzip)
+
 
 MISSING = Rendered(False)
 """What a slug that names no page renders to."""
@@ -86,7 +112,8 @@ class RenderFailed(Exception):
 class CacheStatistics:
     """Counters since the cache was made: ``renders`` started, ``fresh`` hits,
     ``stale`` copies served while another reader rendered, ``waited`` readers that
-    waited for another's first render, ``failures`` of renders, and ``entries`` held."""
+    waited for another's first render, ``failures`` of renders; and the ``entries`` held
+    now, with the ``bytes`` they count (module docstring)."""
 
     renders: int
     fresh: int
@@ -94,12 +121,14 @@ class CacheStatistics:
     waited: int
     failures: int
     entries: int
+    bytes: int
 
 
 @dataclass(slots=True)
 class _Entry:
     rendered: Rendered
     at: float
+    size: int  # bytes it counts (module docstring)
 
 
 @dataclass(slots=True)
@@ -115,7 +144,8 @@ class PageCache:
     Args:
         ttl_seconds: how long a copy is served before it is rendered again (10 s).
         clock: monotonic seconds (default ``time.monotonic``; tests inject their own).
-        max_entries: slugs held at most (least recently used dropped first).
+        max_bytes: bytes held at most (module docstring; least recently read dropped
+            first).
     """
 
     def __init__(
@@ -123,18 +153,19 @@ class PageCache:
         *,
         ttl_seconds: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
-        max_entries: int = 10_000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.ttl_seconds = ttl_seconds
         self._clock = clock
-        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._flights: dict[str, _Flight] = {}
         self._counts = {"renders": 0, "fresh": 0, "stale": 0, "waited": 0, "failures": 0}
 
     def statistics(self) -> CacheStatistics:
         """The counters (see :class:`CacheStatistics`)."""
-        return CacheStatistics(entries=len(self._entries), **self._counts)
+        return CacheStatistics(entries=len(self._entries), bytes=self._bytes, **self._counts)
 
     async def get(self, slug: str, render: Callable[[str], Awaitable[Rendered]]) -> Rendered:
         """The page of ``slug``: from memory when fresh, else rendered by
@@ -175,10 +206,9 @@ class PageCache:
         try:
             rendered = await render(slug)
             flight.result = rendered
-            self._entries[slug] = _Entry(rendered, started)
-            self._entries.move_to_end(slug)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            self._keep(
+                slug, _Entry(rendered, started, rendered.size + len(slug) + ENTRY_OVERHEAD_BYTES)
+            )
             return rendered
         except Exception as exc:
             flight.failed = True
@@ -190,3 +220,13 @@ class PageCache:
         finally:
             del self._flights[slug]
             flight.done.set()
+
+    def _keep(self, slug: str, entry: _Entry) -> None:
+        """Hold ``entry`` as the most recently read copy of ``slug``, then drop the least
+        recently read others while the bytes held are over ``max_bytes``."""
+        old = self._entries.pop(slug, None)
+        self._bytes += entry.size - (0 if old is None else old.size)
+        self._entries[slug] = entry
+        while self._bytes > self._max_bytes and len(self._entries) > 1:
+            _, dropped = self._entries.popitem(last=False)
+            self._bytes -= dropped.size

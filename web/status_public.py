@@ -22,12 +22,18 @@ Responses:
 - 404 for a slug that names no page: an HTML page, or the API's error object
   (``resource_missing``, ``param`` ``slug``) for ``summary.json``; cached 10 s too.
 - ``summary.json`` answers every response with ``Access-Control-Allow-Origin: *``.
-- 503 (``Retry-After: 5``) when the page cannot be read (the database is down) and no
-  copy of it is cached; with a copy, the copy is served.
+- 503 (``Retry-After: 5``, ``Cache-Control: no-store``) when the page cannot be read
+  (the database is down) and no copy of it is cached: an HTML page saying so, or the
+  API's error object (``status_page_unavailable``) for ``summary.json``; with a copy,
+  the copy is served.
 
 Rendering (:func:`render_page`) reads the page with ``store.status_pages.public_page``
-(rollups and incidents, never raw checks), shapes it with :func:`web.status_view.summary`
-and renders the Jinja2 template ``web/templates/status_page.html`` (autoescaped).
+(rollups and incidents, never raw checks; bounded, README "Status pages"), then on a
+worker thread (``trio.to_thread``, at most ``deps.status_render_limiter`` at once: 2)
+shapes it with :func:`web.status_view.summary`, renders the Jinja2 template
+``web/templates/status_page.html`` (autoescaped) and the JSON, and gzips and hashes
+both: the CPU work of a big page never holds the event loop that runs probes and the
+API (only the GIL's switch interval, 5 ms, separates them).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import json
 import time
 from typing import Any
 
+import trio
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 from quart import Response, g
@@ -83,11 +90,11 @@ _ENV = Environment(
 def _bars(days: list[dict[str, Any]]) -> Markup:
     """The ``<li>`` of a component's daily bars, built here rather than in the template:
     for 9,000 bars (100 components x 90 days) the template loop took 43 ms and this 16 ms
-    (measured on identical output), and a cold render must stay small (README, "Built for
-    the stampede"). Each bar carries its date and percentage as text (extensions part 5:
-    not by colour alone), in a visually hidden span and its ``title``. Dates, levels and
-    percentages are made by :mod:`web.status_view` from numbers; they are escaped all the
-    same."""
+    (measured on identical output), and a cold render must stay small (README "Status
+    pages", bench/RESULTS.md). Each bar carries its date and percentage as text
+    (extensions part 5: not by colour alone), in a visually hidden span and its ``title``.
+    Dates, levels and percentages are made by :mod:`web.status_view` from numbers; they
+    are escaped all the same."""
     parts = []
     for d in days:
         percent = d["uptime_percent"]
@@ -101,9 +108,16 @@ def _bars(days: list[dict[str, Any]]) -> Markup:
     return Markup("".join(parts))
 
 
-_ENV.filters.update(utc=_utc, iso=_iso, words=_words, percent=format_percent, bars=_bars)
+def _count(number: int) -> str:
+    return f"{number:,}"
+
+
+_ENV.filters.update(
+    utc=_utc, iso=_iso, words=_words, percent=format_percent, bars=_bars, count=_count
+)
 _PAGE = _ENV.get_template("status_page.html")
 _MISSING_HTML = _ENV.get_template("status_missing.html").render().encode()
+_UNAVAILABLE_HTML = _ENV.get_template("status_unavailable.html").render().encode()
 
 
 def _groups(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -127,10 +141,21 @@ def _groups(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def render_page(deps: Dependencies, slug: str) -> Rendered:
     """Read and render the page of ``slug`` now (``deps.clock``): its HTML and its
-    summary JSON, or :data:`~web.status_cache.MISSING`."""
+    summary JSON, or :data:`~web.status_cache.MISSING`. The rendering runs on a worker
+    thread of ``deps.status_render_limiter`` (module docstring); a reader cancelled
+    meanwhile waits for it (tens of milliseconds: the page is bounded).
+
+    Raises:
+        StoreError: the page could not be read.
+    """
     data = await deps.db.run(status_pages.public_page, slug, int(deps.clock()))
     if data is None:
         return MISSING
+    return await trio.to_thread.run_sync(_render, data, limiter=deps.status_render_limiter)
+
+
+def _render(data: status_pages.PublicPage) -> Rendered:
+    """The page of ``data`` rendered (pure CPU work; run on a worker thread)."""
     shown = summary(data)
     html = _PAGE.render(s=shown, groups=_groups(shown["components"]))
     body = json.dumps(shown, separators=(",", ":"), ensure_ascii=False)
@@ -153,10 +178,10 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
             page = await rendered(slug)
         except (RenderFailed, StoreError):
             return Response(
-                b"Status page temporarily unavailable; retry in a few seconds.",
+                _UNAVAILABLE_HTML,
                 status=503,
-                headers={"Retry-After": "5", "Cache-Control": "no-store"},
-                content_type="text/plain; charset=utf-8",
+                headers={"Retry-After": "5", "Cache-Control": "no-store", **page_headers},
+                content_type=HTML,
             )
         if not page.found:
             return Response(
@@ -180,7 +205,9 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
         try:
             page = await rendered(slug)
         except (RenderFailed, StoreError):
-            error = ApiError("database_unavailable", "the page cannot be read right now")
+            error = ApiError(
+                "status_page_unavailable", "the page cannot be read right now; retry later"
+            )
             return _error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
         if not page.found:
             error = ApiError("resource_missing", "no such status page", param="slug")

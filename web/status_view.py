@@ -7,10 +7,22 @@ monitor's name, url, id, type or metadata. An incident shows its title, status,
 severity, times and its timeline's statuses, times and messages, never its id, its
 metadata, its postmortem or its description, and the timeline's first entry (written on
 create, carrying the description, which for an incident a monitor opened names the
-failing check and its error message) is shown without its message. Texts the engine
-generated from a monitor's name (the title ``"<name> is down"``, the resolution message
-``"<name> is up again after <duration>"``) are shown with the component's display name
-instead (:func:`public_text`).
+failing check and its error message) is shown without its message.
+
+**Incidents a monitor or a heartbeat opened** (their ``monitor`` is the opener, which
+only the engine sets) never show a text written from the opener's private name. Their
+title is built from the opener, never read (:func:`public_title`): ``"<display name> is
+down"``, the display name of the opener's component on this page, else ``"A monitored
+service"``; a heartbeat is no component, so ``"A background job"``. A person's later
+edit of such a title stays internal too (it was written from private names; what a
+person means for the public is posted as an update). The timeline entries the engine
+wrote on the opener's moves (``generated``; the store never reads their messages) show
+``"<display name> is up again after <duration>"`` for a recovery
+(:func:`public_message`), nothing for the opening one.
+
+**Bounds** (README "Status pages"): each incident shows its latest timeline entries
+within the budgets of ``store.status_pages`` (10 per incident, 256 KiB of messages per
+page) and how many it left out (``updates_omitted``).
 
 **Component states** (``data-state`` in the HTML), from the monitor's status:
 
@@ -38,12 +50,11 @@ second), ``partial`` (99 % or more), ``low`` (under 99 %).
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from store import IncidentRecord, IncidentUpdateRecord, status_pages
+from store import IncidentRecord, has_prefix, status_pages
 
 __all__ = [
     "COMPONENT_LABELS",
@@ -53,7 +64,8 @@ __all__ = [
     "day_level",
     "format_percent",
     "overall_state",
-    "public_text",
+    "public_message",
+    "public_title",
     "summary",
 ]
 
@@ -83,8 +95,8 @@ _SEVERITY_STATE = {
     "minor": "degraded",
     "maintenance": "degraded",
 }
-_RECOVERED = re.compile(r" is up again after (\d+[dhms](?: \d+[hms])?)\Z")
 _OTHER_SERVICE = "A monitored service"
+_BACKGROUND_JOB = "A background job"
 
 
 def component_state(monitor_status: str, in_open_incident: bool) -> str:
@@ -134,30 +146,36 @@ def format_percent(percent: float | None) -> str:
     return f"{math.floor(percent * 100 + 1e-9) / 100:.2f}%"
 
 
-def public_text(
-    text: str | None,
-    incident: IncidentRecord,
-    display: str,
-    opener: str | None,
-    *,
-    title: bool = False,
+def _subject(incident: IncidentRecord, names: dict[str, str]) -> str:
+    """What an incident its ``monitor`` opened is about, in public words (module
+    docstring): the opener's display name from ``names`` (monitor id to display name on
+    this page), else a phrase for its kind."""
+    opener = incident.monitor_id or ""
+    if has_prefix(opener, "hbt"):
+        return _BACKGROUND_JOB
+    return names.get(opener, _OTHER_SERVICE)
+
+
+def public_title(incident: IncidentRecord, names: dict[str, str]) -> str:
+    """The title a public page shows: a person's title as written, or for an incident a
+    monitor or a heartbeat opened ``"<subject> is down"`` built from the opener, never
+    from the stored title (module docstring). ``names``: monitor id to display name."""
+    if incident.monitor_id is None:
+        return incident.title
+    return f"{_subject(incident, names)} is down"
+
+
+def public_message(
+    update: status_pages.PublicUpdate, incident: IncidentRecord, names: dict[str, str]
 ) -> str | None:
-    """``text`` (the ``title`` of ``incident``, or a timeline message) as a public page
-    shows it: for an incident a monitor opened, the texts the engine generated from the
-    monitor's name read ``display`` (the component's name) instead: a title ending in
-    ``" is down"`` (or the engine's title cut at 200 characters; ``opener`` is the
-    opening monitor's current name, if known), a message ``"... is up again after
-    <duration>"``. Whatever else a person wrote is shown as written.
-    """
-    if text is None or incident.monitor_id is None:
-        return text
-    generated = opener is not None and text == (opener + " is down")[:200]
-    if title and (text.endswith(" is down") or generated):
-        return f"{display} is down"
-    recovered = _RECOVERED.search(text)
-    if recovered is not None:
-        return f"{display} is up again after {recovered.group(1)}"
-    return text
+    """The message a public page shows for ``update`` of ``incident``: a person's as
+    written; for the engine's recovery entry ``"<subject> is up again after
+    <duration>"``; None for any other (module docstring)."""
+    if not update.generated:
+        return update.message
+    if update.recovered_after is None:
+        return None
+    return f"{_subject(incident, names)} is up again after {update.recovered_after}"
 
 
 def _iso_date(epoch: int) -> str:
@@ -179,7 +197,8 @@ def summary(data: status_pages.PublicPage) -> dict[str, Any]:
 
     An incident is ``{"title", "status", "severity", "created", "updated",
     "resolved_at", "components": [display names], "updates": [{"status", "message",
-    "created"}] oldest first}``. Components whose monitor no longer exists are left out.
+    "created"}] the latest ones, oldest first, "updates_omitted": how many earlier ones
+    are left out}``. Components whose monitor no longer exists are left out.
     """
     page = data.page
     components = [c for c in page.components if c["monitor"] in data.monitors]
@@ -233,25 +252,18 @@ def _incident(
     i: IncidentRecord, data: status_pages.PublicPage, names: dict[str, str]
 ) -> dict[str, Any]:
     """One incident as the public sees it (see :func:`summary`)."""
-    affected = list(dict.fromkeys(names[m] for m in i.monitors if m in names))
-    display = names.get(i.monitor_id or "") or (affected[0] if affected else _OTHER_SERVICE)
-    opener = data.opener_names.get(i.monitor_id or "")
-    timeline: list[IncidentUpdateRecord] = data.updates.get(i.id, [])
+    timeline = data.updates.get(i.id, [])
     return {
-        "title": public_text(i.title, i, display, opener, title=True),
+        "title": public_title(i, names),
         "status": i.status,
         "severity": i.severity,
         "created": i.created,
         "updated": i.updated,
         "resolved_at": i.resolved_at,
-        "components": affected,
+        "components": list(dict.fromkeys(names[m] for m in i.monitors if m in names)),
         "updates": [
-            {
-                "status": u.status,
-                # the first entry carries the description: never public (module docstring)
-                "message": None if k == 0 else public_text(u.message, i, display, opener),
-                "created": u.created,
-            }
-            for k, u in enumerate(timeline)
+            {"status": u.status, "message": public_message(u, i, names), "created": u.created}
+            for u in timeline
         ],
+        "updates_omitted": data.timeline_lengths.get(i.id, 0) - len(timeline),
     }

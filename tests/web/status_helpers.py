@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store import CheckRecord, Database, StatusChange, checks, new_check_id
-from tests.api import Api
+from tests.api import SECRET, Api
 from tests.web.helpers import create_monitor, expect
+from web.deps import Dependencies, MonitorEngine, WebSettings
+from web.status_cache import PageCache
+
+if TYPE_CHECKING:
+    from quart.typing import TestClientProtocol
 
 SECRETS = (
     "secret-name-web-7f3a",
@@ -45,6 +50,26 @@ class Clock:
 
     def __call__(self) -> float:
         return self.t
+
+
+def status_deps(db: Database, engine: MonitorEngine, clock: Clock) -> Dependencies:
+    """The app's dependencies with ``clock`` as both the wall clock and the page cache's."""
+    return Dependencies(
+        db=db,
+        engine=engine,
+        jwt_secret=SECRET,
+        settings=WebSettings(),
+        clock=clock,
+        status_cache=PageCache(clock=clock),
+    )
+
+
+async def fetch(
+    client: TestClientProtocol, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, Any, str]:
+    """GET ``path`` without a token: ``(status, headers, body text)``."""
+    response = await client.get(path, headers=headers or {})
+    return response.status_code, response.headers, (await response.get_data()).decode()
 
 
 async def move(db: Database, monitor_id: str, to: str, at: int, error: str = "") -> None:

@@ -8,8 +8,9 @@ from typing import Any
 
 import trio
 
+from store import Database, incidents
 from tests.api import Api
-from tests.web.helpers import assert_error, create_incident, create_monitor, expect
+from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
 from web.models import IncidentUpdateList, IncidentUpdateObject
 
 
@@ -78,6 +79,48 @@ async def test_posting_an_update_validates_and_404s(
         other = await api_for(account="globex")
         assert_error(await other.get(f"/incidents/{iid}/updates"), 404, "resource_missing")
         assert len(await _timeline(api, iid)) == 1
+
+
+async def test_a_timeline_holds_at_most_1000_entries_and_can_always_be_resolved(
+    api: Api, db: Database
+) -> None:
+    with trio.fail_after(30):
+        iid = (await create_incident(api))["id"]
+        await sql(
+            db,
+            "INSERT INTO incident_updates (id, account_id, incident_id, status, message, "
+            "created) SELECT 'inu_' || md5(random()::text), account_id, id, status, 'x', "
+            "created FROM incidents, generate_series(1, 998) WHERE id = $1",
+            iid,
+        )
+        expect(await api.post(f"/incidents/{iid}/updates", json={"message": "last"}), 201)
+        full = "too_many_updates"
+        for method, path, body in (
+            ("POST", f"/incidents/{iid}/updates", {"message": "one more"}),
+            ("POST", f"/incidents/{iid}/updates", {"message": "m", "status": "identified"}),
+            ("PATCH", f"/incidents/{iid}", {"status": "identified"}),
+        ):
+            error = assert_error(await api.request(method, path, json=body), 400, full)
+            assert "1,000" in error["message"]
+        # other fields still change; a move into resolved is always taken (one more entry)
+        expect(await api.patch(f"/incidents/{iid}", json={"title": "Checkout 500s"}))
+        expect(await api.post(f"/incidents/{iid}/resolve", json={"resolution_message": "ok"}))
+        assert_error(await api.patch(f"/incidents/{iid}", json={"status": "monitoring"}), 400, full)
+        assert await _count(db, iid) == 1001
+        incident = expect(await api.get(f"/incidents/{iid}"))
+        assert incident["status"] == "resolved" and incident["title"] == "Checkout 500s"
+        assert incidents.MAX_UPDATES == 1000
+
+
+async def _count(db: Database, incident_id: str) -> int:
+    async def count(connection: Any) -> int:
+        return int(
+            await connection.fetchval(
+                "SELECT count(*) FROM incident_updates WHERE incident_id = $1", incident_id
+            )
+        )
+
+    return await db.run(count)
 
 
 async def test_affected_monitors_must_be_the_accounts_own(

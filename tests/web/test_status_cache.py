@@ -10,7 +10,15 @@ import pytest
 import trio
 
 from tests.web.status_helpers import Clock
-from web.status_cache import PageCache, Rendered, RenderFailed, etag_of
+from web.cli import build_parser, service_settings
+from web.status_cache import (
+    DEFAULT_MAX_BYTES,
+    ENTRY_OVERHEAD_BYTES,
+    PageCache,
+    Rendered,
+    RenderFailed,
+    etag_of,
+)
 
 
 class Renderer:
@@ -132,18 +140,44 @@ async def test_a_cancelled_render_is_retried_by_a_waiting_reader(
         assert got[1].html == b"<p>acme #4</p>" and waiting.statistics().renders == 2
 
 
-async def test_the_least_recently_used_slugs_are_dropped_past_max_entries(
+async def test_the_least_recently_used_pages_are_dropped_past_max_bytes(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     with trio.fail_after(30):
-        cache, render = PageCache(clock=Clock(0.0), max_entries=2), Renderer(seconds=0)
-        for slug in ("one", "two", "one", "three"):
-            await cache.get(slug, render)
+        page = Rendered.page(b"x" * 10_000, b"{}")
+        render = Renderer(seconds=0)
+
+        async def big(slug: str) -> Rendered:
+            await render(slug)
+            return page
+
+        room = 2 * (page.size + len("one") + ENTRY_OVERHEAD_BYTES)
+        cache = PageCache(clock=Clock(0.0), max_bytes=room)
+        for slug in ("one", "two", "one", "six"):
+            await cache.get(slug, big)
         assert cache.statistics().entries == 2 and render.calls == 3
-        await cache.get("one", render)
+        assert cache.statistics().bytes == room
+        await cache.get("one", big)
         assert render.calls == 3  # kept: used more recently than "two"
-        await cache.get("two", render)
+        await cache.get("two", big)
         assert render.calls == 4
+        # a page larger than the whole budget is served and kept alone
+        huge = Rendered.page(b"y" * (2 * room), b"{}")
+
+        async def hog(slug: str) -> Rendered:
+            return huge
+
+        assert await cache.get("hog", hog) is huge
+        assert cache.statistics().entries == 1
+
+
+def test_the_budget_is_a_flag_of_serve_with_a_64_mib_default() -> None:
+    def parsed(*flags: str) -> int:
+        args = build_parser().parse_args(["serve", *flags])
+        return service_settings(args).web.status_cache_bytes
+
+    assert parsed() == DEFAULT_MAX_BYTES == 64 * 1024 * 1024
+    assert parsed("--status-cache-bytes", "1000000") == 1_000_000
 
 
 def test_etags_are_strong_hashes_of_the_body() -> None:

@@ -10,19 +10,16 @@ import gzip
 import json
 import re
 import time
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
 
 from store import Database
-from tests.api import SECRET, Api
+from tests.api import Api
 from tests.web.helpers import expect, sql
-from tests.web.status_helpers import SECRETS, Clock, parse, seed
-from web.app import create_app
-from web.deps import Dependencies, MonitorEngine, WebSettings
-from web.status_cache import PageCache
+from tests.web.status_helpers import SECRETS, Clock, fetch, parse, seed, status_deps
+from web.deps import Dependencies, MonitorEngine
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -39,29 +36,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def deps(db: Database, engine: MonitorEngine, clock: Clock) -> Dependencies:
-    return Dependencies(
-        db=db,
-        engine=engine,
-        jwt_secret=SECRET,
-        settings=WebSettings(),
-        clock=clock,
-        status_cache=PageCache(clock=clock),
-    )
-
-
-@pytest.fixture
-async def client(deps: Dependencies) -> AsyncIterator[TestClientProtocol]:
-    app = create_app(deps)
-    async with app.test_app() as test_app:
-        yield test_app.test_client()
-
-
-async def fetch(
-    client: TestClientProtocol, path: str, headers: dict[str, str] | None = None
-) -> tuple[int, Any, str]:
-    """GET ``path`` without a token: ``(status, headers, body text)``."""
-    response = await client.get(path, headers=headers or {})
-    return response.status_code, response.headers, (await response.get_data()).decode()
+    return status_deps(db, engine, clock)
 
 
 async def test_page_shows_overall_state_components_bars_and_incidents(
@@ -267,8 +242,10 @@ async def test_summary_json_shape_cors_and_cache_headers(
             "resolved_at",
             "components",
             "updates",
+            "updates_omitted",
         }
         assert incident["components"] == ["Public API"] and incident["severity"] == "major"
+        assert incident["updates_omitted"] == 0
         assert [u["message"] for u in incident["updates"]] == [None, "We are looking into it."]
         assert len(summary["incidents"]["resolved"]) == 2
 

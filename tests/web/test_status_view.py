@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from typing import Any
 
 import pytest
 
-from store import IncidentRecord
+from store import IncidentRecord, status_pages
 from web.status_view import (
     component_state,
     day_level,
     format_percent,
     overall_state,
-    public_text,
+    public_message,
+    public_title,
 )
 
 
@@ -72,11 +74,11 @@ def test_day_levels_and_percentages_never_round_up_to_100() -> None:
     assert format_percent(None) == "no data"
 
 
-def _incident(monitor_id: str | None) -> IncidentRecord:
+def _incident(monitor_id: str | None, title: str = "db-7 is down") -> IncidentRecord:
     return IncidentRecord(
         id="inc_x",
         account_id="acct_x",
-        title="t",
+        title=title,
         description=None,
         status="investigating",
         severity="major",
@@ -89,27 +91,36 @@ def _incident(monitor_id: str | None) -> IncidentRecord:
     )
 
 
-def test_generated_incident_texts_name_the_component_not_the_monitor() -> None:
-    opened = _incident("mon_x")
-    assert public_text("db-7 is down", opened, "Database", "db-7", title=True) == (
-        "Database is down"
+def _update(message: str | None, *, generated: bool = False, after: str | None = None) -> Any:
+    return status_pages.PublicUpdate(
+        status="resolved" if after else "identified",
+        created=0,
+        message=message,
+        generated=generated,
+        recovered_after=after,
     )
-    # a monitor renamed since: the old name in the title goes too
-    assert public_text("old-name is down", opened, "Database", "db-7", title=True) == (
-        "Database is down"
-    )
-    long_name = "n" * 199
-    cut = (long_name + " is down")[:200]
-    assert public_text(cut, opened, "Database", long_name, title=True) == "Database is down"
-    assert public_text("db-7 is up again after 2h 5m", opened, "Database", None) == (
+
+
+def test_incidents_the_engine_opened_are_told_from_the_opener_never_from_its_texts() -> None:
+    names = {"mon_db": "Database"}
+    # the stored title is never read: cut at 200 characters, renamed since, edited
+    for title in ("n" * 200, "old-name is down", "db-7 flaps (ask on-call)"):
+        assert public_title(_incident("mon_db", title), names) == "Database is down"
+    assert public_title(_incident("mon_elsewhere"), names) == "A monitored service is down"
+    beat = _incident("hbt_backup", "nightly-backup-secret is down")
+    assert public_title(beat, names) == "A background job is down"
+    manual = _incident(None, "Queue is down")
+    assert public_title(manual, names) == "Queue is down"
+
+    recovered = _update(None, generated=True, after="2h 5m")
+    assert public_message(recovered, _incident("mon_db"), names) == (
         "Database is up again after 2h 5m"
     )
-    assert public_text("Restarted the primary.", opened, "Database", "db-7") == (
-        "Restarted the primary."
-    )
-    assert public_text("The db is down", opened, "Database", "db-7") == "The db is down"
-    manual = _incident(None)
-    assert public_text("Queue is down", manual, "Database", None, title=True) == "Queue is down"
+    assert public_message(recovered, beat, names) == "A background job is up again after 2h 5m"
+    assert public_message(_update(None, generated=True), beat, names) is None
+    # what a person wrote is shown as written, whatever it looks like
+    for text in ("Restarted the primary.", "db-7 is up again after 5m 0s"):
+        assert public_message(_update(text), _incident("mon_db"), names) == text
 
 
 def _luminance(hex_colour: str) -> float:
