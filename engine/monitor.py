@@ -283,14 +283,18 @@ def _missed_in_hand_over(state: _Monitor, latest: float, now: float) -> bool:
     less than a third of an interval before ``now``, has no stored check while the one
     before it has one: its newest check (``last_checked_at``, epoch seconds, stamped to
     the second a probe started) is older than the point's second and at most two intervals
-    (plus that second) older. (Later than a third of an interval after the point, the
-    next one is near: no catch-up, so two probes are never closer than two thirds of an
-    interval.)"""
-    last = state.config.last_checked_at
-    if last is None or now - latest >= state.config.interval_seconds / 3:
+    (plus that second) older. A probe now must also fall in another second than the next
+    grid point's (checks are stamped to the second: two in one second read as a duplicate),
+    which rules out a few catch-ups of 1 s intervals. (Later than a third of an interval
+    after the point, the next one is near: no catch-up, so two probes are never closer
+    than two thirds of an interval.)"""
+    last, interval = state.config.last_checked_at, state.config.interval_seconds
+    if last is None or now - latest >= interval / 3:
         return False
-    wall = latest - state.clock_offset
-    return last + 1 <= wall <= last + 2 * state.config.interval_seconds + 1
+    wall, now_wall = latest - state.clock_offset, now - state.clock_offset
+    if math.floor(now_wall) == math.floor(wall + interval):
+        return False
+    return last + 1 <= wall <= last + 2 * interval + 1
 
 
 async def run_monitor(
