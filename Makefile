@@ -42,8 +42,11 @@ test-tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends $$missing >/dev/null; fi
 
+# Two workers: the tests that run whole processes (bench/, ops/, browser/, a real
+# `uptrio serve`) share one worker, one at a time, while the other takes the rest
+# (tests/conftest.py, pytest_collection_modifyitems); either alone needs most of the time.
 test: lint typecheck test-tools
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 clean:
 	rm -rf $(VENV) .uptrio

@@ -58,6 +58,20 @@ TEMPLATE = "uptrio_template"
 _counter = itertools.count()
 
 
+_PROCESS_TESTS = ("tests/bench/", "tests/ops/", "tests/browser/", "tests/web/test_serve.py")
+"""Tests that run whole processes (``uptrio serve``, the harness, Chromium): under
+``pytest -n 2 --dist loadgroup`` (``make test``) they run on one worker, one at a time,
+so two of them never load the machine together; the other worker runs the rest."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the tests of :data:`_PROCESS_TESTS` in one ``xdist_group`` (a no-op without
+    xdist)."""
+    for item in items:
+        if item.nodeid.startswith(_PROCESS_TESTS):
+            item.add_marker(pytest.mark.xdist_group("processes"))
+
+
 def _with_database(url: str, name: str) -> str:
     """``url`` pointing at database ``name`` (the path part of a libpq URL)."""
     parts = urlsplit(url)
