@@ -2,27 +2,38 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# One stamp per set of packages, each rebuilt when pyproject.toml changes: `make serve`
+# installs the service alone; `make test` (and lint, typecheck) adds the test and bench
+# extras (the suite smoke-tests the benchmark harness).
+SERVE_STAMP := $(VENV)/.installed-serve
+TEST_STAMP  := $(VENV)/.installed-test
 
 .PHONY: serve test lint typecheck install test-tools clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(SERVE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,bench]'
-	touch $(STAMP)
+	touch $@
 
-install: $(STAMP)
+# Everything a developer uses: the service, its tests, linters and benchmark harness.
+install: $(TEST_STAMP)
 
-serve: $(STAMP)
+serve: $(SERVE_STAMP)
 	$(BIN)/uptrio serve --host 127.0.0.1 --port 8080 --data-dir ./.uptrio
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check engine web store bench tests
 	$(BIN)/ruff format --check engine web store bench tests
 	$(BIN)/lint-imports
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 # Debian programs that only the test suite drives: headless Chromium and its driver
@@ -45,7 +56,7 @@ test-tools:
 # Two workers: the tests that run whole processes (bench/, ops/, browser/, a real
 # `uptrio serve`) share one worker, one at a time, while the other takes the rest
 # (tests/conftest.py, pytest_collection_modifyitems); either alone needs most of the time.
-test: lint typecheck test-tools
+test: $(TEST_STAMP) lint typecheck test-tools
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 clean:
