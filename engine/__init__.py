@@ -1,5 +1,6 @@
-"""Uptrio's engine: monitor actors under supervisors, probing real targets, and heartbeat
-actors waiting for the pings of jobs.
+"""Uptrio's engine: the actors of every kind (monitors probing real targets, heartbeats
+waiting for the pings of jobs) under supervisors, reached through one handle and one
+verb (``docs/architecture.md``).
 
 Imports ``store`` (records, the store actor) and nothing of ``web``; other packages
 import only the names below (checked by the import contracts in ``pyproject.toml``).
@@ -7,9 +8,12 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
 from .engine import Engine, run_engine
+from .handle import EngineHandle, PingTarget
 from .health import Health, after_check
 from .heartbeat import PING_KINDS, HeartbeatState, Ping, run_heartbeat
 from .heartbeat_group import HeartbeatGroup, HeartbeatHandle
+from .kind import Apply, EngineContext, Kind, Runner, ShardContext
+from .kinds import KINDS
 from .leases import Holding, LeaseSettings, run_leases
 from .listener import ListenerSettings, run_listener
 from .mailbox import Mailbox
@@ -37,7 +41,6 @@ from .probes import (
 from .settings import EngineSettings
 from .shard import shard_of
 from .signing import SIGNATURE_HEADER, signature_header
-from .slot import EngineSlot
 from .supervisor import (
     Backoff,
     ChildInfo,
@@ -53,6 +56,7 @@ from .targets import InvalidTarget, parse_target
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "KINDS",
     "MAX_ASSERTIONS",
     "MAX_CA_BUNDLE_BYTES",
     "MAX_REQUEST_BODY_CHARS",
@@ -61,6 +65,7 @@ __all__ = [
     "SIGNATURE_HEADER",
     "ActorRef",
     "ActorUnavailable",
+    "Apply",
     "AskTimeout",
     "Backoff",
     "CheckObserver",
@@ -68,8 +73,9 @@ __all__ = [
     "ChildSpec",
     "Comparison",
     "Engine",
+    "EngineContext",
+    "EngineHandle",
     "EngineSettings",
-    "EngineSlot",
     "EngineStatistics",
     "Health",
     "HeartbeatGroup",
@@ -81,14 +87,18 @@ __all__ = [
     "InvalidCaBundle",
     "InvalidRequestHeaders",
     "InvalidTarget",
+    "Kind",
     "LeaseSettings",
     "ListenerSettings",
     "Mailbox",
     "Ping",
+    "PingTarget",
     "ProbeResult",
     "ProbeSpec",
     "Prober",
     "RestartType",
+    "Runner",
+    "ShardContext",
     "Source",
     "Supervisor",
     "SupervisorEscalation",

@@ -1,21 +1,21 @@
 """The listener actor: changes and pings made through other nodes reach this node's
-actors within a second (extensions part 6; issue 14, item 3).
+actors within a second (extensions part 6; docs several-nodes page, "Changes made through
+another node").
 
-A child of the root supervisor (``web.service``, ``listener``) on every node with
-leases. It holds one dedicated connection that ``LISTEN``\\s on ``store.notify``'s
-channel and, for each batch of notifications:
+A child of the root supervisor (``listener``) on every node with leases. It holds one
+dedicated connection that ``LISTEN``\\s on ``store.notify``'s channel and, for each batch
+of notifications:
 
 * drops those of buckets this node does not hold (the owner is told too);
-* reads the named monitors and heartbeats (one query each, ``WHERE id = ANY``) and hands
-  each to the engine's one apply path, the one the web layer uses
-  (:class:`~engine.slot.EngineSlot`: ``monitor_saved`` / ``monitor_deleted`` /
-  ``heartbeat_saved`` / ``heartbeat_deleted``, then ``engine.engine.apply_change``): a
-  monitor not found active was paused or deleted and its actor stops; a change made
-  through this node was applied already, and is applied again harmlessly (the same
-  record: a reconfiguration with the same settings);
-* hands each ping stored by another node to the heartbeat's actor
-  (``EngineSlot.pinged_elsewhere``), which moves its deadline and decides the status
-  move (the ping itself is stored already);
+* reads the named resources, one query a kind (``Kind.load`` with ``ids``), and hands
+  each to the engine's one verb, the one the API's handlers use
+  (:meth:`~engine.handle.EngineHandle.apply`): a resource not found (a monitor paused or
+  deleted, a heartbeat deleted) gets None and its actor stops; a change made through
+  this node was applied already, and is applied again harmlessly (the same record asks
+  nothing new);
+* hands each event another node stored (a heartbeat's ping) to its kind
+  (:meth:`~engine.handle.EngineHandle.heard`), whose actor moves its deadline and decides
+  the status move (the ping itself is stored already);
 * nudges the lease actor (:meth:`~engine.leases.Holding.nudge`) when another node
   registered or gave buckets back, so this one renews at once (a joining node gets its
   share, and a bucket given back is claimed, without waiting for the next renewal).
@@ -23,12 +23,11 @@ channel and, for each batch of notifications:
 Losing notifications (a disconnection, a full queue) delays a change, never loses it:
 after every (re)connection (when it also nudges the lease actor) and every overflow the
 listener asks the engine for one reconciliation (``engine.reconcile``, which also runs
-every 5 s and catches a heartbeat up with its stored ``last_success_at``). Every wait
-outside the process has a deadline:
-the connection and ``LISTEN`` (``deadline_seconds``), the reads, and a ``SELECT 1``
-after ``keepalive_seconds`` without a notification (a connection that died silently is
-found then). On a lost connection it reconnects by itself with back-off (0.5 s to
-10 s), so a database outage does not exhaust the root supervisor's restart intensity.
+every 5 s). Every wait outside the process has a deadline: the connection and ``LISTEN``
+(``deadline_seconds``), the reads, and a ``SELECT 1`` after ``keepalive_seconds``
+without a notification (a connection that died silently is found then). On a lost
+connection it reconnects by itself with back-off (0.5 s to 10 s), so a database outage
+does not exhaust the root supervisor's restart intensity.
 """
 
 from __future__ import annotations
@@ -38,19 +37,11 @@ from dataclasses import dataclass
 import structlog
 import trio
 
-from store import (
-    Database,
-    DatabaseUnavailable,
-    has_prefix,
-    heartbeats,
-    leases,
-    monitors,
-    notify,
-)
+from store import Database, DatabaseUnavailable, leases, notify
 
 from .actor import ActorUnavailable
+from .handle import EngineHandle
 from .leases import Holding
-from .slot import EngineSlot
 
 __all__ = ["ListenerSettings", "run_listener"]
 
@@ -74,7 +65,7 @@ class ListenerSettings:
 
 async def run_listener(
     db: Database,
-    slot: EngineSlot,
+    engine: EngineHandle,
     holding: Holding,
     node_name: str,
     settings: ListenerSettings = ListenerSettings(),
@@ -94,9 +85,9 @@ async def run_listener(
             ) as listener:
                 log.info("listening for changes", channel=notify.CHANNEL)
                 backoff = 0.5
-                slot.reconcile_now()  # what was missed while not listening
+                engine.reconcile_now()  # what was missed while not listening
                 holding.nudge()
-                await _follow(listener, db, slot, holding, node_name, settings)
+                await _follow(listener, db, engine, holding, node_name, settings)
         except DatabaseUnavailable as exc:
             log.warning("listener disconnected", error=str(exc), retry_seconds=backoff)
         await trio.sleep(backoff)
@@ -106,7 +97,7 @@ async def run_listener(
 async def _follow(
     listener: notify.Listener,
     db: Database,
-    slot: EngineSlot,
+    engine: EngineHandle,
     holding: Holding,
     node_name: str,
     settings: ListenerSettings,
@@ -126,20 +117,20 @@ async def _follow(
             continue
         if listener.overflowed:
             listener.overflowed = False
-            slot.reconcile_now()
+            engine.reconcile_now()
         try:
-            await _apply(payloads, reads, slot, holding, node_name)
+            await _apply(payloads, reads, engine, holding, node_name)
         except (DatabaseUnavailable, ActorUnavailable) as exc:
             # the reconciliation (every 5 s) brings these changes
             log.warning("notified changes not applied", error=str(exc))
 
 
 async def _apply(
-    payloads: list[str], db: Database, slot: EngineSlot, holding: Holding, node_name: str
+    payloads: list[str], db: Database, engine: EngineHandle, holding: Holding, node_name: str
 ) -> None:
     """Apply one batch (module docstring)."""
     held = holding.held
-    changed: set[str] = set()
+    changed: dict[str, list[str]] = {}
     for payload in payloads:
         found = notify.parse_notification(payload)
         if found is not None and found.leases_of is not None:
@@ -149,23 +140,18 @@ async def _apply(
         if found is None or leases.bucket_of(found.resource_id) not in held:
             continue
         if found.kind is None:
-            changed.add(found.resource_id)
-        elif has_prefix(found.resource_id, "hbt"):
-            slot.pinged_elsewhere(found.resource_id, found.kind, found.wall)
-    monitor_ids = sorted(i for i in changed if has_prefix(i, "mon"))
-    heartbeat_ids = sorted(i for i in changed if has_prefix(i, "hbt"))
-    if monitor_ids:
-        active = {r.id: r for r in await db.run(monitors.load_active_monitors, None, monitor_ids)}
-        for monitor_id in monitor_ids:
-            if (record := active.get(monitor_id)) is not None:
-                await slot.monitor_saved(record)
-            else:
-                await slot.monitor_deleted(monitor_id)  # paused or deleted: it stops
-    if heartbeat_ids:
-        beats = await db.run(heartbeats.load_heartbeats, None, ids=heartbeat_ids)
-        found_beats = {h.id: h for h in beats}
-        for heartbeat_id in heartbeat_ids:
-            if (beat := found_beats.get(heartbeat_id)) is not None:
-                await slot.heartbeat_saved(beat)
-            else:
-                await slot.heartbeat_deleted(heartbeat_id)
+            prefix = found.resource_id.partition("_")[0]
+            changed.setdefault(prefix, []).append(found.resource_id)
+        else:
+            engine.heard(found.resource_id, found.kind, found.wall)
+    running = engine.current
+    if running is None:
+        return  # between incarnations: the next one loads the committed changes
+    for prefix, ids in sorted(changed.items()):
+        kind = running.kind(prefix)
+        if kind is None:
+            continue
+        unique = sorted(set(ids))
+        stored = {r.id: r for r in await kind.load(None, unique, db=db)}
+        for resource_id in unique:
+            await engine.apply(resource_id, stored.get(resource_id))

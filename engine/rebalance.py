@@ -1,18 +1,17 @@
-"""The engine following the buckets this node holds (extensions part 6; README: Several
-nodes): :func:`follow` turns each change of the lease actor's
+"""The engine following the buckets this node holds (extensions part 6; docs
+several-nodes page): :func:`follow` turns each change of the lease actor's
 :class:`~engine.leases.Holding` into a :class:`Rebalance` for the engine's command actor,
-which calls :func:`rebalance` (serialised with the web layer's commands) and then tells
-the holding it applied that version (the lease actor waits for it before handing buckets
+which calls :func:`rebalance` (serialised with the changes applied) and then tells the
+holding it applied that version (the lease actor waits for it before handing buckets
 over)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from store import Database, heartbeats, monitors
-
+from .kind import Kind
 from .leases import Holding
 from .loading import load_when_available
 from .shard import Shard, shard_of
@@ -51,7 +50,7 @@ async def follow(
 
 
 async def rebalance(
-    db: Database,
+    kinds: Sequence[Kind],
     shards: list[Shard],
     epochs: dict[int, int],
     held: dict[int, int],
@@ -60,10 +59,9 @@ async def rebalance(
 ) -> None:
     """Stop the actors of buckets no longer held at the epoch they run under (updating
     ``epochs``; those of ``releasing`` drain, the others are cancelled: another node may
-    run them already); read the monitors and heartbeats of the gained ones (one query
-    each, extensions part 6) and start them in their shards (none once the engine is
-    stopping), each catching up a grid point missed in the hand-over
-    (``engine.shard``)."""
+    run them already); read each kind's records of the gained ones (one query a kind,
+    extensions part 6) and start them in their shards (none once the engine is stopping),
+    each catching up what the hand-over missed (``engine.kinds``)."""
     count = len(shards)
     lost = {b for b, epoch in epochs.items() if held.get(b) != epoch}
     gained = {b for b, epoch in held.items() if epochs.get(b) != epoch}
@@ -75,16 +73,14 @@ async def rebalance(
     if not gained or stopping:
         return
     ordered = sorted(gained)
-    records = await load_when_available(
-        partial(db.run, monitors.load_active_monitors, ordered), "engine"
-    )
-    beats = await load_when_available(
-        partial(db.run, heartbeats.load_heartbeats, ordered), "engine"
-    )
+    loaded = {
+        kind.prefix: await load_when_available(partial(kind.load, ordered), "engine")
+        for kind in kinds
+    }
     for shard in shards:
         if mine := {b for b in gained if b % count == shard.index}:
-            await shard.gain(
-                mine,
-                [r for r in records if shard_of(r.id, count) == shard.index],
-                [h for h in beats if shard_of(h.id, count) == shard.index],
-            )
+            records = {
+                prefix: [r for r in found if shard_of(r.id, count) == shard.index]
+                for prefix, found in loaded.items()
+            }
+            await shard.gain(mine, records)

@@ -9,8 +9,10 @@ from typing import Any
 
 from quart.typing import TestClientProtocol
 
+from engine import Engine, EngineHandle
 from store import AccountRecord, Database, accounts
 from web.auth import PERMISSIONS, issue_token
+from web.deps import Dependencies, WebSettings, apply_nothing, no_pings
 from web.versioning import CURRENT_VERSION
 
 SECRET = b"test-secret-not-for-production-0123456789"
@@ -86,3 +88,24 @@ class Api:
 
     async def delete(self, path: str, **kw: Any) -> tuple[int, Any, Any]:
         return await self.request("DELETE", path, **kw)
+
+
+EngineLike = Engine | EngineHandle | Callable[[str, Any], Awaitable[None]] | None
+"""What a test gives the app as its engine: nothing, a running incarnation, a handle, or
+an ``apply`` verb of its own (a recorder)."""
+
+
+def web_deps(db: Database, engine: EngineLike = None, **fields: Any) -> Dependencies:
+    """The app's dependencies on ``db`` with the engine's two verbs taken from ``engine``
+    (None: no engine: changes are stored and nothing runs them) and the test secret;
+    ``fields`` set any other field."""
+    verbs: dict[str, Any]
+    if engine is None:
+        verbs = {"apply": apply_nothing, "ping": no_pings}
+    elif isinstance(engine, Engine | EngineHandle):
+        handle = engine if isinstance(engine, EngineHandle) else EngineHandle.running(engine)
+        verbs = {"apply": handle.apply, "ping": handle.ping}
+    else:
+        verbs = {"apply": engine, "ping": no_pings}
+    fields.setdefault("settings", WebSettings())
+    return Dependencies(db=db, jwt_secret=SECRET, **verbs, **fields)

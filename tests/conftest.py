@@ -43,10 +43,10 @@ from store import (
     open_database,
     start_embedded,
 )
-from tests.api import SECRET, Api, MakeToken, mint_token
+from tests.api import Api, EngineLike, MakeToken, mint_token, web_deps
 from tests.postgres import SUITE_MARK, open_own_postgres, stop_servers
 from web.app import create_app
-from web.deps import Dependencies, MonitorEngine, NoEngine, WebSettings
+from web.deps import Dependencies
 from web.logs import console_renderer
 
 # structlog's default renderer, but with plain tracebacks (web.logs.console_renderer):
@@ -213,15 +213,16 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-def engine() -> MonitorEngine:
-    """The engine the app tells of monitor changes; tests of the API alone use none."""
-    return NoEngine()
+def engine() -> EngineLike:
+    """The engine the app hands changes to; tests of the API alone use none (a test
+    module overrides it with a running engine, or a recorder of the verb)."""
+    return None
 
 
 @pytest.fixture
-def deps(db: Database, engine: MonitorEngine) -> Dependencies:
+def deps(db: Database, engine: EngineLike) -> Dependencies:
     """The app's dependencies on a fresh database."""
-    return Dependencies(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
+    return web_deps(db, engine)
 
 
 @pytest.fixture

@@ -1,22 +1,23 @@
-"""What the web layer is given at start-up: the store, the engine, the settings.
+"""What the web layer is given at start-up: the store, the engine's two verbs, the
+settings.
 
-Passed explicitly to the app factory (no globals). :class:`MonitorEngine` is the seam to
-the engine: after a mutation commits, the handler tells the engine and waits for its
-acknowledgement before it responds (README "How it is built", Writes).
+Passed explicitly to the app factory (no globals). The engine is reached through two
+callables handed in by the composition root (``docs/architecture.md``, "The one verb"):
+``apply(resource_id, record or None)``, which a handler awaits after its change commits
+and before it responds, and ``ping(key)``, the actor a ping key leads to.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import trio
 
-from engine import ActorUnavailable, HeartbeatHandle, TargetPolicy
-from store import Database, HeartbeatRecord, MaintenanceSettings, MonitorRecord
+from engine import ActorUnavailable, Apply, PingTarget, TargetPolicy
+from store import Database, MaintenanceSettings
 
 from .quota import QuotaLimiter
 from .status_cache import DEFAULT_MAX_BYTES, PageCache
@@ -26,55 +27,22 @@ STATUS_RENDER_THREADS = 2
 as many as the cores the service is sized for; more renders wait their turn."""
 
 
-class MonitorEngine(Protocol):
-    """The engine as the web layer sees it."""
-
-    async def monitor_saved(self, monitor: MonitorRecord) -> None:
-        """A monitor was created, updated, paused or resumed (already committed): run it
-        with this configuration, or stop it when paused. Returns once applied."""
-
-    async def monitor_deleted(self, monitor_id: str) -> None:
-        """A monitor was deleted (committed): stop its actor. Returns once stopped."""
-
-    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
-        """A heartbeat was created, updated, paused or resumed (committed): run it with
-        this record (paused: keep only its ping key). Returns once applied."""
-
-    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
-        """A heartbeat was deleted (committed): stop its actor, forget its ping key."""
-
-    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
-        """The heartbeat of ``ping_key`` in the engine's memory, or None (unknown key).
-
-        Raises:
-            engine.ActorUnavailable: no engine runs (now, or in this process).
-        """
+PingVerb = Callable[[str], Awaitable[PingTarget | None]]
+"""``ping(key)``: the actor a ping key leads to, or None (``engine.EngineHandle.ping``)."""
 
 
-class NoEngine:
-    """A :class:`MonitorEngine` that runs nothing (``uptrio serve --no-engine``; web
-    tests that only exercise the API): changes are stored and nothing runs them; a ping
-    cannot be recorded (no heartbeat actor)."""
+async def apply_nothing(resource_id: str, record: object) -> None:
+    """The engine's verb where no engine runs (``uptrio serve --no-engine``; web tests
+    that only exercise the API): changes are stored and nothing runs them."""
 
-    async def monitor_saved(self, monitor: MonitorRecord) -> None:
-        """Do nothing."""
 
-    async def monitor_deleted(self, monitor_id: str) -> None:
-        """Do nothing."""
+async def no_pings(ping_key: str) -> PingTarget | None:
+    """The engine's ping verb where no engine runs: no actor can take a ping.
 
-    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
-        """Do nothing."""
-
-    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
-        """Do nothing."""
-
-    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
-        """Raise: no engine, so no heartbeat can take a ping.
-
-        Raises:
-            engine.ActorUnavailable: always.
-        """
-        raise ActorUnavailable("no engine runs in this process (--no-engine)")
+    Raises:
+        engine.ActorUnavailable: always.
+    """
+    raise ActorUnavailable("no engine runs in this process (--no-engine)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +93,11 @@ class Dependencies:
     """Everything a handler may use.
 
     Attributes:
+        apply: the engine's one verb, ``apply(resource_id, record or None)``: awaited
+            after a change commits, returns once the engine runs what the record asks
+            (``engine.EngineHandle.apply``; :func:`apply_nothing` without an engine).
+        ping: the actor a ping key leads to, or None (``engine.EngineHandle.ping``;
+            :func:`no_pings` without an engine).
         rate_limiter: the rate limits (spec 8; :mod:`web.quota`): leased from the
             database across nodes under ``uptrio serve``, in memory by default.
         target_policy: which addresses monitors may point at (:mod:`engine.policy`).
@@ -140,7 +113,8 @@ class Dependencies:
     """
 
     db: Database
-    engine: MonitorEngine
+    apply: Apply
+    ping: PingVerb
     jwt_secret: bytes
     settings: WebSettings
     data_dir: Path | None = None

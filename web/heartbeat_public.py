@@ -8,10 +8,10 @@ no version negotiation, no idempotency keys). Every answer carries ``Request-Id`
 ``Service-Version`` as all do (:mod:`web.app`).
 
 A ping costs no database round trip on its way (issue 16): the key is looked up in the
-engine's memory (:meth:`engine.Engine.find_heartbeat`), the ping is handed to the
-heartbeat's actor, and the 200 goes once the actor has handed the ping (and the move it
-caused) to the store actor, whose buffer writes it within ``--batch-age-ms`` and keeps
-it through a database outage (README, Heartbeats: the durability choice).
+engine's memory (the engine's ``ping`` verb, ``engine.EngineHandle.ping``), the ping is
+handed to the heartbeat's actor, and the 200 goes once the actor has handed the ping (and
+the move it caused) to the store actor, whose buffer writes it within ``--batch-age-ms`` and
+keeps it through a database outage (README, Heartbeats: the durability choice).
 
 A ping of a heartbeat this node does not run (another node holds its bucket:
 extensions part 6) is found in the database instead (the key's heartbeat id is then
@@ -123,7 +123,7 @@ def add_ping_routes(app: QuartTrio, deps: Dependencies) -> None:
         if _KEY.fullmatch(key) is None:
             return _error(missing)
         try:
-            heartbeat = await deps.engine.find_heartbeat(key)
+            heartbeat = await deps.ping(key)
         except ActorUnavailable:
             return _error(not_recorded)
         if heartbeat is None:

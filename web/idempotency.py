@@ -37,13 +37,12 @@ A process crash at any point before the commit leaves nothing (Postgres rolls ba
 drops the lock with the session); after it, the whole result. The price is one pooled
 connection held for the handler's duration, for keyed POSTs only.
 
-The engine must learn of a monitor change only once it is committed and only once. So
-the copy of :class:`Dependencies` also carries a :class:`DeferredEngine` that records the
-handler's ``monitor_saved``/``monitor_deleted`` calls; they are passed to the real engine
-after the commit. A replay runs no handler, so the engine is not told again. If the
-engine then fails to acknowledge (500 ``engine_unavailable``), the stored 2xx stays: the
-change is committed, the engine applies the stored state when it recovers, and a retry
-replays the 2xx.
+The engine must learn of a change only once it is committed and only once. So the copy of
+:class:`Dependencies` also carries a :class:`DeferredApply` that records the handler's calls
+of the engine's verb (``apply``); they are made on the real verb after the commit. A replay
+runs no handler, so the engine is not told again. If the engine then fails to acknowledge
+(500 ``engine_unavailable``), the stored 2xx stays: the change is committed, the engine
+applies the stored state when it recovers, and a retry replays the 2xx.
 """
 
 from __future__ import annotations
@@ -52,16 +51,15 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 import trio
 
-from engine import ActorUnavailable, HeartbeatHandle
-from store import Database, HeartbeatRecord, MonitorRecord, StoreError, idempotency
+from engine import Apply
+from store import Database, StoreError, idempotency
 
-from .deps import MonitorEngine
 from .errors import ApiError
 from .json_body import parse_json
 from .pipeline import ApiResponse, Handler, RequestContext
@@ -70,7 +68,7 @@ __all__ = [
     "HEADER",
     "MAX_KEY_LENGTH",
     "REPLAYED_HEADER",
-    "DeferredEngine",
+    "DeferredApply",
     "idempotency_keys",
     "parse_key",
     "request_fingerprint",
@@ -140,46 +138,27 @@ def request_fingerprint(method: str, path: str, body: bytes) -> str:
     return digest.hexdigest()
 
 
-class DeferredEngine:
-    """A :class:`web.deps.MonitorEngine` that records calls instead of making them;
-    :meth:`flush` makes them on the real engine, in order, after the commit."""
+class DeferredApply:
+    """The engine's verb recorded instead of made (``apply(resource_id, record)``, as
+    ``web.deps.Dependencies.apply``); :meth:`flush` makes the calls on the real verb, in
+    order, after the commit."""
 
     def __init__(self) -> None:
-        self._calls: list[Callable[[MonitorEngine], Awaitable[None]]] = []
+        self._calls: list[tuple[str, Any]] = []
 
-    async def monitor_saved(self, monitor: MonitorRecord) -> None:
-        """Record that ``monitor`` was saved."""
-        self._calls.append(lambda engine: engine.monitor_saved(monitor))
+    async def __call__(self, resource_id: str, record: Any) -> None:
+        """Record the desired state of ``resource_id``."""
+        self._calls.append((resource_id, record))
 
-    async def monitor_deleted(self, monitor_id: str) -> None:
-        """Record that ``monitor_id`` was deleted."""
-        self._calls.append(lambda engine: engine.monitor_deleted(monitor_id))
-
-    async def heartbeat_saved(self, heartbeat: HeartbeatRecord) -> None:
-        """Record that ``heartbeat`` was saved."""
-        self._calls.append(lambda engine: engine.heartbeat_saved(heartbeat))
-
-    async def heartbeat_deleted(self, heartbeat_id: str) -> None:
-        """Record that ``heartbeat_id`` was deleted."""
-        self._calls.append(lambda engine: engine.heartbeat_deleted(heartbeat_id))
-
-    async def find_heartbeat(self, ping_key: str) -> HeartbeatHandle | None:
-        """Never asked: pings are not API requests (they have no idempotency keys).
-
-        Raises:
-            engine.ActorUnavailable: always.
-        """
-        raise ActorUnavailable("pings are not answered inside an API request")
-
-    async def flush(self, engine: MonitorEngine) -> None:
-        """Make the recorded calls on ``engine`` and forget them.
+    async def flush(self, apply: Apply) -> None:
+        """Make the recorded calls on ``apply`` and forget them.
 
         Raises:
             Whatever the engine raises (``ActorUnavailable``: 500 ``engine_unavailable``).
         """
         calls, self._calls = self._calls, []
-        for call in calls:
-            await call(engine)
+        for resource_id, record in calls:
+            await apply(resource_id, record)
 
 
 class _NotStored(Exception):
@@ -206,7 +185,7 @@ async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiRespon
     deps = ctx.deps
     now = int(deps.clock())
     expired_before = now - deps.settings.idempotency_retention_seconds
-    deferred = DeferredEngine()
+    deferred = DeferredApply()
     try:
         async with deps.db.open_transaction() as tx:
             claim = await tx.run(
@@ -236,16 +215,16 @@ async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiRespon
             )
     except _NotStored as not_stored:
         return not_stored.response
-    await deferred.flush(deps.engine)
+    await deferred.flush(deps.apply)
     return response
 
 
 async def _run_handler(
-    ctx: RequestContext, call_next: Handler, tx: Database, deferred: DeferredEngine
+    ctx: RequestContext, call_next: Handler, tx: Database, deferred: DeferredApply
 ) -> ApiResponse:
-    """Run the rest of the chain with the request's transaction and deferred engine."""
+    """Run the rest of the chain with the request's transaction and deferred verb."""
     deps = ctx.deps
-    ctx.deps = dataclasses.replace(deps, db=tx, engine=deferred)
+    ctx.deps = dataclasses.replace(deps, db=tx, apply=deferred)
     try:
         return await call_next(ctx)
     finally:

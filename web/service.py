@@ -63,10 +63,11 @@ import trio
 import trio_asyncio
 
 from engine import (
+    Apply,
     ChildInfo,
     ChildSpec,
     Engine,
-    EngineSlot,
+    EngineHandle,
     EngineStatistics,
     Holding,
     Prober,
@@ -92,7 +93,7 @@ from store import (
 from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free, serve_admin
 from .app import create_app
 from .auth import load_secret
-from .deps import Dependencies, MonitorEngine, NoEngine
+from .deps import Dependencies, PingVerb, apply_nothing, no_pings
 from .http_server import hypercorn_config
 from .idempotency import run_idempotency_purge
 from .metrics import Metrics
@@ -153,7 +154,7 @@ class RunningService:
         self,
         root: Supervisor,
         store: StoreActor,
-        engine: EngineSlot | None,
+        engine: EngineHandle | None,
         metrics: Metrics,
         binds: list[str],
     ) -> None:
@@ -225,7 +226,7 @@ async def open_service(
         OSError: the web server could not bind.
     """
     metrics = Metrics() if metrics is None else metrics
-    slot = EngineSlot() if settings.engine is not None else None
+    slot = EngineHandle() if settings.engine is not None else None
     with_leases = slot is not None and settings.leases is not None
     store = StoreActor(
         db,
@@ -240,7 +241,6 @@ async def open_service(
     metrics.attach(engine=stats, writer=store.writer, holding=holding if with_leases else None)
     server: WebServer | None = None
     if web is not None:
-        engine_handle: MonitorEngine = slot if slot is not None else NoEngine()
         ops = Operations(
             metrics=metrics,
             engine_state=slot.state if slot is not None else Operations().engine_state,
@@ -248,7 +248,11 @@ async def open_service(
             if slot is not None
             else Operations().buckets_state,
         )
-        deps = web.make_deps(engine_handle)
+        deps = (
+            web.make_deps(slot.apply, slot.ping)
+            if slot is not None
+            else web.make_deps(apply_nothing, no_pings)
+        )
         metrics.attach_limits(deps.rate_limiter)
         app = create_app(deps, ops=ops)
         server = WebServer(
@@ -445,10 +449,11 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
             )
             request_db = db.with_deadline(settings.database_timeout_seconds)
 
-            def make_deps(engine: MonitorEngine) -> Dependencies:
+            def make_deps(apply: Apply, ping: PingVerb) -> Dependencies:
                 return Dependencies(
                     db=request_db,
-                    engine=engine,
+                    apply=apply,
+                    ping=ping,
                     jwt_secret=secret,
                     settings=settings.web,
                     target_policy=settings.target_policy,

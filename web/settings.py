@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine import (
+    Apply,
     Backoff,
     EngineSettings,
     Intensity,
@@ -19,7 +20,7 @@ from engine import (
 )
 from store import MaintenanceSettings, StoreSettings
 
-from .deps import Dependencies, MonitorEngine, WebSettings
+from .deps import Dependencies, PingVerb, WebSettings
 
 __all__ = ["ROOT_BACKOFF", "ROOT_INTENSITY", "ServiceSettings", "WebOptions"]
 
@@ -89,9 +90,10 @@ class WebOptions:
 
     Attributes:
         bind: Hypercorn binds, e.g. ``["127.0.0.1:8080"]`` (port 0: the OS picks).
-        make_deps: builds the app's :class:`~web.deps.Dependencies` around the engine
-            handle the tree provides (the caller owns the other fields).
+        make_deps: builds the app's :class:`~web.deps.Dependencies` around the engine's
+            two verbs the tree provides, ``apply`` and ``ping`` (the caller owns the other
+            fields).
     """
 
     bind: list[str]
-    make_deps: Callable[[MonitorEngine], Dependencies]
+    make_deps: Callable[[Apply, PingVerb], Dependencies]

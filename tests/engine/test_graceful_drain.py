@@ -66,15 +66,15 @@ async def test_stop_finishes_the_probe_sent_and_never_sends_the_one_waiting(
             )
             async with trio.open_nursery() as engines:
                 engine = await engines.start(run_engine, db, writer, Prober(), settings)
-                await engine.monitor_saved(first)  # checked at once: takes the only slot
-                await engine.monitor_saved(second)  # checked at once: waits for the slot
-                limiter = engine.shards[0].deps.limiter
+                await engine.apply(first.id, first)  # checked at once: takes the only slot
+                await engine.apply(second.id, second)  # checked at once: waits for the slot
+                limiter = engine.kind("mon").deps.limiter
                 while not target.requests or limiter.statistics().tasks_waiting != 1:
                     await trio.sleep(0.005)
                 began = trio.current_time()
                 engine.stop()
                 # commands are still answered while the tree drains; none starts a probe
-                await engine.monitor_saved(third)
+                await engine.apply(third.id, third)
                 answered_seconds = trio.current_time() - began
             stop_seconds = trio.current_time() - began  # run_engine returned
             await writer.aclose()
@@ -100,11 +100,11 @@ async def test_a_pause_does_not_wait_for_the_probe_in_flight(
                 engine = await engines.start(
                     run_engine, db, writer, Prober(), EngineSettings(shard_count=1)
                 )
-                await engine.monitor_saved(record)
+                await engine.apply(record.id, record)
                 while not target.requests:
                     await trio.sleep(0.005)
                 began = trio.current_time()
-                await engine.monitor_saved(replace(record, status="paused"))
+                await engine.apply(record.id, replace(record, status="paused"))
                 pause_seconds = trio.current_time() - began
                 engines.cancel_scope.cancel()
             await writer.aclose()

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from engine import EngineSettings, EngineSlot, Holding, ListenerSettings, run_engine, run_listener
+from engine import EngineHandle, EngineSettings, Holding, ListenerSettings, run_engine, run_listener
 from store import CheckWriter, Database, PingRecord, heartbeats, monitors, new_id, notify, pings
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors
 from tests.store.helpers import new_heartbeat, new_monitor
@@ -30,8 +30,8 @@ async def _until(condition: Callable[[], bool], seconds: float = _SOON) -> None:
             await trio.sleep(0.02)
 
 
-async def _start(db: Database, writer: CheckWriter, nursery: trio.Nursery) -> EngineSlot:
-    slot = EngineSlot()
+async def _start(db: Database, writer: CheckWriter, nursery: trio.Nursery) -> EngineHandle:
+    slot = EngineHandle()
     settings = EngineSettings(shard_count=2, reconcile_seconds=60.0)
     engine = partial(run_engine, db, writer, RecordingProber(), settings)
     await nursery.start(partial(slot.run, partial(engine, holding=Holding.everything())))
@@ -41,7 +41,7 @@ async def _start(db: Database, writer: CheckWriter, nursery: trio.Nursery) -> En
     return slot
 
 
-def _running(slot: EngineSlot) -> int:
+def _running(slot: EngineHandle) -> int:
     assert slot.current is not None
     return slot.current.running()
 
@@ -86,7 +86,7 @@ async def test_pings_stored_elsewhere_move_the_heartbeat_and_a_lost_one_is_caugh
         return record.status
 
     with trio.fail_after(5):
-        while await engine.find_heartbeat(silent.ping_key) is None:
+        while await slot.ping(silent.ping_key) is None:
             await trio.sleep(0.02)
         wall = time.time()
         ping = _ping(told.id, wall)

@@ -13,35 +13,35 @@ from typing import Any
 
 import trio
 
-from engine import EngineSettings, EngineSlot, Holding, run_engine
+from engine import EngineHandle, EngineSettings, Holding, run_engine
 from store import CheckWriter, Database, leases, monitors
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors
 from tests.store.helpers import new_monitor
 
 
-async def _start(db: Database, writer: CheckWriter, nursery: trio.Nursery) -> EngineSlot:
-    slot = EngineSlot()
+async def _start(db: Database, writer: CheckWriter, nursery: trio.Nursery) -> EngineHandle:
+    slot = EngineHandle()
     settings = EngineSettings(shard_count=2, reconcile_seconds=600.0)
     engine = partial(run_engine, db, writer, RecordingProber(), settings)
     await nursery.start(partial(slot.run, partial(engine, holding=Holding.everything())))
     return slot
 
 
-async def _reconciled(slot: EngineSlot) -> int:
+async def _reconciled(slot: EngineHandle) -> int:
     """Ask for one reconciliation and wait for it (the engine's command actor handles its
     inbox in order, so a later command's answer means it is done); the buckets it has
     read again so far."""
     assert slot.current is not None
     engine = slot.current
     slot.reconcile_now()
-    await engine.monitor_deleted("mon_none")  # answered after the reconciliation
+    await engine.apply("mon_none", None)  # answered after the reconciliation
     return engine.statistics.reconciled_buckets
 
 
-def _interval_of(slot: EngineSlot, monitor_id: str) -> int | None:
+def _interval_of(slot: EngineHandle, monitor_id: str) -> int | None:
     assert slot.current is not None
     for shard in slot.current.shards:
-        if (entry := shard.entries.get(monitor_id)) is not None:
+        if (entry := shard.runners["mon"].entries.get(monitor_id)) is not None:
             return entry.record.interval_seconds
     return None
 

@@ -242,7 +242,7 @@ async def test_monitors_resume_from_their_stored_status_after_an_engine_restart(
                 run_engine, db, writer, Prober(), EngineSettings(shard_count=1)
             )
             assert second.running() == 1
-            entry = second.shards[0].entries[mid]
+            entry = second.shards[0].runners["mon"].entries[mid]
             assert entry.record.status == "up"
             inner.cancel_scope.cancel()
 

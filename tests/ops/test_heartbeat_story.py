@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 import trio
 
-from engine import EngineSettings, WebhookSettings
+from engine import Apply, EngineSettings, WebhookSettings
 from store import Database, StoreSettings
 from tests.api import SECRET, mint_token
 from tests.receiver import Receiver
 from tests.web.helpers import sql
-from web.deps import Dependencies, MonitorEngine, WebSettings
+from web.deps import Dependencies, PingVerb, WebSettings
 from web.service import ServiceSettings, WebOptions, open_service
 
 
@@ -38,8 +38,10 @@ async def test_heartbeat_down_and_up_reach_the_webhook_receiver(
         await nursery.start(receiver.serve)
         _, token = await mint_token(db, "acme")
 
-        def make_deps(engine: MonitorEngine) -> Dependencies:
-            return Dependencies(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
+        def make_deps(apply: Apply, ping: PingVerb) -> Dependencies:
+            return Dependencies(
+                db=db, apply=apply, ping=ping, jwt_secret=SECRET, settings=WebSettings()
+            )
 
         settings = ServiceSettings(
             engine=EngineSettings(shard_count=2),

@@ -30,7 +30,7 @@ import os
 import httpx
 import trio
 
-from engine import EngineSettings
+from engine import Apply, EngineSettings
 from store import (
     Connection,
     EmbeddedPostgres,
@@ -40,7 +40,7 @@ from store import (
 from tests.api import SECRET, mint_token
 from tests.ops.helpers import NewMonitor, RecordingProber, count_checks, insert_monitors
 from tests.postgres import freeze_postgres
-from web.deps import Dependencies, MonitorEngine, WebSettings
+from web.deps import Dependencies, PingVerb, WebSettings
 from web.service import ServiceSettings, WebOptions, open_service
 
 FREEZE_SECONDS = float(os.environ.get("UPTRIO_HUNG_SECONDS", "8"))
@@ -83,9 +83,9 @@ async def test_a_frozen_database_fails_requests_fast_and_loses_no_check(
             )
             request_db = db.with_deadline(TIMEOUT_SECONDS)
 
-            def make_deps(engine: MonitorEngine) -> Dependencies:
+            def make_deps(apply: Apply, ping: PingVerb) -> Dependencies:
                 return Dependencies(
-                    db=request_db, engine=engine, jwt_secret=SECRET, settings=WebSettings()
+                    db=request_db, apply=apply, ping=ping, jwt_secret=SECRET, settings=WebSettings()
                 )
 
             settings = ServiceSettings(engine=EngineSettings(shard_count=2), shutdown_seconds=10)

@@ -31,10 +31,9 @@ from store import (
     apply_migrations,
     open_database,
 )
-from tests.api import SECRET, Api, mint_token
+from tests.api import Api, mint_token, web_deps
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors, scrape
 from web.app import create_app
-from web.deps import Dependencies, WebSettings
 from web.metrics import Metrics
 from web.ops import Operations
 from web.service import ServiceSettings, open_service
@@ -91,12 +90,7 @@ async def test_database_outage_buffers_drops_oldest_past_the_bound_and_recovers(
                 assert service.engine is not None
                 stats = service.metrics.engine_statistics
                 assert stats is not None
-                deps = Dependencies(
-                    db=db.with_deadline(2.0),
-                    engine=service.engine,
-                    jwt_secret=SECRET,
-                    settings=WebSettings(),
-                )
+                deps = web_deps(db.with_deadline(2.0), service.engine)
                 ops = Operations(metrics=service.metrics, engine_state=service.engine.state)
                 app = create_app(deps, ops=ops)
                 small_metrics = Metrics()

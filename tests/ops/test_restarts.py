@@ -15,12 +15,12 @@ from itertools import pairwise
 import httpx
 import trio
 
-from engine import EngineSettings
+from engine import Apply, EngineSettings
 from engine.schedule import phase_offset
 from store import Database, StoreSettings, accounts
 from tests.api import SECRET
 from tests.ops.helpers import NewMonitor, RecordingProber, count_checks, insert_monitors, scrape
-from web.deps import Dependencies, MonitorEngine, WebSettings
+from web.deps import Dependencies, PingVerb, WebSettings
 from web.service import ServiceSettings, WebOptions, open_service
 
 LOADED = 300
@@ -44,8 +44,10 @@ async def test_restarts_under_load_lose_no_check_and_keep_every_phase(db: Databa
         url_of = dict(zip(ids, (m.url for m in loaded), strict=True))
         prober = RecordingProber()
 
-        def make_deps(engine: MonitorEngine) -> Dependencies:
-            return Dependencies(db=db, engine=engine, jwt_secret=SECRET, settings=WebSettings())
+        def make_deps(apply: Apply, ping: PingVerb) -> Dependencies:
+            return Dependencies(
+                db=db, apply=apply, ping=ping, jwt_secret=SECRET, settings=WebSettings()
+            )
 
         settings = ServiceSettings(
             engine=EngineSettings(shard_count=4),

@@ -11,9 +11,9 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
 from store import CheckRecord, Database, StatusChange, checks, new_check_id
-from tests.api import SECRET, Api
+from tests.api import Api, EngineLike, web_deps
 from tests.web.helpers import create_monitor, expect
-from web.deps import Dependencies, MonitorEngine, WebSettings
+from web.deps import Dependencies
 from web.status_cache import PageCache
 
 if TYPE_CHECKING:
@@ -52,16 +52,9 @@ class Clock:
         return self.t
 
 
-def status_deps(db: Database, engine: MonitorEngine, clock: Clock) -> Dependencies:
+def status_deps(db: Database, engine: EngineLike, clock: Clock) -> Dependencies:
     """The app's dependencies with ``clock`` as both the wall clock and the page cache's."""
-    return Dependencies(
-        db=db,
-        engine=engine,
-        jwt_secret=SECRET,
-        settings=WebSettings(),
-        clock=clock,
-        status_cache=PageCache(clock=clock),
-    )
+    return web_deps(db, engine, clock=clock, status_cache=PageCache(clock=clock))
 
 
 async def fetch(

@@ -13,7 +13,7 @@ from typing import Any
 import trio
 import trustme
 
-from engine.reconcile import same_settings
+from engine.kinds.monitors import same_settings
 from store import CheckRecord, Database, apply_migrations, checks, monitors, new_id, open_database
 from tests.api import Api
 from tests.web.helpers import assert_error, create_monitor, expect

@@ -32,10 +32,11 @@ import h2.connection
 import h2.events
 import trio
 
+from engine import Apply
 from store import Database
 from tests.api import SECRET, MakeToken
 from tests.web.helpers import Response, closed_by_server, read_response
-from web.deps import Dependencies, MonitorEngine, WebSettings
+from web.deps import Dependencies, PingVerb, WebSettings
 from web.models import ErrorResponse
 from web.service import ServiceSettings, WebOptions, open_service
 
@@ -44,9 +45,9 @@ from web.service import ServiceSettings, WebOptions, open_service
 async def serving(db: Database, settings: WebSettings | None = None) -> AsyncIterator[int]:
     """The service's web server (no engine) on 127.0.0.1; yields its port."""
 
-    def make_deps(engine: MonitorEngine) -> Dependencies:
+    def make_deps(apply: Apply, ping: PingVerb) -> Dependencies:
         return Dependencies(
-            db=db, engine=engine, jwt_secret=SECRET, settings=settings or WebSettings()
+            db=db, apply=apply, ping=ping, jwt_secret=SECRET, settings=settings or WebSettings()
         )
 
     web = WebOptions(bind=["127.0.0.1:0"], make_deps=make_deps)

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from store import Connection, Database, MonitorRecord, incidents, monitors, new_id, open_database
-from tests.api import Api, MakeToken
+from tests.api import Api, MakeToken, web_deps
 from tests.web.helpers import HTTP_MONITOR, assert_error, expect
 from web.app import create_app
 from web.deps import Dependencies
@@ -34,19 +34,19 @@ DAY_SECONDS = 24 * 3600
 
 
 class RecordingEngine:
-    """An engine that records what it is told and whether the monitor was committed by
-    then (read through another pooled connection)."""
+    """The engine's verb, recording what it is told and whether the monitor was
+    committed by then (read through another pooled connection)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.saved: list[tuple[str, bool]] = []
 
-    async def monitor_saved(self, monitor: MonitorRecord) -> None:
-        visible = await self.db.run(monitors.get_monitor, None, monitor.id)
-        self.saved.append((monitor.id, visible is not None))
-
-    async def monitor_deleted(self, monitor_id: str) -> None:
-        self.saved.append((monitor_id, False))
+    async def __call__(self, resource_id: str, record: MonitorRecord | None) -> None:
+        if record is None:
+            self.saved.append((resource_id, False))
+            return
+        visible = await self.db.run(monitors.get_monitor, None, record.id)
+        self.saved.append((record.id, visible is not None))
 
 
 @pytest.fixture
@@ -371,12 +371,7 @@ async def test_replay_after_a_restart_of_the_service(
         assert first[0] == 201
         # a new process: its own pool, app and in-memory state, the same database
         async with open_database(database_url, min_size=1, max_size=2) as fresh_db:
-            restarted = Dependencies(
-                db=fresh_db,
-                engine=engine,
-                jwt_secret=deps.jwt_secret,
-                settings=deps.settings,
-            )
+            restarted = web_deps(fresh_db, engine, settings=deps.settings)
             async with open_client(restarted) as client:
                 again = await Api(client, token).post(
                     "/monitors", json=HTTP_MONITOR, headers={"Idempotency-Key": k}

@@ -19,11 +19,11 @@ import trio
 
 from engine import Engine, EngineSettings, Prober, run_engine
 from store import CheckWriter, Database, StoreSettings, run_check_writer
-from tests.api import Api
+from tests.api import Api, web_deps
 from tests.web.helpers import assert_error, expect
 from tests.web.test_heartbeats import create_heartbeat
 from web.app import create_app
-from web.deps import Dependencies, NoEngine
+from web.deps import Dependencies, apply_nothing, no_pings
 from web.heartbeat_models import PingList
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ async def test_a_paused_heartbeat_records_pings_and_stays_paused(
 async def test_without_an_engine_a_ping_is_not_recorded(api: Api, deps: Dependencies) -> None:
     with trio.fail_after(20):
         beat = await create_heartbeat(api)
-        app = create_app(dataclasses.replace(deps, engine=NoEngine()))
+        app = create_app(dataclasses.replace(deps, apply=apply_nothing, ping=no_pings))
         async with app.test_app() as test_app:
             status, body, headers = await ping(test_app.test_client(), beat["ping_url"])
             assert_error((status, body, headers), 500, "ping_not_recorded")
@@ -196,7 +196,7 @@ async def test_with_committed_acknowledgements_a_ping_is_stored_before_its_200(
         writer = await nursery.start(partial(run_check_writer, db, slow))
         settings = EngineSettings(shard_count=1, ping_ack_committed=True)
         committing = await nursery.start(run_engine, db, writer, Prober(), settings)
-        app = create_app(dataclasses.replace(deps, engine=committing))
+        app = create_app(web_deps(db, committing, settings=deps.settings))
         async with app.test_app() as test_app:
             began = trio.current_time()
             status, _, _ = await ping(test_app.test_client(), beat["ping_url"])

@@ -16,10 +16,10 @@ import pytest
 import trio
 
 from store import Database
-from tests.api import Api
+from tests.api import Api, EngineLike
 from tests.web.helpers import expect, sql
 from tests.web.status_helpers import SECRETS, Clock, fetch, parse, seed, status_deps
-from web.deps import Dependencies, MonitorEngine
+from web.deps import Dependencies
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -35,7 +35,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def deps(db: Database, engine: MonitorEngine, clock: Clock) -> Dependencies:
+def deps(db: Database, engine: EngineLike, clock: Clock) -> Dependencies:
     return status_deps(db, engine, clock)
 
 

@@ -21,11 +21,11 @@ import pytest
 import trio
 
 from store import Database, HeartbeatChange, new_id, open_database, pings, status_pages
-from tests.api import Api
+from tests.api import Api, EngineLike
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
 from tests.web.status_helpers import Clock, fetch, move, parse, status_deps
 from web.app import create_app
-from web.deps import Dependencies, MonitorEngine
+from web.deps import Dependencies
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -46,7 +46,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def deps(db: Database, engine: MonitorEngine, clock: Clock) -> Dependencies:
+def deps(db: Database, engine: EngineLike, clock: Clock) -> Dependencies:
     return status_deps(db, engine, clock)
 
 

@@ -81,11 +81,11 @@ async def move_owned(
     prefix: str,
     move: Callable[..., Awaitable[tuple[Any, bool]]],
     to_object: Callable[[Any], dict[str, Any]],
-    saved: Callable[[Any], Awaitable[None]],
 ) -> ApiResponse:
     """POST /<resources>/:id/pause or resume: ``move(connection, account_id, id, now,
-    cause)`` in one transaction, then, when it changed something, ``saved(record)`` (the
-    engine), and 200 with ``to_object`` of the record (a no-op is a 200 too: DESIGN).
+    cause)`` in one transaction, then, when it changed something, the record's desired
+    state to the engine (``deps.apply``: a paused one stops, a resumed one runs), and 200
+    with ``to_object`` of the record (a no-op is a 200 too: docs/api.md).
 
     Raises:
         ApiError: 404 ``resource_missing`` when the account has no such row; as
@@ -97,7 +97,7 @@ async def move_owned(
     if record is None:
         raise not_found(prefix, row_id)
     if changed:
-        await saved(record)
+        await ctx.deps.apply(record.id, record)
     return ApiResponse(200, to_object(record))
 
 

@@ -73,7 +73,7 @@ async def create_heartbeat(ctx: RequestContext) -> ApiResponse:
         "metadata": merge_metadata({}, body.metadata),
     }
     record = await ctx.deps.db.transaction(heartbeats.insert_heartbeat, values, ctx.cause)
-    await ctx.deps.engine.heartbeat_saved(record)
+    await ctx.deps.apply(record.id, record)
     return ApiResponse(201, _shape(ctx)(record))
 
 
@@ -109,7 +109,7 @@ async def update_heartbeat(ctx: RequestContext) -> ApiResponse:
     )
     if record is None:
         raise not_found("hbt", heartbeat_id)
-    await ctx.deps.engine.heartbeat_saved(record)
+    await ctx.deps.apply(record.id, record)
     return ApiResponse(200, _shape(ctx)(record))
 
 
@@ -117,24 +117,20 @@ async def delete_heartbeat(ctx: RequestContext) -> ApiResponse:
     """DELETE /heartbeats/:id: 204; the heartbeat and its pings are gone for good, and
     its ping URL answers 404."""
     heartbeat_id = await delete_owned(ctx, "hbt", heartbeats.delete_heartbeat)
-    await ctx.deps.engine.heartbeat_deleted(heartbeat_id)
+    await ctx.deps.apply(heartbeat_id, None)
     return ApiResponse(204)
 
 
 async def pause_heartbeat(ctx: RequestContext) -> ApiResponse:
     """POST /heartbeats/:id/pause: status ``paused``, no deadline (pings are still
     recorded); on a paused heartbeat a no-op 200."""
-    return await move_owned(
-        ctx, "hbt", heartbeats.pause_heartbeat, _shape(ctx), ctx.deps.engine.heartbeat_saved
-    )
+    return await move_owned(ctx, "hbt", heartbeats.pause_heartbeat, _shape(ctx))
 
 
 async def resume_heartbeat(ctx: RequestContext) -> ApiResponse:
     """POST /heartbeats/:id/resume: status ``pending`` until the next ping; on a
     heartbeat that is not paused a no-op 200."""
-    return await move_owned(
-        ctx, "hbt", heartbeats.resume_heartbeat, _shape(ctx), ctx.deps.engine.heartbeat_saved
-    )
+    return await move_owned(ctx, "hbt", heartbeats.resume_heartbeat, _shape(ctx))
 
 
 async def _pings_page(

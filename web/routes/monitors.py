@@ -156,7 +156,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         "metadata": merge_metadata({}, body.metadata),
     }
     record = await ctx.deps.db.transaction(monitors.insert_monitor, values, ctx.cause)
-    await ctx.deps.engine.monitor_saved(record)
+    await ctx.deps.apply(record.id, record)
     return ApiResponse(201, monitor_object(record))
 
 
@@ -221,7 +221,7 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
     )
     if record is None:
         raise not_found("mon", monitor_id)
-    await ctx.deps.engine.monitor_saved(record)
+    await ctx.deps.apply(record.id, record)
     return ApiResponse(200, monitor_object(record))
 
 
@@ -255,24 +255,20 @@ def _http_changes(body: MonitorUpdate, current: MonitorRecord, changes: dict[str
 async def delete_monitor(ctx: RequestContext) -> ApiResponse:
     """DELETE /monitors/:id: 204; the monitor, its checks and history are gone for good."""
     monitor_id = await delete_owned(ctx, "mon", monitors.delete_monitor)
-    await ctx.deps.engine.monitor_deleted(monitor_id)
+    await ctx.deps.apply(monitor_id, None)
     return ApiResponse(204)
 
 
 async def pause_monitor(ctx: RequestContext) -> ApiResponse:
     """POST /monitors/:id/pause: status ``paused``, checks stop; on a paused monitor a
     no-op 200 (DESIGN)."""
-    return await move_owned(
-        ctx, "mon", monitors.pause_monitor, monitor_object, ctx.deps.engine.monitor_saved
-    )
+    return await move_owned(ctx, "mon", monitors.pause_monitor, monitor_object)
 
 
 async def resume_monitor(ctx: RequestContext) -> ApiResponse:
     """POST /monitors/:id/resume: status ``pending``, checks resume; on a monitor that is
     not paused a no-op 200 (DESIGN)."""
-    return await move_owned(
-        ctx, "mon", monitors.resume_monitor, monitor_object, ctx.deps.engine.monitor_saved
-    )
+    return await move_owned(ctx, "mon", monitors.resume_monitor, monitor_object)
 
 
 ROUTES = (
