@@ -1,34 +1,24 @@
 """The composition root of ``uptrio serve``: the one module that builds the service's
-supervision tree and everything around it (DESIGN: Shape; README: Operations, The
-supervision tree)::
+supervision tree and everything around it (``docs/architecture.md``; docs/operations.md,
+"The supervision tree")::
 
     run_service
     └── trio-asyncio loop (asyncpg lives inside it)
         └── database (store.open_store: the embedded Postgres unless a URL is given)
-            └── nursery: signal watcher (SIGINT, SIGTERM), idempotency key purge (hourly)
+            └── nursery: signal watcher (SIGINT, SIGTERM)
                 ├── root ........ open_service: one_for_one; 5 restarts per 60 s,
-                │   │             back-off 0.5 s to 10 s
-                │   ├── maintenance  store.run_maintenance: partitions, retention
-                │   ├── store ... store.StoreActor (transient: it returns only once
-                │   │             closed and drained)
-                │   ├── leases .. engine.run_leases: this node's share of the buckets
-                │   │             (extensions part 6; with --node-name/--lease-seconds)
-                │   ├── engine .. engine.run_engine under an engine.EngineSlot
-                │   │   └── shard-0 .. shard-N-1 ─ mon_... monitor actors
-                │   ├── listener  engine.run_listener: LISTEN for changes and pings
-                │   │             made through other nodes (with leases)
-                │   ├── webhooks  engine.run_webhook_sender: claims due deliveries,
-                │   │             POSTs them (unless --no-webhooks)
-                │   ├── limits .. web.quota.run_quota_returns: gives back the unused
-                │   │             part of rate-limit leases (with a database)
+                │   │             back-off 0.5 s to 10 s; its children are the actors
+                │   │             of web.actors.ACTORS, started in that order:
+                │   ├── maintenance, store, leases, engine (shards and their actors
+                │   │   of every kind), listener, webhooks, limits, idempotency
                 │   └── web ..... web.server.WebServer: Hypercorn serving the app
                 └── admin socket (web.admin): <data-dir>/admin.sock, mode 0600
 
-Every child hands its siblings something that outlives its incarnations, so any child
-can be restarted alone: the store actor's inbox and buffer live in the
-``store.StoreActor``, the engine is reached through an ``engine.EngineSlot`` that waits
-for the next incarnation, and the listening sockets are bound once
-(``web.server.WebServer``) and handed to each incarnation of the web server.
+Every child hands its siblings something that outlives its incarnations, so any child can be
+restarted alone: the store actor's inbox and buffer live in the ``store.StoreActor``, the
+engine is reached through an ``engine.EngineHandle`` that waits for the next incarnation,
+and the listening sockets are bound once (``web.server.WebServer``) and handed to each
+incarnation of the web server.
 
 Restarts (:meth:`RunningService.restart`, from ``uptrio supervisors restart NAME``):
 ``engine`` or ``shard-N`` reload their monitors from the database (the source of truth:
@@ -50,8 +40,6 @@ buffer (at most 1 s).
 
 from __future__ import annotations
 
-import os
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -65,20 +53,13 @@ import trio_asyncio
 from engine import (
     Apply,
     ChildInfo,
-    ChildSpec,
-    Engine,
     EngineHandle,
     EngineStatistics,
     Holding,
     Prober,
-    RestartType,
     Supervisor,
     SupervisorStatistics,
     open_supervisor,
-    run_engine,
-    run_leases,
-    run_listener,
-    run_webhook_sender,
 )
 from store import (
     CheckWriter,
@@ -87,21 +68,19 @@ from store import (
     StoreActor,
     StoreLocation,
     open_store,
-    run_maintenance,
 )
 
+from .actors import ACTORS, Parts
 from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free, serve_admin
 from .app import create_app
 from .auth import load_secret
 from .deps import Dependencies, PingVerb, apply_nothing, no_pings
 from .http_server import hypercorn_config
-from .idempotency import run_idempotency_purge
 from .metrics import Metrics
-from .objects import render_event
 from .ops import Operations
-from .quota import QuotaLimiter, run_quota_returns
+from .quota import QuotaLimiter
 from .ratelimit import RateLimiter
-from .server import Incarnation, WebServer
+from .server import WebServer
 from .settings import ServiceSettings, WebOptions
 from .startup import (
     FIRST_ACCOUNT,
@@ -126,15 +105,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("uptrio")
-
-
-_MAINTENANCE_DEADLINE_SECONDS = 300.0
-"""The longest one statement of the maintenance actor may take (a partition detached
-CONCURRENTLY waits for the transactions using the table), seconds."""
-
-_WEBHOOK_DATABASE_DEADLINE_SECONDS = 10.0
-"""The longest one claim or record of the webhook sender may wait on the database,
-seconds (a hung database then costs a poll, not the sender)."""
 
 
 class RunningService:
@@ -226,38 +196,32 @@ async def open_service(
         OSError: the web server could not bind.
     """
     metrics = Metrics() if metrics is None else metrics
-    slot = EngineHandle() if settings.engine is not None else None
-    with_leases = slot is not None and settings.leases is not None
+    handle = EngineHandle() if settings.engine is not None else None
+    leased = handle is not None and settings.leases is not None
     store = StoreActor(
         db,
         settings.store,
         drain_seconds=settings.margin_seconds,
         observer=metrics,
-        fence_node=settings.leases.node_name if with_leases and settings.leases else None,
+        fence_node=settings.leases.node_name if leased and settings.leases else None,
     )
+    holding = Holding() if leased else Holding.everything()
     stats = EngineStatistics()
-    holding = Holding() if with_leases else Holding.everything()
-    lease_stop = trio.Event()
-    metrics.attach(engine=stats, writer=store.writer, holding=holding if with_leases else None)
-    server: WebServer | None = None
-    if web is not None:
-        ops = Operations(
-            metrics=metrics,
-            engine_state=slot.state if slot is not None else Operations().engine_state,
-            buckets_state=partial(_buckets_state, holding)
-            if slot is not None
-            else Operations().buckets_state,
-        )
-        deps = (
-            web.make_deps(slot.apply, slot.ping)
-            if slot is not None
-            else web.make_deps(apply_nothing, no_pings)
-        )
-        metrics.attach_limits(deps.rate_limiter)
-        app = create_app(deps, ops=ops)
-        server = WebServer(
-            app, hypercorn_config(web.bind, graceful_seconds=settings.graceful_seconds)
-        )
+    metrics.attach(engine=stats, writer=store.writer, holding=holding if leased else None)
+    server, deps = _web_server(web, handle, holding, metrics, settings)
+    parts = Parts(
+        db=db,
+        settings=settings,
+        store=store,
+        engine=handle,
+        holding=holding,
+        stats=stats,
+        metrics=metrics,
+        prober=prober if prober is not None else Prober(),
+        lease_stop=trio.Event(),
+        server=server,
+        deps=deps,
+    )
 
     def on_restart(child_id: str, exc: Exception | None) -> None:
         metrics.count_restart("root")
@@ -271,87 +235,10 @@ async def open_service(
                 backoff=settings.root_backoff,
                 on_restart=on_restart,
             ) as root:
-                if settings.maintenance is not None:
-                    maintenance = partial(
-                        run_maintenance,
-                        db.with_deadline(_MAINTENANCE_DEADLINE_SECONDS),
-                        settings.maintenance,
-                        partition_seconds=settings.store.partition_seconds,
-                        # the maintenance job lease's holder: one round a cluster (issue 14)
-                        holder=settings.leases.node_name
-                        if settings.leases is not None
-                        else f"{socket.gethostname()}:{os.getpid()}",
-                    )
-                    await root.start_child(ChildSpec(child_id="maintenance", start=maintenance))
-                await root.start_child(
-                    ChildSpec(child_id="store", start=store.run, restart=RestartType.TRANSIENT)
-                )
-                if with_leases and settings.leases is not None:
-                    await root.start_child(
-                        ChildSpec(
-                            child_id="leases",
-                            start=partial(
-                                run_leases,
-                                db,
-                                settings.leases,
-                                holding,
-                                lease_stop,
-                                flush=store.writer.flush,
-                            ),
-                            shutdown=partial(_set, lease_stop),
-                            shutdown_seconds=settings.margin_seconds + 5.0,
-                        )
-                    )
-                if slot is not None and settings.engine is not None:
-                    engine_start = partial(
-                        run_engine,
-                        db,
-                        store.writer,
-                        prober if prober is not None else Prober(),
-                        settings.engine,
-                        stats=stats,
-                        observer=metrics,
-                        holding=holding,
-                    )
-                    await root.start_child(
-                        ChildSpec(
-                            child_id="engine",
-                            start=partial(slot.run, engine_start),
-                            # probes in flight finish and are stored (issue 15, item 4)
-                            shutdown=Engine.stop,
-                            shutdown_seconds=settings.graceful_seconds,
-                        )
-                    )
-                    if with_leases and settings.leases is not None:  # other nodes' changes
-                        node = settings.leases.node_name
-                        listener = partial(run_listener, db, slot, holding, node)
-                        await root.start_child(ChildSpec(child_id="listener", start=listener))
-                if settings.webhooks is not None:
-                    sender = partial(
-                        run_webhook_sender,
-                        db.with_deadline(_WEBHOOK_DATABASE_DEADLINE_SECONDS),
-                        settings.webhooks,
-                        render=partial(
-                            render_event,
-                            ping_base=settings.web.public_url
-                            or (server.binds[0] if server is not None and server.binds else ""),
-                        ),
-                        policy=settings.target_policy,
-                    )
-                    await root.start_child(ChildSpec(child_id="webhooks", start=sender))
-                if server is not None and deps.rate_limiter.leasing:
-                    returns = partial(run_quota_returns, deps.rate_limiter)
-                    await root.start_child(ChildSpec(child_id="limits", start=returns))
-                if server is not None:
-                    await root.start_child(
-                        ChildSpec(
-                            child_id="web",
-                            start=server.run,
-                            shutdown=Incarnation.shutdown,
-                            shutdown_seconds=settings.graceful_seconds + 0.5,
-                        )
-                    )
-                yield RunningService(root, store, slot, metrics, server.binds if server else [])
+                for actor in ACTORS:
+                    if actor.runs(parts):
+                        await root.start_child(actor.child(parts))
+                yield RunningService(root, store, handle, metrics, server.binds if server else [])
                 await _stop_in_order(root, store, server, settings, forced)
     finally:
         if server is not None:
@@ -365,14 +252,38 @@ async def open_service(
     )
 
 
+def _web_server(
+    web: WebOptions | None,
+    handle: EngineHandle | None,
+    holding: Holding,
+    metrics: Metrics,
+    settings: ServiceSettings,
+) -> tuple[WebServer | None, Dependencies | None]:
+    """The web server and the app's dependencies (the engine's two verbs handed in),
+    or ``(None, None)`` without ``web``."""
+    if web is None:
+        return None, None
+    ops = Operations(metrics=metrics)
+    if handle is not None:
+        ops = Operations(
+            metrics=metrics,
+            engine_state=handle.state,
+            buckets_state=partial(_buckets_state, holding),
+        )
+    deps = (
+        web.make_deps(handle.apply, handle.ping)
+        if handle is not None
+        else web.make_deps(apply_nothing, no_pings)
+    )
+    metrics.attach_limits(deps.rate_limiter)
+    app = create_app(deps, ops=ops)
+    config = hypercorn_config(web.bind, graceful_seconds=settings.graceful_seconds)
+    return WebServer(app, config), deps
+
+
 def _buckets_state(holding: Holding) -> str:
     """``/readyz``'s ``buckets`` check (extensions part 6)."""
     return "ok" if holding.ready else "claiming"
-
-
-def _set(event: trio.Event, _started: object) -> None:
-    """A ``shutdown`` hook: set ``event``."""
-    event.set()
 
 
 async def _stop_in_order(
@@ -437,13 +348,6 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
         first = await first_token(db, secret, data_dir)
         async with trio.open_nursery() as outer:
             await outer.start(wait_for_signal, stop, outer.cancel_scope)
-            await outer.start(
-                partial(
-                    run_idempotency_purge,
-                    db,
-                    retention_seconds=settings.web.idempotency_retention_seconds,
-                )
-            )
             prober = Prober(
                 dns_nameserver=settings.dns_nameserver, address_policy=settings.target_policy
             )
