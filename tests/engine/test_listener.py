@@ -78,7 +78,6 @@ async def test_pings_stored_elsewhere_move_the_heartbeat_and_a_lost_one_is_caugh
     told = await new_heartbeat(db, created=int(time.time()))
     silent = await new_heartbeat(db, created=int(time.time()))
     assert slot.current is not None
-    engine = slot.current
 
     async def status(heartbeat_id: str) -> str:
         record = await db.run(heartbeats.get_heartbeat, None, heartbeat_id)
