@@ -39,6 +39,12 @@ monitor is a status change. Like slow targets, they are served by a built-in wor
 A refused connection never reaches a target process, so those monitors are not
 *observable*: the report counts their checks from the service's side only.
 
+The monitor types are the service's (`engine.PROBE_TYPES`, the one list of them: the
+one import of the service this module makes, allowed by the import contract in
+``pyproject.toml``), so ``--type mix`` covers every type; the tables above are what the
+harness knows of each (`MonitorPlan.with_ports`, `_NOT_APPLICABLE`), and
+tests/bench/test_plan.py fails for a type they lack.
+
 Echo requests are seen by every raw ICMP socket on the host, so two benches running at
 once (two test runs) would see each other's pings: the block of ping addresses is drawn
 at random for each run (`TargetPorts.ping_base`).
@@ -51,6 +57,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
+
+from engine import PROBE_TYPES
 
 __all__ = [
     "BEHAVIOURS",
@@ -68,9 +76,11 @@ __all__ = [
     "tcp_address",
 ]
 
-MonitorType = Literal["http", "tcp", "dns", "ping"]
+MonitorType = str
+"""A monitor type: a name in `MONITOR_TYPES`."""
 Behaviour = Literal["ok", "failing", "slow", "refusing", "flapping"]
-MONITOR_TYPES: tuple[MonitorType, ...] = get_args(MonitorType)
+MONITOR_TYPES: tuple[MonitorType, ...] = tuple(PROBE_TYPES)
+"""The monitor types, in the service's order (`engine.PROBE_TYPES`)."""
 BEHAVIOURS: tuple[Behaviour, ...] = get_args(Behaviour)
 
 DNS_ZONE = "bench.test"
@@ -115,8 +125,9 @@ class BenchParams:
         progress: show the live display (on stderr).
         keep_data: keep the temporary data directory (the database) after the run.
         profile: sample the service (and the baseline) with py-spy during the window.
-        nodes: ``uptrio serve`` processes on one Postgres (extensions part 6; issue 14):
-            1 is the single service of every earlier run; more run `bench.cluster`.
+        nodes: ``uptrio serve`` processes on one Postgres (extensions part 6;
+            docs/several-nodes.md): 1 is the single service of every earlier run; more
+            run `bench.cluster`.
         kill_node: with ``nodes`` >= 2, the node (1 to ``nodes``) SIGKILLed in the
             middle of the window (`bench.cluster`), or ``None``.
         lease_seconds: the nodes' ``--lease-seconds`` (``None``: the service's default,
@@ -259,8 +270,10 @@ class MonitorPlan:
             case "dns", _:
                 mode = {"ok": "m", "failing": "f", "slow": "s", "refusing": "r"}[self.behaviour]
                 url = f"{mode}{i}.{DNS_ZONE}"
-            case _:
+            case "ping", _:
                 url = ping_address(i, ports.ping_base)
+            case _:
+                raise ValueError(f"the harness has no target for {self.type} monitors")
         return MonitorPlan(
             index=i, type=self.type, behaviour=self.behaviour, url=url, observable=observable
         )
@@ -293,8 +306,8 @@ def pick_ping_base(monitors: int) -> int:
 
 
 def parse_type_mix(text: str) -> tuple[tuple[MonitorType, float], ...]:
-    """``http`` / ``tcp`` / ``dns`` / ``ping``, ``mix`` (equal shares of the four), or
-    weights such as ``http=70,tcp=10,dns=10,ping=10``.
+    """One of `MONITOR_TYPES` (``http``, ``tcp``, ``dns``, ``ping``), ``mix`` (equal
+    shares of them all), or weights such as ``http=70,tcp=10,dns=10,ping=10``.
 
     Raises:
         ValueError: an unknown type or a weight that is not a positive number.
@@ -307,7 +320,9 @@ def parse_type_mix(text: str) -> tuple[tuple[MonitorType, float], ...]:
         name, _, weight = part.partition("=")
         name = name.strip()
         if name not in MONITOR_TYPES:
-            raise ValueError(f"unknown monitor type {name!r}; one of http, tcp, dns, ping, mix")
+            raise ValueError(
+                f"unknown monitor type {name!r}; one of {', '.join(MONITOR_TYPES)}, mix"
+            )
         value = float(weight) if weight else 1.0
         if not value > 0:
             raise ValueError(f"the weight of {name} must be positive")

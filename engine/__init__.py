@@ -25,6 +25,7 @@ from .probes import (
     MAX_CA_BUNDLE_BYTES,
     MAX_REQUEST_BODY_CHARS,
     MAX_REQUEST_HEADERS,
+    PROBE_TYPES,
     Comparison,
     InvalidAssertion,
     InvalidCaBundle,
@@ -36,7 +37,9 @@ from .probes import (
     check_assertions,
     check_ca_bundle,
     check_request_headers,
+    http_fields_apply,
     nameserver_resolver,
+    parse_target,
 )
 from .settings import EngineSettings
 from .shard import shard_of
@@ -52,7 +55,7 @@ from .supervisor import (
     SupervisorStatistics,
     open_supervisor,
 )
-from .targets import InvalidTarget, parse_target
+from .targets import InvalidTarget
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
@@ -62,6 +65,7 @@ __all__ = [
     "MAX_REQUEST_BODY_CHARS",
     "MAX_REQUEST_HEADERS",
     "PING_KINDS",
+    "PROBE_TYPES",
     "SIGNATURE_HEADER",
     "ActorRef",
     "ActorUnavailable",
@@ -110,6 +114,7 @@ __all__ = [
     "check_assertions",
     "check_ca_bundle",
     "check_request_headers",
+    "http_fields_apply",
     "nameserver_resolver",
     "open_supervisor",
     "parse_target",

@@ -38,7 +38,14 @@ from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, leases,
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
 from .observer import CheckObserver
-from .probes import Prober, ProbeResult, ProbeSpec, TlsContexts, compile_assertions
+from .probes import (
+    Prober,
+    ProbeResult,
+    ProbeSpec,
+    TlsContexts,
+    compile_assertions,
+    http_fields_apply,
+)
 from .schedule import grid_phase, missed_between, next_deadline
 
 log = structlog.get_logger("uptrio.engine")
@@ -147,7 +154,7 @@ def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
     (shared with every monitor of the same setting; README, "Private certificate
     authorities")."""
     return ProbeSpec(
-        type=monitor.type,  # type: ignore[arg-type]
+        type=monitor.type,
         url=monitor.url,
         timeout_seconds=float(monitor.timeout_seconds),
         method=monitor.method,
@@ -157,7 +164,7 @@ def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
         assertions=compile_assertions(monitor.assertions or ()),
         tls_expiry_days=monitor.tls_expiry_days,
         ssl_context=tls.context(monitor.tls_verify, monitor.tls_ca_bundle)
-        if monitor.type == "http"
+        if http_fields_apply(monitor.type)
         else None,
     )
 

@@ -43,8 +43,8 @@ host reaches public IPv4 services through ``64:ff9b::/96``).
 
 dns monitors only talk to the configured nameserver, never to the addresses in the
 answer, but the answers are screened all the same, at create and PATCH and at every
-check (issue 15): a dns monitor on an internal name would otherwise tell its owner which
-internal names exist.
+check (docs/api.md, "Target policy"): a dns monitor on an internal name would otherwise
+tell its owner which internal names exist.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from engine.probes import nameserver_resolver, numeric_address
+from engine.probes import PROBE_TYPES, nameserver_resolver, numeric_address
 from engine.targets import Target
 
 __all__ = [
@@ -218,7 +218,8 @@ class TargetPolicy:
         `engine.probes.numeric_address`, getaddrinfo without a look-up), so that create
         refuses what every check or delivery would refuse; a host name with
         `check_host_name`, then, when ``deny_private`` is on, by resolving it (at most
-        ``resolve_timeout_seconds``; a dns monitor's name with ``dns_resolver``, any
+        ``resolve_timeout_seconds``) as the type's checks do (its ``resolves_with``,
+        `engine.probes.ProbeType`: a dns monitor's name with ``dns_resolver``, any
         other with ``resolver``) and checking every address. A name that does not
         resolve, or not in time, is allowed: the check-time policy still applies.
 
@@ -228,8 +229,9 @@ class TargetPolicy:
         Error handling:
             Resolution failures are answers (allowed), not errors; `trio.Cancelled` passes.
         """
-        # a dns monitor's name goes to the nameserver as a name, whatever it looks like
-        ip = numeric_address(target.host) if target.type != "dns" else None
+        # a name asked of the nameserver (dns) goes as a name, whatever it looks like
+        by_nameserver = PROBE_TYPES[target.type].resolves_with == "nameserver"
+        ip = None if by_nameserver else numeric_address(target.host)
         if ip is not None:
             reason = self.check_address(ip)
             return None if reason is None else f"{ip} is {reason}"
@@ -241,7 +243,7 @@ class TargetPolicy:
         addresses: Iterable[IPAddress] = ()
         with trio.move_on_after(self.resolve_timeout_seconds):
             try:
-                resolve = self.dns_resolver if target.type == "dns" else self.resolver
+                resolve = self.dns_resolver if by_nameserver else self.resolver
                 addresses = await resolve(target.host)
             except OSError:
                 return None

@@ -14,11 +14,13 @@ spec 2.4.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
+
+from engine import PROBE_TYPES
 
 from .http_check_models import (
     AssertionObject,
@@ -34,7 +36,13 @@ MAX_METADATA_KEYS = 50
 MAX_METADATA_KEY_LENGTH = 40
 MAX_METADATA_VALUE_LENGTH = 500
 
-MonitorType = Literal["http", "tcp", "dns", "ping"]
+if TYPE_CHECKING:
+    MonitorType = str
+else:
+    MonitorType = Literal[tuple(PROBE_TYPES)]
+"""A monitor's ``type``: a name in `engine.PROBE_TYPES`, the one list of the probe types
+(a Literal of them, so a wrong value is the 422 every enum field gives, and the OpenAPI
+document lists them)."""
 MonitorStatus = Literal["up", "down", "pending", "paused"]
 IncidentStatus = Literal["investigating", "identified", "monitoring", "resolved"]
 Severity = Literal["critical", "major", "minor", "maintenance"]

@@ -23,8 +23,10 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import core_schema
 
+from engine import PROBE_TYPES
+
 from .errors import CODES
-from .models import ErrorResponse, IncidentStatus, MonitorStatus, MonitorType, Severity
+from .models import ErrorResponse, IncidentStatus, MonitorStatus, Severity
 from .pipeline import Route
 from .versioning import CURRENT_VERSION, KNOWN_VERSIONS
 
@@ -74,7 +76,7 @@ _CURSOR_PREFIXES = {
 }
 _QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("list_monitors", "status"): {"enum": list(get_args(MonitorStatus))},
-    ("list_monitors", "type"): {"enum": list(get_args(MonitorType))},
+    ("list_monitors", "type"): {"enum": list(PROBE_TYPES)},
     ("list_monitors", "search"): {"minLength": 1, "maxLength": 200},
     ("list_monitors", "sort"): {"pattern": "^-?(created|updated|name)$"},
     ("list_incidents", "status"): {"enum": list(get_args(IncidentStatus))},

@@ -1,4 +1,4 @@
-"""The probes: http, tcp, dns and ping checks, run through one shared `Prober`.
+"""The probes: one check per probe type (`PROBE_TYPES`), run through one shared `Prober`.
 
 Usage::
 
@@ -13,18 +13,22 @@ A failing target is data: `Prober.probe` returns a `ProbeResult` whose ``error_c
 one of `ERROR_CODES` (table in ``_result.py``); it raises only for bugs, and lets
 `trio.Cancelled` through. The modules, one per concern:
 
+- ``_registry``: `PROBE_TYPES`, the one list of the monitor types, and `parse_target`;
+- ``_probe_type``: what a probe type is (`ProbeType`: its url parser, its check, what
+  applies to it) and what its checks may use (`ProbeContext`);
 - ``_result``: `ProbeSpec`, `ProbeResult`, the error codes;
 - ``_prober``: `Prober`, the timeout and the translation of failures into results;
-- ``_tcp``: resolution, the address policy, TCP connects (happy eyeballs), the tcp probe;
-- ``_http``: the http probe (h11 over trio streams, redirects, TLS);
-- ``_request``: what an http check sends, and the rules on a monitor's request headers;
+- ``_tcp``: resolution, the address policy, TCP connects (happy eyeballs), the tcp type;
+- ``_http``: the http type (h11 over trio streams, redirects, TLS);
+- ``_request``: what an http check sends (its url's rules, its request), and the rules
+  on a monitor's request headers;
 - ``_assertions``: what makes an http response up: status rule, assertions (their rules,
   shared with the API's validation), certificate expiry;
 - ``_tls``: how https is verified per monitor (``tls_verify``, ``tls_ca_bundle``: the
   shared contexts, and the bundle's rules, shared with the API's validation);
-- ``_dns``: the dns probe (dnspython on trio), and `nameserver_resolver` for the target
+- ``_dns``: the dns type (dnspython on trio), and `nameserver_resolver` for the target
   policy's create-time screen of dns monitors;
-- ``_ping``: the ping probe (ICMP sockets on trio).
+- ``_ping``: the ping type (ICMP sockets on trio).
 """
 
 from ._assertions import (
@@ -38,7 +42,9 @@ from ._assertions import (
 )
 from ._dns import nameserver_resolver
 from ._http import ASSERTION_BODY_BYTES, BODY_LIMIT_BYTES, MAX_REDIRECTS
+from ._probe_type import ProbeType
 from ._prober import Prober
+from ._registry import PROBE_TYPES, http_fields_apply, parse_target
 from ._request import (
     MAX_REQUEST_BODY_CHARS,
     MAX_REQUEST_HEADERS,
@@ -59,6 +65,7 @@ __all__ = [
     "MAX_REDIRECTS",
     "MAX_REQUEST_BODY_CHARS",
     "MAX_REQUEST_HEADERS",
+    "PROBE_TYPES",
     "USER_AGENT",
     "AddressPolicy",
     "Assertion",
@@ -69,6 +76,7 @@ __all__ = [
     "InvalidRequestHeaders",
     "ProbeResult",
     "ProbeSpec",
+    "ProbeType",
     "Prober",
     "Source",
     "TlsContexts",
@@ -76,6 +84,8 @@ __all__ = [
     "check_ca_bundle",
     "check_request_headers",
     "compile_assertions",
+    "http_fields_apply",
     "nameserver_resolver",
     "numeric_address",
+    "parse_target",
 ]

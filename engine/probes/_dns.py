@@ -1,4 +1,11 @@
-"""The ``dns`` probe: does the name resolve to an A or AAAA record the policy allows?
+"""The ``dns`` probe type (`DNS`): does the name resolve to an A or AAAA record the policy
+allows?
+
+A dns monitor's ``url`` is a host name, or ``dns://name``: ``example.com``,
+``dns://example.com.`` (`parse_dns_url`; the host rules: ``engine.targets``). IP
+addresses are refused: a dns monitor checks that a *name* resolves, and an IP literal
+has nothing to resolve (use a ping or tcp monitor for it). The name goes to the
+nameserver as it is written (`DNS` resolves with the ``"nameserver"``).
 
 dnspython's async stub resolver runs on trio (``dns.asyncbackend.get_backend("trio")``).
 The A and AAAA queries go out together; the first one that comes back with at least one
@@ -9,10 +16,10 @@ REFUSED). Names are asked of the nameserver only: ``/etc/hosts`` is never read (
 
 The probe talks to the nameserver only, never to the addresses in the answer, but those
 addresses are screened by the address policy all the same, as the http probe screens
-the addresses it would connect to (issue 15): refused addresses are dropped, and a check
-whose answers hold only refused addresses fails with ``target_denied``. Otherwise a dns
-monitor on an internal name would tell its owner which internal names exist, and to
-which private addresses they point.
+the addresses it would connect to (docs/api.md, "Target policy"): refused addresses are
+dropped, and a check whose answers hold only refused addresses fails with
+``target_denied``. Otherwise a dns monitor on an internal name would tell its owner
+which internal names exist, and to which private addresses they point.
 
 The resolver is built once per `Prober` by `make_resolver` (building one with the system
 configuration reads ``/etc/resolv.conf``; checks must not). No answer is cached: every
@@ -37,15 +44,19 @@ import dns.nameserver
 import dns.resolver
 import trio
 
-from ._result import ProbeFailure
+from engine.targets import InvalidTarget, Target, is_ip, parse_host, strip_scheme, url_parser
+
+from ._probe_type import ProbeContext, ProbeType
+from ._result import ProbeFailure, ProbeResult, ProbeSpec
 from ._tcp import AddressPolicy
 
-__all__ = ["make_resolver", "nameserver_resolver", "probe_dns"]
+__all__ = ["DNS", "make_resolver", "nameserver_resolver", "parse_dns_url", "probe_dns"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _BACKEND = dns.asyncbackend.get_backend("trio")
 _LIFETIME_MARGIN_SECONDS = 1.0
+_DNS_EXAMPLE = "a dns monitor needs a host name, for example example.com"
 
 
 def make_resolver(nameserver: tuple[str, int] | None) -> dns.asyncresolver.Resolver:
@@ -217,3 +228,34 @@ def _failure(host: str, errors: list[Exception], empty: int) -> ProbeFailure:
             return ProbeFailure("dns_failure", f"the nameserver failed to resolve {host}")
     reason = errors[0] if errors else "no answer"
     return ProbeFailure("dns_failure", f"{host} does not resolve: {reason}")
+
+
+async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> ProbeResult:
+    """The dns type's check: `probe_dns` on the target's name."""
+    return ProbeResult.up(
+        await probe_dns(context.dns_resolver, target.host, spec.timeout_seconds, context.policy)
+    )
+
+
+@url_parser
+def parse_dns_url(url: str) -> Target:
+    """The ``dns`` type's ``url`` rules (module docstring): ``url`` to a `Target` without
+    a port.
+
+    Raises:
+        InvalidTarget: ``url`` is not a host name; nothing else escapes (`url_parser`).
+    """
+    rest = strip_scheme(url, "dns", _DNS_EXAMPLE)
+    if any(c in rest for c in "/?#@[]") or (":" in rest and not is_ip(rest)):
+        raise InvalidTarget(f"{_DNS_EXAMPLE} (no port, path or scheme other than dns://)")
+    if is_ip(rest):
+        raise InvalidTarget(
+            "a dns monitor checks that a host name resolves; give a name such as "
+            "example.com, not an IP address (use a ping or tcp monitor for an address)"
+        )
+    host = parse_host(rest, bracketed=False, example=_DNS_EXAMPLE)
+    return Target(type="dns", host=host, port=None, url=url, scheme=None)
+
+
+DNS = ProbeType(name="dns", parse=parse_dns_url, check=_check, resolves_with="nameserver")
+"""The ``dns`` probe type (``_registry``)."""

@@ -13,7 +13,7 @@ judge of everything else (`_read_response`).
 
 One check, hop by hop:
 
-1. The URL is parsed (`engine.targets.parse_target`) and the host resolved and
+1. The URL is parsed (``_request.parse_http_url``) and the host resolved and
    checked against the address policy (`._tcp.resolve`); the connection goes to exactly
    the address that was checked, so a second DNS answer cannot redirect it.
 2. A new TCP connection (never reused between checks; the request says
@@ -56,7 +56,6 @@ through untouched.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import re
 import socket
@@ -68,14 +67,32 @@ from urllib.parse import urljoin
 import h11
 import trio
 
+from engine.targets import Target
+
 from . import _assertions as rules
 from ._assertions import BODY, HEAD_ONLY, Assertion, Response
-from ._request import USER_AGENT, Headers, Prepared, prepare, same_origin, without_credentials
-from ._result import ProbeFailure, ProbeResult
+from ._probe_type import ProbeContext, ProbeType
+from ._request import (
+    USER_AGENT,
+    Headers,
+    Prepared,
+    parse_http_url,
+    prepare,
+    same_origin,
+    without_credentials,
+)
+from ._result import ProbeFailure, ProbeResult, ProbeSpec
 from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve, stream_failure
-from ._tls import unverified_expiry
+from ._tls import peer_expiry
 
-__all__ = ["ASSERTION_BODY_BYTES", "BODY_LIMIT_BYTES", "MAX_REDIRECTS", "USER_AGENT", "probe_http"]
+__all__ = [
+    "ASSERTION_BODY_BYTES",
+    "BODY_LIMIT_BYTES",
+    "HTTP",
+    "MAX_REDIRECTS",
+    "USER_AGENT",
+    "probe_http",
+]
 
 MAX_REDIRECTS = 10
 """Redirects followed in one check; the next one fails it with ``too_many_redirects``."""
@@ -108,7 +125,7 @@ async def probe_http(
     """Run one http check of ``url`` (see the module docstring for the rules).
 
     Args:
-        url: an http(s) URL as `engine.targets.parse_target` accepts it.
+        url: an http(s) URL as `parse_http_url` accepts it.
         method: the request method; ``None`` means GET.
         expected_status_code: the status that counts as up without ``assertions``;
             ``None`` means any 2xx.
@@ -181,12 +198,23 @@ async def probe_http(
     raise AssertionError("unreachable: the loop returns on its last hop")
 
 
-@functools.lru_cache(maxsize=4096)
-def _epoch_seconds(not_after: str) -> int:
-    """A certificate's notAfter (``"Jun  1 12:00:00 2027 GMT"``) as epoch seconds; cached
-    because `ssl.cert_time_to_seconds` (strptime) costs more than the lookup of the
-    certificate itself."""
-    return int(ssl.cert_time_to_seconds(not_after))
+async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> ProbeResult:
+    """The http type's check: `probe_http` with the spec's http fields."""
+    return await probe_http(
+        target.url,
+        method=spec.method,
+        expected_status_code=spec.expected_status_code,
+        ssl_context=context.ssl_context if spec.ssl_context is None else spec.ssl_context,
+        policy=context.policy,
+        headers=spec.request_headers,
+        body=spec.request_body,
+        assertions=spec.assertions,
+        tls_expiry_days=spec.tls_expiry_days,
+    )
+
+
+HTTP = ProbeType(name="http", parse=parse_http_url, check=_check, http_fields=True)
+"""The ``http`` probe type (``_registry``)."""
 
 
 async def _exchange(
@@ -222,10 +250,7 @@ async def _exchange(
             await stream.do_handshake()
         except trio.BrokenResourceError as exc:
             raise stream_failure(exc, where, handshake=True) from None
-        certificate = stream.getpeercert()  # empty when not verified (tls_verify false)
-        expires_at = (
-            _epoch_seconds(certificate["notAfter"]) if certificate else _unverified_expiry(stream)
-        )
+        expires_at = peer_expiry(stream)
         try:
             await stream.send_all(plan.wire)
             status, location = await _read_response(
@@ -239,19 +264,6 @@ async def _exchange(
             raise
     finally:
         await trio.aclose_forcefully(stream)
-
-
-def _unverified_expiry(stream: trio.SSLStream[trio.SocketStream]) -> int | None:
-    """The notAfter (epoch seconds) of a certificate accepted without verification
-    (``tls_verify`` false), read from its DER form; None when the server sent none or
-    one that does not parse (the check then records no ``tls_expires_at``)."""
-    der = stream.getpeercert(binary_form=True)
-    if not der:
-        return None
-    try:
-        return unverified_expiry(der)
-    except ValueError:
-        return None
 
 
 async def _exchange_plain(

@@ -1,4 +1,9 @@
-"""The ``ping`` probe: one ICMP echo request, up when the matching echo reply arrives.
+"""The ``ping`` probe type (`PING`): one ICMP echo request, up when the matching echo reply
+arrives.
+
+A ping monitor's ``url`` is a host name or an IP address, optionally ``ping://host``:
+``example.com``, ``192.0.2.10``, ``2001:db8::1``, ``[2001:db8::1]``,
+``ping://example.com`` (`parse_ping_url`; the host rules: ``engine.targets``).
 
 Built on ICMP sockets opened directly on trio rather than icmplib through trio-asyncio.
 Why: one echo and one reply is about 60 lines here, it needs no asyncio loop (the probe
@@ -36,10 +41,21 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from ._result import ProbeFailure
+from engine.targets import InvalidTarget, Target, is_ip, parse_host, strip_scheme, url_parser
+
+from ._probe_type import ProbeContext, ProbeType
+from ._result import ProbeFailure, ProbeResult, ProbeSpec
 from ._tcp import AddressPolicy, os_failure, resolve
 
-__all__ = ["PING_KINDS", "SocketFactory", "permitted_ping_kinds", "ping_address", "probe_ping"]
+__all__ = [
+    "PING",
+    "PING_KINDS",
+    "SocketFactory",
+    "parse_ping_url",
+    "permitted_ping_kinds",
+    "ping_address",
+    "probe_ping",
+]
 
 SocketFactory = Callable[[int, int, int], trio.socket.SocketType]
 """Creates a trio socket from (family, type, proto), like `trio.socket.socket`."""
@@ -60,6 +76,7 @@ _PROTO: dict[int, int] = {
 _HEADER = struct.Struct("!BBHHH")  # type, code, checksum, identifier, sequence
 _TOKEN_BYTES = 16
 _SEQUENCE = 1
+_PING_EXAMPLE = "a ping monitor needs a host name or an IP address, for example example.com"
 
 
 def permitted_ping_kinds() -> tuple[int, ...]:
@@ -212,3 +229,37 @@ def _classify(data: bytes, family: int, raw: bool, identifier: int, token: bytes
             ):
                 return "error"
     return "other"
+
+
+async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> ProbeResult:
+    """The ping type's check: `probe_ping` on the target's host, with the ICMP socket
+    types this process may open (``ping_not_permitted`` when none)."""
+    if not context.ping_kinds:
+        raise ProbeFailure(
+            "ping_not_permitted",
+            "this process may not open ICMP sockets (it needs root, CAP_NET_RAW "
+            "or net.ipv4.ping_group_range)",
+        )
+    return ProbeResult.up(await probe_ping(target.host, context.policy, context.ping_kinds))
+
+
+@url_parser
+def parse_ping_url(url: str) -> Target:
+    """The ``ping`` type's ``url`` rules (module docstring): ``url`` to a `Target` without
+    a port.
+
+    Raises:
+        InvalidTarget: ``url`` is not a host; nothing else escapes (`url_parser`).
+    """
+    rest = strip_scheme(url, "ping", _PING_EXAMPLE)
+    bracketed = rest.startswith("[") and rest.endswith("]")
+    if bracketed:
+        rest = rest[1:-1]
+    if any(c in rest for c in "/?#@[]") or (":" in rest and not is_ip(rest)):
+        raise InvalidTarget(f"{_PING_EXAMPLE} (no port or path)")
+    host = parse_host(rest, bracketed=bracketed, example=_PING_EXAMPLE)
+    return Target(type="ping", host=host, port=None, url=url, scheme=None)
+
+
+PING = ProbeType(name="ping", parse=parse_ping_url, check=_check)
+"""The ``ping`` probe type (``_registry``)."""

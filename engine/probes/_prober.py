@@ -7,13 +7,14 @@ import time
 
 import trio
 
-from engine.targets import InvalidTarget, parse_target
+from engine.targets import InvalidTarget
 
-from ._dns import make_resolver, probe_dns
-from ._http import probe_http
-from ._ping import permitted_ping_kinds, probe_ping
+from ._dns import make_resolver
+from ._ping import permitted_ping_kinds
+from ._probe_type import ProbeContext
+from ._registry import PROBE_TYPES, parse_target
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
-from ._tcp import AddressPolicy, probe_tcp
+from ._tcp import AddressPolicy
 from ._tls import TlsContexts
 
 __all__ = ["Prober"]
@@ -44,7 +45,7 @@ class Prober:
             (``_dns``).
     """
 
-    __slots__ = ("_ping_kinds", "_policy", "_resolver", "_ssl_context", "tls")
+    __slots__ = ("_context", "tls")
 
     def __init__(
         self,
@@ -53,22 +54,26 @@ class Prober:
         ssl_context: ssl.SSLContext | None = None,
         address_policy: AddressPolicy | None = None,
     ) -> None:
-        self._ssl_context = ssl_context if ssl_context is not None else _default_ssl_context()
-        self.tls = TlsContexts(self._ssl_context)
+        self._context = ProbeContext(
+            ssl_context=ssl_context if ssl_context is not None else _default_ssl_context(),
+            dns_resolver=make_resolver(dns_nameserver),
+            policy=address_policy,
+            ping_kinds=permitted_ping_kinds(),
+        )
+        self.tls = TlsContexts(self._context.ssl_context)
         """Builds and shares the `ssl.SSLContext` of each monitor's TLS setting (a
         `ProbeSpec`'s ``ssl_context``)."""
-        self._resolver = make_resolver(dns_nameserver)
-        self._policy = address_policy
-        self._ping_kinds = permitted_ping_kinds()
 
     async def probe(self, spec: ProbeSpec) -> ProbeResult:
         """Run one check and say how it went.
 
         The whole check (name resolution, connection, TLS, request, response,
         redirects) runs under ``spec.timeout_seconds``; past it the result is
-        ``timeout``. What ``response_time_ms`` measures is said by each probe
-        (``_http``, ``_tcp``, ``_dns``, ``_ping``); for a failure it is the time from
-        the start of this call to the failure.
+        ``timeout``. ``spec.url`` is parsed by its type's parser (`parse_target`; an
+        unknown type or a url it refuses is ``invalid_target``), then the type's check
+        runs (`PROBE_TYPES`). What ``response_time_ms`` measures is said by each probe
+        type (``_http``, ``_tcp``, ``_dns``, ``_ping``); for a failure it is the time
+        from the start of this call to the failure.
 
         Returns:
             A `ProbeResult`; a failing target is a result with an ``error_code``, never
@@ -101,44 +106,11 @@ class Prober:
             )
 
     async def _run(self, spec: ProbeSpec) -> ProbeResult:
-        if spec.type == "http":
-            return await probe_http(
-                spec.url,
-                method=spec.method,
-                expected_status_code=spec.expected_status_code,
-                ssl_context=self._ssl_context if spec.ssl_context is None else spec.ssl_context,
-                policy=self._policy,
-                headers=spec.request_headers,
-                body=spec.request_body,
-                assertions=spec.assertions,
-                tls_expiry_days=spec.tls_expiry_days,
-            )
         try:
             target = parse_target(spec.type, spec.url)
         except InvalidTarget as exc:
             raise ProbeFailure("invalid_target", str(exc)) from None
-        if target.type == "tcp":
-            assert target.port is not None
-            elapsed_ms = await probe_tcp(target.host, target.port, self._policy)
-        elif target.type == "dns":
-            elapsed_ms = await probe_dns(
-                self._resolver, target.host, spec.timeout_seconds, self._policy
-            )
-        else:
-            if not self._ping_kinds:
-                raise ProbeFailure(
-                    "ping_not_permitted",
-                    "this process may not open ICMP sockets (it needs root, CAP_NET_RAW "
-                    "or net.ipv4.ping_group_range)",
-                )
-            elapsed_ms = await probe_ping(target.host, self._policy, self._ping_kinds)
-        return ProbeResult(
-            ok=True,
-            response_time_ms=elapsed_ms,
-            status_code=None,
-            error_code=None,
-            error_message=None,
-        )
+        return await PROBE_TYPES[spec.type].check(self._context, spec, target)
 
 
 def _default_ssl_context() -> ssl.SSLContext:

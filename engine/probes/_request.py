@@ -1,5 +1,11 @@
-"""What an http check sends: its request, built and serialised once (`prepare`), and the
-rules on the headers a monitor may add (`check_request_headers`, also the API's 422s).
+"""What an http check sends: where (`parse_http_url`), its request, built and serialised
+once (`prepare`), and the rules on the headers a monitor may add (`check_request_headers`,
+also the API's 422s).
+
+Where: an http monitor's ``url`` is an absolute ``http://`` or ``https://`` URL with a
+host (``https://example.com/health?x=1``, ``http://[::1]:8080/``); no user name or
+password in the URL; the fragment is ignored; the port is the explicit one, else 80 or
+443 by scheme (the host rules: ``engine.targets``).
 
 The request (module docstring of ``_http``, step 3): the monitor's method and path,
 ``Host``, ``User-Agent`` (`USER_AGENT`), ``Accept: */*`` and ``Connection: close``, then
@@ -28,7 +34,7 @@ from urllib.parse import quote, urlsplit
 
 import h11
 
-from engine.targets import parse_target
+from engine.targets import InvalidTarget, Target, parse_host, url_parser
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -39,6 +45,7 @@ __all__ = [
     "InvalidRequestHeaders",
     "Prepared",
     "check_request_headers",
+    "parse_http_url",
     "prepare",
     "same_origin",
     "without_credentials",
@@ -70,9 +77,45 @@ _PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 _QUERY_SAFE = _PATH_SAFE + "?"
 _END = h11.EndOfMessage()
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_HTTP_EXAMPLE = (
+    "an http monitor needs an http:// or https:// URL, for example https://example.com/health"
+)
+_BAD_PORT = "the port in the URL must be a number from 1 to 65535"
 
 Headers = tuple[tuple[str, str], ...]
 """A monitor's request headers as the probe takes them: (name, value) pairs, in order."""
+
+
+@url_parser
+def parse_http_url(url: str) -> Target:
+    """The ``http`` type's ``url`` rules (module docstring): ``url`` to a `Target` with its
+    scheme (``"http"`` or ``"https"``) and port.
+
+    Raises:
+        InvalidTarget: ``url`` is not such a URL; nothing else escapes (`url_parser`).
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.netloc:
+        raise InvalidTarget(_HTTP_EXAMPLE)
+    if "@" in parts.netloc:
+        raise InvalidTarget("a user name or password in the URL is not supported")
+    raw_host = parts.hostname
+    if not raw_host:
+        raise InvalidTarget(f"{_HTTP_EXAMPLE}; this URL has no host")
+    try:
+        port = parts.port
+    except ValueError:
+        raise InvalidTarget(_BAD_PORT) from None
+    if port is None:
+        if parts.netloc.endswith(":"):
+            raise InvalidTarget(_BAD_PORT)
+        port = _DEFAULT_PORTS[scheme]
+    elif port == 0:
+        raise InvalidTarget(_BAD_PORT)
+    bracketed = parts.netloc.rsplit("@", 1)[-1].startswith("[")
+    host = parse_host(raw_host, bracketed=bracketed, example=_HTTP_EXAMPLE)
+    return Target(type="http", host=host, port=port, url=url, scheme=scheme)
 
 
 class InvalidRequestHeaders(ValueError):
@@ -159,7 +202,7 @@ def prepare(url: str, method: str, headers: Headers = (), body: str | None = Non
         h11.LocalProtocolError: ``method`` is not a valid HTTP method token, or a header
             is malformed (the API refuses both before they are stored).
     """
-    target = parse_target("http", url)
+    target = parse_http_url(url)
     assert target.port is not None
     parts = urlsplit(url)
     request_target = quote(parts.path or "/", safe=_PATH_SAFE)

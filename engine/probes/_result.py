@@ -78,9 +78,8 @@ class ProbeSpec:
     """One check to run, taken from a monitor's configuration.
 
     Attributes:
-        type: ``"http"``, ``"tcp"``, ``"dns"`` or ``"ping"``.
-        url: the monitor's url, in the form `engine.targets.parse_target` accepts for
-            ``type``.
+        type: the monitor type, a name in `PROBE_TYPES` (``_registry``).
+        url: the monitor's url, in a form the type's parser accepts (`parse_target`).
         timeout_seconds: the limit on the whole check, in seconds (resolution,
             connection, TLS, every redirect hop and the response).
         method: http only: the request method, e.g. ``"GET"``; ``None`` means GET.
@@ -98,7 +97,7 @@ class ProbeSpec:
             ``None``: the prober's own (the system's CAs).
     """
 
-    type: Literal["http", "tcp", "dns", "ping"]
+    type: str
     url: str
     timeout_seconds: float
     method: str | None = None
@@ -134,6 +133,18 @@ class ProbeResult:
     error_code: str | None
     error_message: str | None
     tls_expires_at: int | None = None
+
+    @classmethod
+    def up(cls, response_time_ms: float) -> ProbeResult:
+        """The result of a check that is up and has nothing but its time to say (tcp,
+        dns, ping); ``response_time_ms`` in milliseconds."""
+        return cls(
+            ok=True,
+            response_time_ms=response_time_ms,
+            status_code=None,
+            error_code=None,
+            error_message=None,
+        )
 
 
 class ProbeFailure(Exception):

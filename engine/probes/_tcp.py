@@ -1,5 +1,10 @@
-"""Name resolution, the address policy and TCP connects; the ``tcp`` probe; what a
-failed connection or TLS stream means (`os_failure`, `stream_failure`).
+"""Name resolution, the address policy and TCP connects; the ``tcp`` probe type (`TCP`);
+what a failed connection or TLS stream means (`os_failure`, `stream_failure`).
+
+A tcp monitor's ``url`` is ``host:port`` or ``tcp://host:port``, the port 1 to 65,535
+required: ``db.example.com:5432``, ``tcp://10.0.0.5:6379``, ``[2001:db8::1]:22``
+(`parse_tcp_url`; the host rules: ``engine.targets``). The check is up when a TCP
+connection opens (`probe_tcp`).
 
 The http, tcp and ping probes share `resolve` (and http and tcp `connect`), which
 together close the DNS rebinding hole: the host name is resolved once
@@ -27,15 +32,20 @@ from collections.abc import Callable
 
 import trio
 
-from ._result import ProbeFailure
+from engine.targets import InvalidTarget, Target, parse_host, parse_port, strip_scheme, url_parser
+
+from ._probe_type import ProbeContext, ProbeType
+from ._result import ProbeFailure, ProbeResult, ProbeSpec
 
 __all__ = [
+    "TCP",
     "Address",
     "AddressPolicy",
     "connect",
     "describe",
     "numeric_address",
     "os_failure",
+    "parse_tcp_url",
     "probe_tcp",
     "resolve",
     "stream_failure",
@@ -54,6 +64,8 @@ HAPPY_EYEBALLS_DELAY_SECONDS = 0.25
 _UNREACHABLE_ERRNOS = frozenset(
     {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ENETDOWN}
 )
+_TCP_EXAMPLE = "a tcp monitor needs host:port, for example db.example.com:5432"
+_BRACKETS = f"{_TCP_EXAMPLE} (an IPv6 address goes in brackets: [::1]:5432)"
 
 
 async def resolve(
@@ -280,3 +292,45 @@ async def probe_tcp(host: str, port: int, policy: AddressPolicy | None) -> float
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     sock.close()
     return elapsed_ms
+
+
+async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> ProbeResult:
+    """The tcp type's check: `probe_tcp` on the target's host and port."""
+    assert target.port is not None
+    return ProbeResult.up(await probe_tcp(target.host, target.port, context.policy))
+
+
+@url_parser
+def parse_tcp_url(url: str) -> Target:
+    """The ``tcp`` type's ``url`` rules (module docstring): ``url`` to a `Target` with its
+    port.
+
+    Raises:
+        InvalidTarget: ``url`` is not such an address; nothing else escapes (`url_parser`).
+    """
+    rest = strip_scheme(url, "tcp", _TCP_EXAMPLE)
+    if rest.endswith("/"):
+        rest = rest[:-1]
+    if "/" in rest or "?" in rest or "#" in rest or "@" in rest:
+        raise InvalidTarget(_TCP_EXAMPLE)
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end == -1 or rest[end + 1 : end + 2] != ":":
+            raise InvalidTarget(_BRACKETS)
+        raw_host, port_text, bracketed = rest[1:end], rest[end + 2 :], True
+    else:
+        if rest.count(":") > 1:
+            raise InvalidTarget(_BRACKETS)
+        raw_host, sep, port_text = rest.partition(":")
+        bracketed = False
+        if not sep:
+            raise InvalidTarget(f"{_TCP_EXAMPLE}; the port is missing")
+    if not raw_host:
+        raise InvalidTarget(f"{_TCP_EXAMPLE}; the host is missing")
+    port = parse_port(port_text)
+    host = parse_host(raw_host, bracketed=bracketed, example=_TCP_EXAMPLE)
+    return Target(type="tcp", host=host, port=port, url=url, scheme=None)
+
+
+TCP = ProbeType(name="tcp", parse=parse_tcp_url, check=_check)
+"""The ``tcp`` probe type (``_registry``)."""

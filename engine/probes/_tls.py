@@ -25,15 +25,20 @@ import functools
 import re
 import ssl
 import weakref
+from typing import TYPE_CHECKING
 
 import structlog
 from cryptography import x509
+
+if TYPE_CHECKING:
+    import trio
 
 __all__ = [
     "MAX_CA_BUNDLE_BYTES",
     "InvalidCaBundle",
     "TlsContexts",
     "check_ca_bundle",
+    "peer_expiry",
     "unverified_expiry",
 ]
 
@@ -172,3 +177,30 @@ def unverified_expiry(der: bytes) -> int:
             server sending garbage that OpenSSL took).
     """
     return int(x509.load_der_x509_certificate(der).not_valid_after_utc.timestamp())
+
+
+def peer_expiry(stream: trio.SSLStream[trio.SocketStream]) -> int | None:
+    """The notAfter (epoch seconds) of the certificate the server presented in the
+    handshake just done on ``stream``: a check's ``tls_expires_at``. A verified
+    certificate is decoded by `ssl` (its date parse cached); one accepted without
+    verification (``tls_verify`` false) is read from its DER form (`unverified_expiry`).
+    None when the server sent none, or one that does not parse (the check then records
+    no ``tls_expires_at``)."""
+    certificate = stream.getpeercert()  # empty when not verified (tls_verify false)
+    if certificate:
+        return _epoch_seconds(certificate["notAfter"])
+    der = stream.getpeercert(binary_form=True)
+    if not der:
+        return None
+    try:
+        return unverified_expiry(der)
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _epoch_seconds(not_after: str) -> int:
+    """A certificate's notAfter (``"Jun  1 12:00:00 2027 GMT"``) as epoch seconds; cached
+    because `ssl.cert_time_to_seconds` (strptime) costs more than the lookup of the
+    certificate itself."""
+    return int(ssl.cert_time_to_seconds(not_after))

@@ -14,9 +14,9 @@ import trio
 
 from engine import Prober, ProbeSpec, TargetPolicy
 from engine.policy import METADATA_ADDRESSES, IPAddress, Resolver
+from engine.probes import parse_target
 from engine.probes._result import ProbeFailure
 from engine.probes._tcp import resolve
-from engine.targets import parse_target
 from tests.targets import DnsTarget, HttpTarget, TcpTarget, open_dns_target
 
 DEFAULT = TargetPolicy()

@@ -1,4 +1,4 @@
-"""`engine.targets.parse_target`: what each monitor type accepts and refuses.
+"""`engine.probes.parse_target`: what each monitor type accepts and refuses.
 
 Pure parsing, so no sockets and no clock; hypothesis checks that nothing but
 `InvalidTarget` ever escapes, whatever the input.
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.targets import InvalidTarget, Target, parse_target
+from engine.probes import parse_target
+from engine.targets import InvalidTarget, Target
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from engine import PROBE_TYPES, http_fields_apply
 from store import Database
 from tests.api import Api
 from tests.web.helpers import (
@@ -93,7 +94,7 @@ HTTP_ONLY: dict[str, Any] = {
 
 async def test_non_http_monitors_show_null_http_fields(api: Api) -> None:
     with trio.fail_after(10):
-        for kind in ("tcp", "dns", "ping"):
+        for kind in [k for k in PROBE_TYPES if not http_fields_apply(k)]:
             monitor = await create_monitor(api, type=kind, url=VALID_URLS[kind])
             assert monitor["type"] == kind
             status, got, _ = await api.get(f"/monitors/{monitor['id']}")
@@ -450,6 +451,12 @@ async def test_every_monitor_type_can_be_created_and_filtered_by_type(api: Api) 
             monitor = await create_monitor(api, type=kind, url=url, name=f"{kind}-mon")
             assert monitor["url"] == url and monitor["status"] == "pending"
             ids[kind] = monitor["id"]
+        assert list(ids) == list(PROBE_TYPES)  # every probe type, through the API
         for kind, monitor_id in ids.items():
             status, page, _ = await api.get("/monitors", query={"type": kind})
             assert status == 200 and [m["id"] for m in page["data"]] == [monitor_id]
+        error = assert_error(
+            await api.get("/monitors", query={"type": "smtp"}), 400, "invalid_parameter"
+        )
+        assert error["param"] == "type"
+        assert error["message"] == "type must be one of http, tcp, dns, ping; got 'smtp'"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 
+from engine import PROBE_TYPES
 from web.routes import ROUTES
 
 if TYPE_CHECKING:
@@ -91,6 +92,10 @@ async def test_openapi_document_describes_every_route_without_auth(
             )[-1]
         ]
         assert set(create["required"]) == {"name", "url", "type"}
+        # the monitor types, from the one list of them, in its order
+        assert create["properties"]["type"]["enum"] == list(PROBE_TYPES)
+        [list_type] = [p for p in monitors["get"]["parameters"] if p["name"] == "type"]
+        assert list_type["schema"]["enum"] == list(PROBE_TYPES)
         assert create["additionalProperties"] is False
         assert create["properties"]["name"]["maxLength"] == 200
         assert {"error"} == set(schemas["ErrorResponse"]["required"])

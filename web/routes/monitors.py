@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import InvalidTarget, TargetPolicy, parse_target
+from engine import PROBE_TYPES, InvalidTarget, TargetPolicy, http_fields_apply, parse_target
 from store import MonitorRecord, PageRequest, monitors, new_id
 
 from ..errors import ApiError
@@ -106,9 +106,9 @@ def check_timeout(interval_seconds: int, timeout_seconds: int) -> None:
 
 
 def check_http_only(type: str, values: dict[str, Any]) -> None:
-    """Raise 422 ``invalid_value`` when an http field (`_HTTP_ONLY`) is set on a non-http
-    monitor."""
-    if type == "http":
+    """Raise 422 ``invalid_value`` when an http field (`_HTTP_ONLY`) is set on a monitor
+    of a type they do not apply to (`engine.http_fields_apply`)."""
+    if http_fields_apply(type):
         return
     for name in _HTTP_ONLY:
         if values.get(name) is not None:
@@ -123,7 +123,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
     check_target(body.type, body.url)
     await check_target_policy(ctx.deps.target_policy, body.type, body.url)
     created = now()
-    is_http = body.type == "http"
+    is_http = http_fields_apply(body.type)
     values = {
         "id": new_id("mon"),
         "account_id": ctx.account_id,
@@ -173,7 +173,7 @@ async def list_monitors(ctx: RequestContext) -> ApiResponse:
         sorts=("created", "updated", "name"),
         filters={
             "status": choice("up", "down", "pending", "paused"),
-            "type": choice("http", "tcp", "dns", "ping"),
+            "type": choice(*PROBE_TYPES),
             "search": text(200),
         },
     )
@@ -201,7 +201,7 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
             await check_target_policy(ctx.deps.target_policy, current.type, body.url)
 
     def apply(current: MonitorRecord) -> dict[str, Any]:
-        is_http = current.type == "http"
+        is_http = http_fields_apply(current.type)
         changes = patch_changes(
             body, current, nullable=_HTTP_NULLABLE if is_http else frozenset(_HTTP_ONLY)
         )
