@@ -170,7 +170,7 @@ async def apply_change(
     shards: list[Shard], kinds: tuple[Kind, ...], resource_id: str, record: Any
 ) -> None:
     """Hand the desired state of ``resource_id`` to its kind's runner in its shard;
-    nothing when this node does not hold its bucket (extensions part 6: the owner
+    nothing when this node does not hold its bucket (docs/several-nodes.md: the owner
     applies it) or it is of no kind of ours."""
     kind = kind_of(kinds, resource_id)
     if kind is None:

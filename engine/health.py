@@ -1,7 +1,7 @@
 """The monitor state machine: how check results move a monitor among pending, up, down.
 
-Pure (no I/O, no clock), so it is tested exhaustively without a clock. Rules (DESIGN:
-state machine; engine issue, item 3):
+Pure (no I/O, no clock), so it is tested exhaustively without a clock. Rules (docs/checks.md,
+"Up and down"):
 
 * ``failure_threshold`` consecutive failed checks (1-10, default 2) make a monitor
   ``down``; ``success_threshold`` consecutive good checks (1-10, default 1) make it ``up``.

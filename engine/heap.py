@@ -51,13 +51,13 @@ async def keep_heap_frozen(every_seconds: float) -> None:
     """Call `freeze_heap` every ``every_seconds`` seconds until cancelled (the engine's
     task; `EngineSettings.gc_freeze_every_seconds`).
 
-    Why (bench/RESULTS.md, issue 14): each check frees the objects its monitor kept since
-    the previous check and allocates as many, so CPython's count of allocations minus
-    frees, which triggers a young collection, barely moves, while the young generation
-    grows to every object allocated since the last collection: at 20,000 monitors a
-    young collection walked 80,000 to 450,000 objects (30 to 275 ms), and the older
-    generations then walked them again (0.5 to 0.9 s pauses). Collected and frozen on a
-    clock, the young generation holds a fraction of a second of allocations, and the
+    Why (bench/RESULTS.md, Several nodes; docs/design-notes.md): each check frees the
+    objects its monitor kept since the previous check and allocates as many, so CPython's
+    count of allocations minus frees, which triggers a young collection, barely moves, while
+    the young generation grows to every object allocated since the last collection: at
+    20,000 monitors a young collection walked 80,000 to 450,000 objects (30 to 275 ms), and
+    the older generations then walked them again (0.5 to 0.9 s pauses). Collected and frozen
+    on a clock, the young generation holds a fraction of a second of allocations, and the
     older ones stay empty. The shorter the period, the shorter each pause for the same
     total: at 20,000 monitors 13 ms every 0.25 s, 2.2 ms every 0.05 s (the default).
 

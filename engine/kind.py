@@ -58,7 +58,7 @@ class EngineContext:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShardContext:
     """One shard as its runners see it: its name and index, and ``buckets()``, the
-    buckets of this shard this node holds now (extensions part 6)."""
+    buckets of this shard this node holds now (docs/several-nodes.md)."""
 
     name: str
     index: int

@@ -1,5 +1,5 @@
-"""The lease actor: this node's share of the buckets (extensions part 6; README: Several
-nodes), and :class:`Holding`, what it holds as the engine and ``/metrics`` see it.
+"""The lease actor: this node's share of the buckets (docs/several-nodes.md), and
+:class:`Holding`, what it holds as the engine and ``/metrics`` see it.
 
 A child of the root supervisor (``web.service``), started before the engine: it
 registers the node (``store.leases.register_node``), renews every third of the lease

@@ -1,5 +1,5 @@
 """The listener actor: changes and pings made through other nodes reach this node's
-actors within a second (extensions part 6; docs several-nodes page, "Changes made through
+actors within a second (docs/several-nodes.md, "Changes made through
 another node").
 
 A child of the root supervisor (``listener``) on every node with leases. It holds one

@@ -1,15 +1,15 @@
 """A small inbox for actors that are many and mostly idle: heartbeat actors.
 
-A :class:`Mailbox` is what a trio memory channel is to a monitor actor (engine.actor):
-a bounded FIFO that producers put messages in without waiting and one actor takes them
-from, parking until one arrives. It exists for memory alone: a heartbeat actor waits
-for a ping a minute or a day, and a node holds tens of thousands of them (issue 16's goal:
-10,000 heartbeats at 5 KB each). A memory channel costs about 2 KB before its first
-message (its state, two channel objects, their bookkeeping; measured with tracemalloc);
-a mailbox costs about 100 bytes (four slots and an empty list), because it serves
-exactly one receiver and never makes a sender wait: a full mailbox refuses at once
-(:class:`trio.WouldBlock`), and whoever put the message answers for it (a ping gets a
-500 and its sender retries).
+A :class:`Mailbox` is what a trio memory channel is to a monitor actor (engine.actor): a
+bounded FIFO that producers put messages in without waiting and one actor takes them from,
+parking until one arrives. It exists for memory alone: a heartbeat actor waits for a ping a
+minute or a day, and a node holds tens of thousands of them (the goal: 10,000 heartbeats at
+5 KB each; bench/RESULTS.md, Heartbeats). A memory channel costs about 2 KB before its first
+message (its state, two channel objects, their bookkeeping; measured with tracemalloc); a
+mailbox costs about 100 bytes (four slots and an empty list), because it serves exactly one
+receiver and never makes a sender wait: a full mailbox refuses at once
+(:class:`trio.WouldBlock`), and whoever put the message answers for it (a ping gets a 500
+and its sender retries).
 
 Closing (:meth:`Mailbox.close`) wakes the receiver with :class:`trio.EndOfChannel` and
 hands the undelivered messages back to the closer, who tells their senders; a closed

@@ -1,9 +1,8 @@
-"""The engine following the buckets this node holds (extensions part 6; docs
-several-nodes page): :func:`follow` turns each change of the lease actor's
-:class:`~engine.leases.Holding` into a :class:`Rebalance` for the engine's command actor,
-which calls :func:`rebalance` (serialised with the changes applied) and then tells the
-holding it applied that version (the lease actor waits for it before handing buckets
-over)."""
+"""The engine following the buckets this node holds (docs/several-nodes.md): :func:`follow`
+turns each change of the lease actor's :class:`~engine.leases.Holding` into a
+:class:`Rebalance` for the engine's command actor, which calls :func:`rebalance` (serialised
+with the changes applied) and then tells the holding it applied that version (the lease
+actor waits for it before handing buckets over)."""
 
 from __future__ import annotations
 
@@ -60,7 +59,7 @@ async def rebalance(
     """Stop the actors of buckets no longer held at the epoch they run under (updating
     ``epochs``; those of ``releasing`` drain, the others are cancelled: another node may
     run them already); read each kind's records of the gained ones (one query a kind,
-    extensions part 6) and start them in their shards (none once the engine is stopping),
+    docs/several-nodes.md) and start them in their shards (none once the engine is stopping),
     each catching up what the hand-over missed (``engine.kinds``)."""
     count = len(shards)
     lost = {b for b, epoch in epochs.items() if held.get(b) != epoch}

@@ -1,4 +1,4 @@
-"""Reconciliation (extensions part 6; docs several-nodes page, "A lost notification
+"""Reconciliation (docs/several-nodes.md, "A lost notification
 delays, never loses"): the fallback by which a change made through another node, whose
 notification was lost, reaches the actors of this one.
 

@@ -1,4 +1,5 @@
-"""Deadline arithmetic of a monitor's schedule (DESIGN: monitor actor).
+"""Deadline arithmetic of a monitor's schedule (docs/checks.md, "When checks
+run").
 
 Checks fall on a grid ``phase + k * interval`` (seconds, trio clock), never drifting:
 the next deadline is computed from the grid, not from when the last check ended. A

@@ -29,7 +29,7 @@ class EngineSettings:
         gc_young_threshold: the garbage collector's young-generation threshold while the
             engine runs (`young_gc_threshold`); None leaves the interpreter's (700).
         gc_freeze_every_seconds: seconds between two collections of the young generation
-            whose survivors are then frozen (`keep_heap_frozen`; issue 14); the heap is
+            whose survivors are then frozen (`keep_heap_frozen`; docs/design-notes.md); the heap is
             also frozen once the shards have loaded their monitors. None never freezes.
             Each collection walks what was allocated since the last one and still lives:
             at 2,000 checks/s about 2 ms every 0.05 s, 13 ms every 0.25 s (the pause is
@@ -44,7 +44,7 @@ class EngineSettings:
         reconcile_seconds: how often the engine compares the monitors and heartbeats of
             its buckets in the database with the actors it runs, seconds (default 5): the
             fallback by which a change made through another node reaches this one
-            (extensions part 6).
+            (docs/several-nodes.md).
         ping_ack_committed: answer a ping only once the batch holding it is committed
             (``--ping-ack committed``), instead of once the store actor has it
             (``buffered``, the default; README, Heartbeats: the durability choice).

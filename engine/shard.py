@@ -1,6 +1,6 @@
 """A shard: one supervisor over the actors of every kind (``engine.kind``) whose
 resources' bucket maps to it (:func:`shard_of`), of the buckets this node holds
-(``buckets``: extensions part 6). Each incarnation asks each kind's runner to load its
+(``buckets``: docs/several-nodes.md). Each incarnation asks each kind's runner to load its
 records and start their actors; the shard's supervisor restarts a crashed actor with
 back-off and its restart intensity, and past that the engine restarts the shard, which
 loads again from the database (the source of truth). A polite close gives every actor

@@ -1,4 +1,4 @@
-"""The ``Uptrio-Signature`` header of webhook deliveries (extensions part 2). Pure.
+"""The ``Uptrio-Signature`` header of webhook deliveries (docs/webhooks.md). Pure.
 
 Value: ``t=<epoch seconds>,v1=<hex>[,v1=<hex>...]``, each ``<hex>`` the HMAC-SHA256 of
 ``"<t>.<raw body>"`` (the timestamp's decimal digits, a dot, the body's bytes exactly as

@@ -6,7 +6,7 @@ states the ``url`` forms it accepts in its own parser, registered with the type 
 docs/checks.md, "Monitor types"); `engine.probes.parse_target` picks the parser of a
 monitor's ``type``. The API calls it to validate ``url`` (a failure is a 422 on ``url``;
 ``str(exc)`` is the message); the probes call it again on every check (cached) to learn
-where to connect. The length limit on ``url`` (2,048 characters, DESIGN.md) is checked
+where to connect. The length limit on ``url`` (2,048 characters, docs/api.md) is checked
 by the API, not here.
 
 What every parser shares: `url_parser` (a url is non-empty text without spaces, control

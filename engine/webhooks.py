@@ -1,5 +1,5 @@
-"""The webhook sender: an actor under the root supervisor (DESIGN: "Where the next
-capabilities live"; extensions part 2).
+"""The webhook sender: an actor under the root supervisor (docs/architecture.md,
+"Actors"; docs/webhooks.md).
 
 Every ``poll_seconds``, and as soon as an attempt ends while the last claim found some,
 it claims due deliveries (``store.deliveries.claim_due``: ``FOR

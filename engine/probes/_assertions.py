@@ -1,4 +1,4 @@
-"""What makes an http response up (extensions part 7): the status rule, assertions and
+"""What makes an http response up (docs/checks.md): the status rule, assertions and
 certificate expiry (`status_verdict`, `assertion_verdict`, `tls_expiring`); the
 assertions' rules, checked once when a monitor is saved (`compile_assertions`,
 `check_assertions`: the API's 422s), and their evaluation after every check
@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 MAX_ASSERTIONS: Final = 20
-"""Assertions a monitor may have (extensions part 7)."""
+"""Assertions a monitor may have (docs/checks.md)."""
 
 INLINE_BODY_BYTES: Final = 16 * 1024
 """Bodies up to this size are judged in the event loop; larger ones in a worker thread."""
@@ -296,7 +296,7 @@ async def assertion_verdict(
 def tls_expiring(host: str, expires_at: int, days: int) -> tuple[str | None, str | None]:
     """(``"tls_expiring"``, message) when a certificate of ``host`` expiring at
     ``expires_at`` (epoch seconds) does so within ``days`` days of now (wall clock), else
-    (None, None) (extensions part 7). A certificate that has expired already (seen only
+    (None, None) (docs/checks.md). A certificate that has expired already (seen only
     with ``tls_verify`` false: verification refuses it) is within every ``days``, 0
     included, and the message says it expired."""
     left = expires_at - time.time()

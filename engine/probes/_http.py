@@ -1,15 +1,15 @@
 """The ``http`` probe: a lean HTTP/1.1 client, h11 on trio sockets and trio.SSLStream.
 
-Why not httpx: httpx costs about 0.5 CPU ms per GET, and the engine's budget is
-0.3 CPU ms per check for the whole service at 1,000 checks/s (DESIGN.md, "Facts
-measured"); ``bench/probe_micro.py`` compares the two (about 0.15 against 0.57 CPU ms
-per check on loopback, before the fast path below). A check needs little of a general
-client: one request on a fresh connection, the status, a bounded body read. What keeps
-it cheap: the parsed URL and the request bytes (serialised by h11) are cached per
-request (``_request``), IP literals skip getaddrinfo, plain http to one address is spoken
-on a non-blocking socket with `trio.lowlevel` waits (`_exchange_plain`), https goes through
-`trio.SSLStream`, and the common response head is parsed without h11, which stays the
-judge of everything else (`_read_response`).
+Why not httpx: httpx costs about 0.5 CPU ms per GET, and the engine's budget is 0.3 CPU ms
+per check for the whole service at 1,000 checks/s (bench/RESULTS.md);
+``bench/probe_micro.py`` compares the two (about 0.15 against 0.57 CPU ms per check on
+loopback, before the fast path below). A check needs little of a general client: one request
+on a fresh connection, the status, a bounded body read. What keeps it cheap: the parsed URL
+and the request bytes (serialised by h11) are cached per request (``_request``), IP literals
+skip getaddrinfo, plain http to one address is spoken on a non-blocking socket with
+`trio.lowlevel` waits (`_exchange_plain`), https goes through `trio.SSLStream`, and the
+common response head is parsed without h11, which stays the judge of everything else
+(`_read_response`).
 
 One check, hop by hop:
 
@@ -102,7 +102,7 @@ BODY_LIMIT_BYTES = 64 * 1024
 
 ASSERTION_BODY_BYTES = 1024 * 1024
 """Bytes of response body read and kept at most for ``body`` and ``json_body``
-assertions (extensions part 7: "the body's first 1 MiB")."""
+assertions (docs/checks.md: "the body's first 1 MiB")."""
 
 _RECEIVE_BYTES = 64 * 1024
 _MAX_HEAD_BYTES = 64 * 1024

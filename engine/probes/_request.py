@@ -9,13 +9,13 @@ password in the URL; the fragment is ignored; the port is the explicit one, else
 
 The request (module docstring of ``_http``, step 3): the monitor's method and path,
 ``Host``, ``User-Agent`` (`USER_AGENT`), ``Accept: */*`` and ``Connection: close``, then
-the monitor's ``request_headers`` (extensions part 7; one of them named ``User-Agent``
+the monitor's ``request_headers`` (docs/checks.md; one of them named ``User-Agent``
 or ``Accept`` replaces Uptrio's), then ``Content-Length``: the body's length in UTF-8
 bytes when the monitor has a ``request_body``, ``0`` for POST, PUT and PATCH without
 one, absent otherwise. No ``Content-Type`` is added: a monitor sending JSON says so in
 its headers.
 
-Header rules (RFC 9110 section 5; extensions part 7): at most `MAX_REQUEST_HEADERS`; a
+Header rules (RFC 9110 section 5; docs/checks.md): at most `MAX_REQUEST_HEADERS`; a
 name is a token of at most 100 characters, unique regardless of case; a value is at most
 4,096 characters of visible ASCII, spaces and tabs, without leading or trailing
 whitespace (so no CR, LF or NUL can smuggle a second header or request); ``Host``,
@@ -55,13 +55,13 @@ USER_AGENT = "Uptrio/0.1 (uptime monitor)"
 """The ``User-Agent`` every http check sends unless its monitor sets its own."""
 
 MAX_REQUEST_HEADERS: Final = 20
-"""Headers a monitor may add (extensions part 7)."""
+"""Headers a monitor may add (docs/checks.md)."""
 
 MAX_REQUEST_BODY_CHARS: Final = 10_000
-"""Characters of ``request_body`` at most (extensions part 7)."""
+"""Characters of ``request_body`` at most (docs/checks.md)."""
 
 REFUSED_HEADERS: Final = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-"""Header names (lower case) a monitor may not set (extensions part 7)."""
+"""Header names (lower case) a monitor may not set (docs/checks.md)."""
 
 CREDENTIAL_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
 """Headers dropped when a redirect leaves the monitor's origin (scheme, host, port), as

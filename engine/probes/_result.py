@@ -27,7 +27,7 @@ error_code               meaning
                          ``expected_status_code`` (``status_code`` still recorded)
 ``too_many_redirects``   http: more than 10 redirects (``status_code`` is the last
                          redirect's)
-``assertion_failed``     http: a response assertion failed (extensions part 7); the
+``assertion_failed``     http: a response assertion failed (docs/checks.md); the
                          message names it (``assertions[0]: ...``) and what was found
 ``tls_expiring``         http: the final response's TLS certificate expires within the
                          monitor's ``tls_expiry_days``; the message says when
@@ -89,7 +89,7 @@ class ProbeSpec:
             (``_request``).
         request_body: http only: the request's body, sent as UTF-8, or ``None``.
         assertions: http only: compiled by `compile_assertions`; when there are any they
-            decide instead of ``expected_status_code`` (extensions part 7).
+            decide instead of ``expected_status_code`` (docs/checks.md).
         tls_expiry_days: http only: the check fails with ``tls_expiring`` when the final
             response's certificate expires within this many days; ``None``: never.
         ssl_context: http only: verifies every https connection of the check, from
