@@ -186,7 +186,7 @@ async def _actor_ab(revision: str, rounds: int, monitors: int) -> None:
     from engine.actor import open_inbox
     from engine.probes import ProbeResult
     from store import MonitorRecord, new_id
-    from store.actor import CheckWriter, WriterStatistics
+    from store.actor import StoreWriter, WriterStatistics
 
     old = load_revision("engine.monitor", revision)
     answer = ProbeResult(
@@ -203,7 +203,7 @@ async def _actor_ab(revision: str, rounds: int, monitors: int) -> None:
         stats = module.EngineStatistics()
         deps = module.MonitorDeps(
             prober=AtOnce(),
-            writer=CheckWriter(send, WriterStatistics()),
+            writer=StoreWriter(send, WriterStatistics()),
             limiter=trio.CapacityLimiter(1000),
             stats=stats,
         )

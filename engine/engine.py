@@ -46,10 +46,10 @@ import structlog
 import trio
 
 from store import (
-    CheckWriter,
     Database,
     HeartbeatRecord,
     MonitorRecord,
+    StoreWriter,
     has_prefix,
     leases,
 )
@@ -274,7 +274,7 @@ async def apply_change(
 
 async def run_engine(
     db: Database,
-    writer: CheckWriter,
+    writer: StoreWriter,
     prober: Prober,
     settings: EngineSettings = EngineSettings(),
     *,

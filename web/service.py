@@ -80,11 +80,11 @@ from engine import (
     run_webhook_sender,
 )
 from store import (
-    CheckWriter,
     Database,
     MaintenanceSettings,
     StoreActor,
     StoreLocation,
+    StoreWriter,
     open_store,
     run_maintenance,
 )
@@ -164,7 +164,7 @@ class RunningService:
         self.binds = binds
 
     @property
-    def writer(self) -> CheckWriter:
+    def writer(self) -> StoreWriter:
         """The store actor's writer."""
         return self.store.writer
 
