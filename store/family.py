@@ -40,8 +40,8 @@ from .database import Connection
 
 __all__ = ["Family", "Fenced", "Item", "Move", "Part", "Partitions", "register", "split"]
 
-I = TypeVar("I")  # noqa: E741 (an item type)
-M = TypeVar("M")
+ItemT = TypeVar("ItemT")
+MoveT = TypeVar("MoveT")
 
 
 class Fenced(Protocol):
@@ -79,31 +79,31 @@ class Item(Fenced, Protocol):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Partitions(Generic[I]):
+class Partitions(Generic[ItemT]):
     """A family's rows go to a table partitioned by time: ``row_time(item)`` is an item's
     row time (epoch seconds), and ``ensure(connection, lo, hi, width)`` (asyncio side)
     makes the partitions, ``width`` seconds each, that rows of ``[lo, hi]`` need."""
 
-    row_time: Callable[[I], int]
+    row_time: Callable[[ItemT], int]
     ensure: Callable[[Connection, int, int, int], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Family(Generic[I, M]):
+class Family(Generic[ItemT, MoveT]):
     """One family of rows (module docstring): its ``name`` (the items' and moves'
     ``family``), its ``write`` and, for a table partitioned by time, its
     ``partitions``."""
 
     name: str
-    write: Callable[[Connection, Sequence[I], Sequence[M]], Awaitable[int]]
-    partitions: Partitions[I] | None = None
+    write: Callable[[Connection, Sequence[ItemT], Sequence[MoveT]], Awaitable[int]]
+    partitions: Partitions[ItemT] | None = None
 
 
 _FAMILIES: dict[str, Family[Any, Any]] = {}
 """Every registered family by name, in registration order (filled at import)."""
 
 
-def register(family: Family[I, M]) -> Family[I, M]:
+def register(family: Family[ItemT, MoveT]) -> Family[ItemT, MoveT]:
     """Register ``family`` (once, when its module is imported) and return it.
 
     Raises:
