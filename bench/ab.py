@@ -181,19 +181,61 @@ async def _tls_target(cert: str, key: str) -> None:
         nursery.cancel_scope.cancel()
 
 
+class _ResultWriter:
+    """The producers' handle as ``engine.monitor`` called it before the store's families
+    (``store.StoreWriter``: ``write(check, change, lease_epoch)``), over today's
+    ``store.StoreWriter``, for an ``actor`` A/B against a revision from before them. It
+    does the work that handle did per check (one ``WriteCheck`` stamped with the trio
+    clock, sent at once when the inbox has room), so the A/B compares the actors."""
+
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+        self.statistics = writer.statistics
+
+    def write_nowait(self, check: Any, change: Any = None, lease_epoch: int | None = None) -> bool:
+        """Queue one result if the inbox has room (``store.StoreWriter.write_nowait``)."""
+        from store import WriteCheck
+
+        item = WriteCheck(check=check, change=change, lease_epoch=lease_epoch)
+        return bool(self._writer.write_nowait(item))
+
+    async def write(self, check: Any, change: Any = None, lease_epoch: int | None = None) -> None:
+        """Queue one result, waiting for room (``store.StoreWriter.write``)."""
+        from store import WriteCheck
+
+        await self._writer.write(WriteCheck(check=check, change=change, lease_epoch=lease_epoch))
+
+
+def _load_monitor(revision: str) -> ModuleType:
+    """``engine.monitor`` at ``revision``; one from before the store's families imports
+    ``store.StoreWriter``, which is lent to it (:class:`_ResultWriter`) while it loads."""
+    import store
+
+    lent = not hasattr(store, "StoreWriter")
+    if lent:
+        setattr(store, "StoreWriter", _ResultWriter)  # noqa: B010 (not a name of store)
+    try:
+        return load_revision("engine.monitor", revision)
+    finally:
+        if lent:
+            delattr(store, "StoreWriter")
+
+
 async def _actor_ab(revision: str, rounds: int, monitors: int) -> None:
     import engine.monitor as new
     from engine.actor import open_inbox
-    from engine.probes import ProbeResult
+    from engine.probes import ProbeResult, TlsContexts
     from store import MonitorRecord, new_id
-    from store.actor import CheckWriter, WriterStatistics
+    from store.actor import StoreWriter, WriterStatistics
 
-    old = load_revision("engine.monitor", revision)
+    old = _load_monitor(revision)
     answer = ProbeResult(
         ok=True, response_time_ms=0.1, status_code=200, error_code=None, error_message=None
     )
 
     class AtOnce:
+        tls = TlsContexts(ssl.create_default_context())  # the actors build their specs with it
+
         async def probe(self, spec: Any) -> ProbeResult:
             await trio.lowlevel.checkpoint()
             return answer
@@ -201,9 +243,12 @@ async def _actor_ab(revision: str, rounds: int, monitors: int) -> None:
     async def measure(module: ModuleType) -> float:
         send, receive = trio.open_memory_channel[Any](10_000)
         stats = module.EngineStatistics()
+        writer: Any = StoreWriter(send, WriterStatistics())
+        if not hasattr(module, "WriteCheck"):  # a revision from before the store's families
+            writer = _ResultWriter(writer)
         deps = module.MonitorDeps(
             prober=AtOnce(),
-            writer=CheckWriter(send, WriterStatistics()),
+            writer=writer,
             limiter=trio.CapacityLimiter(1000),
             stats=stats,
         )

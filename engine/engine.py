@@ -40,7 +40,7 @@ from typing import Any
 import structlog
 import trio
 
-from store import CheckWriter, Database, leases
+from store import Database, StoreWriter, leases
 
 from .actor import ActorRef, ActorUnavailable, Reply, answer, ask, open_inbox
 from .heap import freeze_heap, keep_heap_frozen, unfrozen_on_exit, young_gc_threshold
@@ -183,7 +183,7 @@ async def apply_change(
 
 async def run_engine(
     db: Database,
-    writer: CheckWriter,
+    writer: StoreWriter,
     prober: Prober,
     settings: EngineSettings = EngineSettings(),
     *,

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from store import CheckWriter, HeartbeatChange, HeartbeatRecord, PingRecord, new_id
+from store import HeartbeatChange, HeartbeatRecord, PingRecord, StoreWriter, WritePing, new_id
 
 from .mailbox import Mailbox
 
@@ -209,7 +209,7 @@ class HeartbeatState:
 async def run_heartbeat(
     record: HeartbeatRecord,
     mailbox: Mailbox[HeartbeatMessage],
-    writer: CheckWriter,
+    writer: StoreWriter,
     config: HeartbeatConfig | None = None,
 ) -> None:
     """Run one heartbeat (module docstring) until its mailbox is closed (pause, delete,
@@ -259,13 +259,13 @@ class _Unwritten:
     change: HeartbeatChange | None
     message: Ping | None
 
-    async def hand_over(self, writer: CheckWriter) -> None:
+    async def hand_over(self, writer: StoreWriter) -> None:
         """Wait for room in the store's inbox, then settle the ping message (not
         recorded when this is cancelled first)."""
         handed = False
         try:
             if self.ping is not None or self.change is not None:
-                await writer.write_ping(self.ping, self.change)
+                await writer.write(WritePing(ping=self.ping, change=self.change))
             handed = True
         finally:
             if self.message is not None:
@@ -273,7 +273,7 @@ class _Unwritten:
 
 
 def _handle(
-    state: HeartbeatState, message: HeartbeatMessage, writer: CheckWriter
+    state: HeartbeatState, message: HeartbeatMessage, writer: StoreWriter
 ) -> _Unwritten | None:
     """Apply ``message`` to the state and hand what it causes to the store; what the
     store had no room for is returned, to be handed over outside the deadline's scope."""
@@ -287,12 +287,12 @@ def _handle(
             message.settle(True)
             return None  # no news
         _, change = state.ping(message.kind, message.source_ip, now, wall)
-        if change is not None and not writer.write_ping_nowait(None, change):
+        if change is not None and not writer.write_nowait(WritePing(ping=None, change=change)):
             return _Unwritten(None, change, message)
         message.settle(True)
         return None
     ping, change = state.ping(message.kind, message.source_ip, now, wall)
-    if not writer.write_ping_nowait(ping, change):
+    if not writer.write_nowait(WritePing(ping=ping, change=change)):
         return _Unwritten(ping, change, message)
     message.settle(True)
     return None

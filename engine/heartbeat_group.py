@@ -40,11 +40,12 @@ from dataclasses import dataclass
 import trio
 
 from store import (
-    CheckWriter,
     Database,
     HeartbeatRecord,
     PingRecord,
     StoreError,
+    StoreWriter,
+    WritePing,
     heartbeats,
     new_id,
 )
@@ -78,7 +79,7 @@ class HeartbeatHandle:
         """Hand a ping of ``kind`` (success, fail, start) from ``source_ip`` to the
         heartbeat's actor and wait until it is in the store's path (True), at most the
         engine's ``ping_timeout_seconds``; with the engine's ``ping_ack_committed``, until
-        the batch holding it is committed (group commit: ``CheckWriter.flush``). False:
+        the batch holding it is committed (group commit: ``StoreWriter.flush``). False:
         not taken (the actor is gone or restarting, its mailbox is full, or the store did
         not take it, or commit it, in time); the sender should retry. A paused
         heartbeat's ping goes to the store directly."""
@@ -107,8 +108,7 @@ class HeartbeatHandle:
                 duration_ms=None,
                 source_ip=source_ip,
             )
-            if not group.writer.write_ping_nowait(record):
-                await group.writer.write_ping(record)
+            await group.writer.write(WritePing(ping=record))
             return True
         message = Ping(kind, source_ip)
         try:
@@ -134,7 +134,7 @@ class HeartbeatGroup:
         name: str,
         buckets: Callable[[], list[int]],
         db: Database,
-        writer: CheckWriter,
+        writer: StoreWriter,
         keys: dict[str, HeartbeatHandle],
         inbox_size: int,
         ping_timeout_seconds: float,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import trio
 
-from store import CheckWriter, Database
+from store import Database, StoreWriter
 
 from .leases import Holding
 from .monitor import EngineStatistics
@@ -44,7 +44,7 @@ class EngineContext:
     ``stopping``."""
 
     db: Database
-    writer: CheckWriter
+    writer: StoreWriter
     prober: Prober
     settings: EngineSettings
     stats: EngineStatistics

@@ -207,7 +207,7 @@ async def run_leases(
     """Register, renew until ``stop`` is set, then give every bucket back; reports
     ``holding`` through ``task_status.started`` after the first renewal (so the engine
     starting next loads the buckets already held). ``flush`` waits until the store has
-    committed every result handed to it (``store.CheckWriter.flush``): a hand-over runs it
+    committed every result handed to it (``store.StoreWriter.flush``): a hand-over runs it
     before giving leases back (the module docstring); None: no store to wait for.
 
     Raises:

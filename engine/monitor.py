@@ -33,7 +33,15 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from store import CheckRecord, CheckWriter, MonitorRecord, StatusChange, leases, new_check_id
+from store import (
+    CheckRecord,
+    MonitorRecord,
+    StatusChange,
+    StoreWriter,
+    WriteCheck,
+    leases,
+    new_check_id,
+)
 
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check
@@ -134,7 +142,7 @@ class MonitorDeps:
     probe limiter, the statistics and the observer (metrics) if any."""
 
     prober: Prober
-    writer: CheckWriter
+    writer: StoreWriter
     limiter: trio.CapacityLimiter
     stats: EngineStatistics
     observer: CheckObserver | None = None
@@ -345,7 +353,7 @@ async def run_monitor(
                 # reconfigurations are handled inside it. Only a result the store cannot
                 # take at once leaves it early, so that waiting for room in the store
                 # (back-pressure) is never cut short by the deadline.
-                unwritten: tuple[CheckRecord, StatusChange | None] | None = None
+                unwritten: WriteCheck | None = None
                 with trio.move_on_at(deadline) as waiting:
                     while unwritten is None:
                         try:
@@ -363,8 +371,11 @@ async def run_monitor(
                             case ProbeDone() if message.incarnation is state.incarnation:
                                 state.in_flight = None
                                 check, change = state.record(message)
-                                if not deps.writer.write_nowait(check, change, state.lease_epoch):
-                                    unwritten = (check, change)
+                                item = WriteCheck(
+                                    check=check, change=change, lease_epoch=state.lease_epoch
+                                )
+                                if not deps.writer.write_nowait(item):
+                                    unwritten = item
                                 elif draining:
                                     return
                             case ProbeDone():
@@ -376,7 +387,7 @@ async def run_monitor(
                                 draining = True
                                 deadline = waiting.deadline = math.inf
                 if unwritten is not None:
-                    await deps.writer.write(*unwritten, state.lease_epoch)
+                    await deps.writer.write(unwritten)
                     if draining:
                         return
                     continue
@@ -411,7 +422,8 @@ async def run_monitor(
                     break
                 if isinstance(message, ProbeDone) and message.incarnation is state.incarnation:
                     check, change = state.record(message)
-                    await deps.writer.write(check, change, state.lease_epoch)
+                    item = WriteCheck(check=check, change=change, lease_epoch=state.lease_epoch)
+                    await deps.writer.write(item)
                 elif isinstance(message, Reconfigure):
                     message.reply.close()
         raise

@@ -25,14 +25,14 @@ from . import (
     webhooks,
 )
 from .actor import (
-    CheckWriter,
     StoreActor,
     StoreSettings,
+    StoreWriter,
     WriterObserver,
     WriterStatistics,
-    run_check_writer,
+    run_store_writer,
 )
-from .checks import StatusChange
+from .checks import StatusChange, WriteCheck
 from .database import Connection, Database, open_database
 from .datadir import DATA_DIR_MODE, OPEN_TO_OTHERS, secure_data_dir
 from .embedded import EmbeddedPostgres, start_embedded
@@ -49,7 +49,7 @@ from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
 from .maintenance import MaintenanceSettings, maintain, run_maintenance
 from .migrate import LATEST_VERSION, apply_migrations, schema_version
 from .pagination import CreatedBounds, Page, PageRequest
-from .pings import HeartbeatChange
+from .pings import HeartbeatChange, WritePing
 from .records import (
     AccountRecord,
     CheckRecord,
@@ -73,7 +73,6 @@ __all__ = [
     "OPEN_TO_OTHERS",
     "AccountRecord",
     "CheckRecord",
-    "CheckWriter",
     "Connection",
     "CreatedBounds",
     "CursorNotFound",
@@ -99,11 +98,14 @@ __all__ = [
     "StoreError",
     "StoreLocation",
     "StoreSettings",
+    "StoreWriter",
     "TimelineFull",
     "TokenContext",
     "TokenRecord",
     "WebhookDeliveryRecord",
     "WebhookEndpointRecord",
+    "WriteCheck",
+    "WritePing",
     "WriterObserver",
     "WriterStatistics",
     "accounts",
@@ -128,8 +130,8 @@ __all__ = [
     "pings",
     "rate_limits",
     "rollups",
-    "run_check_writer",
     "run_maintenance",
+    "run_store_writer",
     "schema_version",
     "secure_data_dir",
     "start_embedded",

@@ -1,42 +1,45 @@
-"""The store actor: batches check results into Postgres and rides out database outages
-(DESIGN: Store; engine issue, item 5; operations issue, item 5).
+"""The store actor: batches the engine's rows into Postgres and rides out database
+outages (docs/design-notes.md, "Writes"; docs/operations.md, "A database outage" and
+"Shutdown").
 
-Producers (monitor actors, and heartbeat actors with their pings: extensions part 7)
-hand results to a :class:`CheckWriter`; the actor owns the receiving end and a
-:class:`~store.buffer.CheckBuffer`, and runs two tasks over them (a ping counts as a
-result throughout):
+Producers (the engine's actors) hand items to a :class:`StoreWriter`; what an item is,
+and who writes it, is :mod:`store.family`'s: each family's module builds its items and
+writes its part of a batch. The actor owns the receiving end and a
+:class:`~store.buffer.StoreBuffer`, and runs two tasks over them:
 
-* The **pump** moves results from the bounded inbox (``inbox_size``) into the buffer.
+* The **pump** moves items from the bounded inbox (``inbox_size``) into the buffer.
   While the database answers, it stops taking once the buffer holds two batches, so a
-  slow database slows producers down (the inbox fills and :meth:`CheckWriter.write`
-  waits: DESIGN's back-pressure). While the database is *unavailable* it keeps taking, so
+  slow database slows producers down (the inbox fills and :meth:`StoreWriter.write`
+  waits: back-pressure). While the database is *unavailable* it keeps taking, so
   producers never block on an outage; the buffer's bound (``buffer_limit``, ``uptrio
-  serve --store-buffer``, default 100,000 results) then drops the OLDEST results, counted
-  in :attr:`WriterStatistics.dropped` (``uptrio_store_rows_dropped_total``) and logged.
+  serve --store-buffer``, default 100,000 items) then drops the OLDEST items (keeping
+  their status moves), counted in :attr:`WriterStatistics.dropped`
+  (``uptrio_store_rows_dropped_total``) and logged.
 * The **writer** takes a batch from the front of the buffer once it holds ``batch_size``
-  results or its oldest result is ``batch_age_seconds`` old, whichever comes first, and
-  writes it in one transaction (:func:`store.checks.write_check_batch`: one ``unnest``
-  insert, the status changes with the checks that caused them; the same for pings,
-  :func:`store.pings.write_ping_batch`; a batch of checks or of pings without status
-  changes is that one statement alone, atomic without BEGIN and COMMIT), then answers
-  the flushes that waited for it (group commit). A write that fails because the database is
-  unavailable, or gets no answer within ``write_timeout_seconds`` (5 s: a server that
-  hangs instead of refusing; the write's connection is terminated, issue 15, item 1),
-  puts the batch back and is retried with exponential back-off
-  (``retry_min_seconds`` doubling to ``retry_max_seconds``; 0.1 s to 2 s by default,
-  so the buffer is written at most about 2 s after the database is back);
-  check ids make a retry idempotent, so a commit whose acknowledgement was lost inserts
-  nothing twice. Any other database error is a bug or a poison batch: after
-  :data:`POISON_RETRIES` attempts the batch is logged as an error, counted in ``dropped``
-  and dropped, so one bad batch cannot stop every write.
+  items or its oldest item is ``batch_age_seconds`` old, whichever comes first, and
+  writes it in one transaction: fenced first on a node with leases
+  (:mod:`store.fencing`), then each family's part (its items and status moves), in the
+  families' order (:func:`store.family.split`). A batch of one family without moves,
+  not fenced, is that family's one statement alone, atomic without BEGIN and COMMIT.
+  Then it answers the flushes that waited for it (group commit). A write that fails
+  because the database is unavailable, or gets no answer within
+  ``write_timeout_seconds`` (5 s: a server that hangs instead of refusing; the write's
+  connection is terminated), puts the batch back and is retried with exponential
+  back-off (``retry_min_seconds`` doubling to ``retry_max_seconds``; 0.1 s to 2 s by
+  default, so the buffer is written at most about 2 s after the database is back); the
+  items' ids make a retry idempotent, so a commit whose acknowledgement was lost
+  inserts nothing twice. Any other database error is a bug or a poison batch: after
+  :data:`POISON_RETRIES` attempts the batch is logged as an error, counted in
+  ``dropped`` and dropped, so one bad batch cannot stop every write.
 
 Restarts: :class:`StoreActor` holds the inbox, the buffer and the statistics, and
 :meth:`StoreActor.run` is one incarnation of the actor (a child of the service's root
-supervisor, :mod:`web.service`). A restart cancels the incarnation after one last attempt
-at the buffer; whatever is still buffered waits for the next incarnation: a restart loses
-nothing. :func:`run_check_writer` runs one actor with one incarnation (tests, tools).
+supervisor, :mod:`web.service`; docs/operations.md, "The supervision tree"). A restart
+cancels the incarnation after one last attempt at the buffer; whatever is still buffered
+waits for the next incarnation: a restart loses nothing. :func:`run_store_writer` runs
+one actor with one incarnation (tests, tools).
 
-Shutdown: :meth:`CheckWriter.aclose` (or ``close``) closes the inbox; the incarnation
+Shutdown: :meth:`StoreWriter.aclose` (or ``close``) closes the inbox; the incarnation
 writes everything queued and returns (:meth:`StoreActor.wait_finished`). If it is
 cancelled instead, it makes one last attempt at what is queued, under a shield bounded by
 ``drain_seconds``; what that attempt cannot write (the database is down) is logged with
@@ -53,34 +56,30 @@ from collections.abc import Sequence
 import structlog
 import trio
 
-from .buffer import Change, CheckBuffer, WriteCheck, WritePing
-from .checks import StatusChange, ensure_partitions, write_check_batch
+from .buffer import StoreBuffer
 from .database import Connection, Database
 from .errors import DatabaseUnavailable, StoreError
+from .family import Part, split
 from .fencing import fence
-from .pings import HeartbeatChange, write_ping_batch
-from .records import CheckRecord, PingRecord
 from .writer import (
-    CheckWriter,
     Flush,
     StoreMessage,
     StoreSettings,
+    StoreWriter,
     WriterObserver,
     WriterStatistics,
 )
 
 __all__ = [
     "POISON_RETRIES",
-    "CheckWriter",
     "Flush",
     "StoreActor",
     "StoreMessage",
     "StoreSettings",
-    "WriteCheck",
-    "WritePing",
+    "StoreWriter",
     "WriterObserver",
     "WriterStatistics",
-    "run_check_writer",
+    "run_store_writer",
 ]
 
 log = structlog.get_logger("uptrio.store")
@@ -124,19 +123,20 @@ class StoreActor:
         self._retry_min_seconds = settings.retry_min_seconds
         self._retry_max_seconds = settings.retry_max_seconds
         self._partition_seconds = settings.partition_seconds
-        self._partitioned = (0, 0)  # [from, to) epoch seconds known to have partitions
+        # Per family with partitions: [from, to) epoch seconds known to have them.
+        self._partitioned: dict[str, tuple[int, int]] = {}
         self._observer = observer
         self._fence_node = fence_node
         send, self._inbox = trio.open_memory_channel[StoreMessage](settings.inbox_size)
         self.statistics = WriterStatistics(buffer_limit=settings.buffer_limit)
-        self.writer = CheckWriter(send, self.statistics)
-        self._buffer = CheckBuffer(settings.buffer_limit)
+        self.writer = StoreWriter(send, self.statistics)
+        self._buffer = StoreBuffer(settings.buffer_limit)
         self._waiters: deque[tuple[int, trio.MemorySendChannel[None]]] = deque()
-        # Who waits for what: the writer for a first result, a full batch or the close
+        # Who waits for what: the writer for a first item, a full batch or the close
         # (_grew); the pump for a batch left or the database gone away (_room).
         self._grew = trio.lowlevel.ParkingLot()
         self._room = trio.lowlevel.ParkingLot()
-        self._in_flight = 0  # results of the batch being written
+        self._in_flight = 0  # items of the batch being written
         self._inbox_closed = False
         self._finished = trio.Event()
         self._delay_seconds = settings.retry_min_seconds
@@ -148,7 +148,7 @@ class StoreActor:
         self._fenced_logged_at = -math.inf
 
     async def run(
-        self, *, task_status: trio.TaskStatus[CheckWriter] = trio.TASK_STATUS_IGNORED
+        self, *, task_status: trio.TaskStatus[StoreWriter] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """One incarnation: pump and write until the writer is closed and everything is
         written, then return. Reports :attr:`writer` through ``task_status.started``.
@@ -170,7 +170,7 @@ class StoreActor:
                     await self._last_attempt()
 
     async def wait_finished(self) -> None:
-        """Wait until the writer was closed and every result was written or dropped."""
+        """Wait until the writer was closed and every item was written or dropped."""
         await self._finished.wait()
 
     # ---- the pump ----------------------------------------------------------------
@@ -232,33 +232,33 @@ class StoreActor:
         batch = buffer.take(self._batch_size)
         self._in_flight = len(batch.items) or 1
         started = trio.current_time()
-        checks, pings, changes = batch.checks, batch.pings, batch.changes
-        fenced = [(i.check, i.lease_epoch) for i in batch.items if isinstance(i, WriteCheck)]
-        # Without status changes, a batch of checks or of pings alone is one statement,
+        moves = batch.moves
+        parts = split(batch.items, moves)
+        # A batch of one family without status moves is that family's one statement,
         # atomic by itself: no BEGIN and COMMIT, two round trips fewer (the common case;
-        # changes come with them).
-        single = not changes and not (checks and pings) and self._fence_node is None
+        # moves come with what they cause, and the fence needs a transaction).
+        single = not moves and len(parts) == 1 and self._fence_node is None
         write = self._db.run if single else self._db.transaction
         try:
-            await self._ensure_partitions(checks)
-            inserted, refused = await write(_write_batch, fenced, pings, changes, self._fence_node)
+            await self._ensure_partitions(parts)
+            inserted, refused = await write(_write_parts, parts, self._fence_node)
         except DatabaseUnavailable as exc:
             buffer.put_back(batch)
             stats.retries += 1
             self._database_unavailable(exc)
             return False
         except StoreError as exc:
-            self._partitioned = (0, 0)  # a missing partition, perhaps: ask again
+            self._partitioned.clear()  # a missing partition, perhaps: ask again
             self._poison_attempts += 1
             if self._poison_attempts < POISON_RETRIES:
                 buffer.put_back(batch)
                 stats.retries += 1
-                log.warning("check batch failed; retrying", error=str(exc), batch=len(batch.items))
+                log.warning("batch failed; retrying", error=str(exc), batch=len(batch.items))
                 return False
             buffer.discard(batch)
             stats.dropped += len(batch.items)
             self._poison_attempts = 0
-            log.error("check batch dropped", error=str(exc), batch=len(batch.items))
+            log.error("batch dropped", error=str(exc), batch=len(batch.items))
             self._answer_flushes()
             self._room.unpark_all()
             return True
@@ -289,20 +289,22 @@ class StoreActor:
         self._room.unpark_all()
         return True
 
-    async def _ensure_partitions(self, checks: Sequence[CheckRecord]) -> None:
-        """Make the partitions a batch needs unless they are known to exist (the
-        maintenance actor makes them ahead of time; this is the safety net). One
-        comparison per batch in the common case."""
-        if not checks:
-            return
-        lo = min(c.created for c in checks)
-        hi = max(c.created for c in checks)
-        known_from, known_to = self._partitioned
-        if known_from <= lo and hi < known_to:
-            return
-        width = self._partition_seconds
-        await self._db.run(ensure_partitions, lo, hi, width)
-        self._partitioned = (lo - lo % width, hi - hi % width + width)
+    async def _ensure_partitions(self, parts: Sequence[Part]) -> None:
+        """Make the partitions a batch needs (``store.family.Partitions``) unless they
+        are known to exist (the maintenance actor makes them ahead of time; this is the
+        safety net). One comparison per family per batch in the common case."""
+        for part in parts:
+            partitions = part.family.partitions
+            if partitions is None or not part.items:
+                continue
+            times = [partitions.row_time(item) for item in part.items]
+            lo, hi = min(times), max(times)
+            known_from, known_to = self._partitioned.get(part.family.name, (0, 0))
+            if known_from <= lo and hi < known_to:
+                continue
+            width = self._partition_seconds
+            await self._db.run(partitions.ensure, lo, hi, width)
+            self._partitioned[part.family.name] = (lo - lo % width, hi - hi % width + width)
 
     def _database_unavailable(self, exc: StoreError) -> None:
         stats, now = self.statistics, trio.current_time()
@@ -313,7 +315,7 @@ class StoreActor:
             self._outage_logged_at = now
             self._room.unpark_all()  # the pump takes everything from now on
             log.warning(
-                "database unavailable; buffering check results",
+                "database unavailable; buffering results",
                 error=str(exc),
                 buffered=len(self._buffer),
                 buffer_limit=self._buffer.limit,
@@ -335,7 +337,7 @@ class StoreActor:
         stats.database_available = True
         self._flush_drop_log()
         log.info(
-            "database available again; writing buffered check results",
+            "database available again; writing buffered results",
             outage_seconds=round(now - (self._outage_since or now), 3),
             buffered=len(self._buffer),
             dropped=stats.dropped,
@@ -372,7 +374,7 @@ class StoreActor:
     def _flush_drop_log(self) -> None:
         if self._dropped_unlogged:
             log.warning(
-                "store buffer full; dropped the oldest check results",
+                "store buffer full; dropped the oldest results",
                 dropped=self._dropped_unlogged,
                 dropped_total=self.statistics.dropped_overflow,
                 buffer_limit=self._buffer.limit,
@@ -403,44 +405,35 @@ class StoreActor:
             except StoreError:
                 break
         if len(self._buffer):
-            log.warning("check results not written yet", buffered=len(self._buffer))
+            log.warning("results not written yet", buffered=len(self._buffer))
 
 
-async def _write_batch(
-    connection: Connection,
-    fenced: Sequence[tuple[CheckRecord, int | None]],
-    pings: Sequence[PingRecord],
-    changes: Sequence[Change],
-    fence_node: str | None,
+async def _write_parts(
+    connection: Connection, parts: Sequence[Part], fence_node: str | None
 ) -> tuple[int, int]:
-    """One batch (asyncio side): its checks with the monitors' moves, its pings with the
-    heartbeats' moves, fenced first when ``fence_node`` is given (``store.fencing``);
-    ``(rows inserted, rows refused by the fence)``."""
+    """One batch (asyncio side): each family's part, fenced first when ``fence_node`` is
+    given (``store.fencing``); ``(rows inserted, items and moves refused by the
+    fence)``."""
     refused = 0
-    if fence_node is None:
-        checks: Sequence[CheckRecord] = [c for c, _ in fenced]
-    else:
-        checks, changes, refused = await fence(connection, fence_node, fenced, changes)
-    monitor_moves = [c for c in changes if isinstance(c, StatusChange)]
-    heartbeat_moves = [c for c in changes if isinstance(c, HeartbeatChange)]
+    if fence_node is not None:
+        parts, refused = await fence(connection, fence_node, parts)
     inserted = 0
-    if checks or monitor_moves:
-        inserted += await write_check_batch(connection, checks, monitor_moves)
-    if pings or heartbeat_moves:
-        inserted += await write_ping_batch(connection, pings, heartbeat_moves)
+    for part in parts:
+        if part.items or part.moves:
+            inserted += await part.family.write(connection, part.items, part.moves)
     return inserted, refused
 
 
-async def run_check_writer(
+async def run_store_writer(
     db: Database,
     settings: StoreSettings = StoreSettings(),
     *,
     drain_seconds: float = 10.0,
     observer: WriterObserver | None = None,
-    task_status: trio.TaskStatus[CheckWriter] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[StoreWriter] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a :class:`StoreActor` (one incarnation) until its writer is closed and every
-    result is written; reports its :class:`CheckWriter` through ``task_status.started``.
+    item is written; reports its :class:`StoreWriter` through ``task_status.started``.
     ``drain_seconds``: the last attempt's bound when cancelled, seconds.
     """
     actor = StoreActor(db, settings, drain_seconds=drain_seconds, observer=observer)

@@ -4,8 +4,8 @@ opens the incident and writes monitor.down and incident.created").
 
 :func:`apply_moves` takes the status moves the batch has just applied (for monitors the
 rows ``store.checks.write_check_batch`` logged in ``status_changes``; for heartbeats
-those of ``store.pings.write_ping_batch``) and, on the same connection and in the same
-transaction:
+those ``store.pings.write_ping_batch`` logged in ``heartbeat_moves``) and, on the same
+connection and in the same transaction:
 
 * writes ``<kind>.down`` for each move into ``down`` and ``<kind>.up`` for each move into
   ``up`` (``monitor.*`` or ``heartbeat.*``), the resource's snapshot showing the status it

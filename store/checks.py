@@ -28,16 +28,25 @@ writes the whole batch:
 Without changes or spans those parts run on empty sets. The moves it applied then open
 and resolve incidents and write their events (:mod:`store.alerting`), in the same
 transaction, at the time of the check that caused each.
+
+Checks are the ``checks`` family of the store actor's batches (:mod:`store.family`;
+docs/history.md, "Raw checks"): a producer hands over a :class:`WriteCheck` (one check
+and the :class:`StatusChange` it caused), and the family writes its part of a batch with
+:func:`write_check_batch`, the partitions of ``checks`` made first (:data:`CHECKS`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import trio
 
 from .alerting import MONITOR_MOVES, apply_moves
 from .database import Connection
 from .errors import CursorNotFound
+from .family import Family, Partitions, register
 from .ids import check_created
 from .pagination import CreatedBounds, fetch_newest_first
 from .records import CheckRecord
@@ -68,6 +77,39 @@ class StatusChange:
     created: int
     lease_epoch: int | None = None
     """The lease epoch its actor ran under (``store.fencing``), or None: not fenced."""
+
+    family: ClassVar[str] = "checks"
+    """Written by the ``checks`` family (:data:`CHECKS`)."""
+
+    @property
+    def resource_id(self) -> str:
+        """The monitor's id (the fence's bucket)."""
+        return self.monitor_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteCheck:
+    """One check result handed to the store actor (``StoreWriter.write``), with the
+    status change it caused (or None): an item of the ``checks`` family.
+
+    ``queued_at`` is when the producer handed it over: when it was built, by default
+    (trio clock, seconds; about when its probe ended): the store measures each item's
+    delay to the commit of its batch from it (``uptrio_store_commit_delay_seconds``).
+    """
+
+    check: CheckRecord
+    change: StatusChange | None = None
+    lease_epoch: int | None = None
+    """The lease epoch the monitor's actor ran under (``store.fencing``), or None."""
+    queued_at: float = field(default_factory=trio.current_time)
+
+    family: ClassVar[str] = "checks"
+    """Written by the ``checks`` family (:data:`CHECKS`)."""
+
+    @property
+    def resource_id(self) -> str:
+        """The monitor's id (the fence's bucket)."""
+        return self.check.monitor_id
 
 
 async def write_check_batch(
@@ -248,6 +290,27 @@ async def ensure_partitions(connection: Connection, lo: int, hi: int, width: int
     seconds) need, ``width`` seconds each (the SQL function ``ensure_check_partitions``
     of migration 0003; a slot an existing partition overlaps is left alone)."""
     await connection.execute("SELECT ensure_check_partitions($1, $2, $3)", lo, hi, width)
+
+
+async def _write_part(
+    connection: Connection, items: Sequence[WriteCheck], changes: Sequence[StatusChange]
+) -> int:
+    """The ``checks`` family's part of a batch (:func:`write_check_batch`)."""
+    return await write_check_batch(connection, [item.check for item in items], changes)
+
+
+def _check_time(item: WriteCheck) -> int:
+    return item.check.created
+
+
+CHECKS = register(
+    Family(
+        name="checks",
+        write=_write_part,
+        partitions=Partitions(row_time=_check_time, ensure=ensure_partitions),
+    )
+)
+"""The ``checks`` family of the store actor's batches (:mod:`store.family`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -166,7 +166,7 @@ async def _move(
         f"WHERE id = $1 AND account_id = $2 AND {condition} FOR UPDATE), "
         "moved AS (UPDATE heartbeats t SET status = $3, updated = $4, "
         "run_epoch = run_epoch + 1 FROM h WHERE t.id = h.id RETURNING t.id), "
-        "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, "
+        "logged AS (INSERT INTO heartbeat_moves (heartbeat_id, move_id, from_status, "
         "to_status, created) SELECT id, NULL, status, $3, $4 FROM h) "
         "SELECT h.status FROM h JOIN moved ON moved.id = h.id",
         heartbeat_id,
@@ -184,9 +184,10 @@ async def delete_heartbeat(
     now: int,
     cause: EventCause | None = None,
 ) -> bool:
-    """Delete a heartbeat for good, with its pings and status log, and write
-    ``heartbeat.deleted`` (its last state). Incidents it opened are left as they are
-    (extensions part 3). Must run inside a transaction. False when it does not exist."""
+    """Delete a heartbeat for good, with its pings and status log (``heartbeat_moves``),
+    and write ``heartbeat.deleted`` (its last state). Incidents it opened are left as
+    they are (extensions part 3). Must run inside a transaction. False when it does not
+    exist."""
     return await _HEARTBEATS.delete(connection, account_id, heartbeat_id, now, cause)
 
 
@@ -211,7 +212,7 @@ async def load_heartbeats(
     The one query by which the engine learns its heartbeats.
 
     Read ``chunk`` rows at a time (keyset on ``seq``) and filtered as they come, so a
-    load of 10,000 heartbeats never holds every row at once (issue 16)."""
+    load of 10,000 heartbeats never holds every row at once."""
     kept: list[HeartbeatRecord] = []
     after = 0
     while True:
@@ -250,6 +251,6 @@ _HEARTBEATS: EventedTable[HeartbeatRecord] = EventedTable(
     get=get_heartbeat,
     from_row=HeartbeatRecord.from_row,
     updatable=UPDATABLE,
-    owned_by=(("pings", "heartbeat_id"), ("status_changes", "monitor_id")),
+    owned_by=(("pings", "heartbeat_id"), ("heartbeat_moves", "heartbeat_id")),
 )
 """Heartbeats' changes and their ``heartbeat.*`` events (:mod:`store.evented`)."""

@@ -9,9 +9,10 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
 * drops every partition whose rows are all older than ``check_retention_days``: first
   ``DETACH PARTITION ... CONCURRENTLY`` (inserts into the other partitions go on), then
   ``DROP TABLE``. Checks are never deleted row by row, except with their monitor;
-* deletes rollup rows older than ``rollup_retention_days`` and the log of status moves
-  of that age, keeping each monitor's last move before the cutoff (the status an
-  availability range starts with);
+* deletes rollup rows older than ``rollup_retention_days`` and the logs of status moves
+  of that age (monitors' ``status_changes``, heartbeats' ``heartbeat_moves``), keeping
+  each resource's last move before the cutoff (the status an availability range starts
+  with);
 * deletes events older than ``event_retention_days`` (extensions part 1: 30 days) with
   their webhook deliveries, and heartbeats' pings older than ``ping_retention_days``, in
   bulk (:func:`purge_before`);
@@ -149,17 +150,24 @@ async def _drop(connection: Connection, name: str) -> None:
     await connection.execute(f'DROP TABLE IF EXISTS "{name}"')
 
 
+_MOVE_LOGS = (("status_changes", "monitor_id"), ("heartbeat_moves", "heartbeat_id"))
+"""The logs of status moves (``(table, resource column)``): monitors', heartbeats'."""
+
+
 async def _purge(connection: Connection, rollup_cutoff: int) -> tuple[int, int]:
     rollups = await connection.execute(
         "DELETE FROM check_rollups WHERE hour + 3600 <= $1", rollup_cutoff
     )
-    moves = await connection.execute(
-        "DELETE FROM status_changes s WHERE s.created < $1 AND EXISTS ("
-        "SELECT 1 FROM status_changes n WHERE n.monitor_id = s.monitor_id "
-        "AND n.created < $1 AND (n.created, n.seq) > (s.created, s.seq))",
-        rollup_cutoff,
-    )
-    return int(rollups.rsplit(" ", 1)[-1]), int(moves.rsplit(" ", 1)[-1])
+    moves = 0
+    for table, column in _MOVE_LOGS:
+        status = await connection.execute(
+            f"DELETE FROM {table} s WHERE s.created < $1 AND EXISTS ("
+            f"SELECT 1 FROM {table} n WHERE n.{column} = s.{column} "
+            "AND n.created < $1 AND (n.created, n.seq) > (s.created, s.seq))",
+            rollup_cutoff,
+        )
+        moves += int(status.rsplit(" ", 1)[-1])
+    return int(rollups.rsplit(" ", 1)[-1]), moves
 
 
 async def purge_before(

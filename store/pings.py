@@ -1,8 +1,12 @@
 """Pings and the heartbeats' status moves: the engine's writes for heartbeats, and the
-read of ``GET /heartbeats/:id/pings`` (extensions part 7).
+read of ``GET /heartbeats/:id/pings`` (extensions part 7; docs/heartbeats.md, "No
+database round trip on a ping, and no ping lost").
 
-Writes come from the store actor in batches (:func:`write_ping_batch`), beside the check
-results and in the same way (``store.checks``):
+Pings are the ``pings`` family of the store actor's batches (:mod:`store.family`;
+:data:`PINGS`): a producer hands over a :class:`WritePing` (a ping and the
+:class:`HeartbeatChange` it caused, or a move alone), and the family writes its part of
+a batch with :func:`write_ping_batch`, beside the checks and in the same way
+(``store.checks``):
 
 * one statement inserts every ping of the batch through ``unnest`` arrays (pings of
   heartbeats deleted meanwhile are dropped; ping ids are made by the engine, so a batch
@@ -12,9 +16,9 @@ results and in the same way (``store.checks``):
 * when the batch holds status moves (fenced first by the store actor of a node with
   leases, as monitors' are: ``store.fencing``; the pings themselves are facts received
   from outside and stored whichever node received them), a second statement applies those of the
-  heartbeat's current run (``run_epoch``, not paused), logs them in ``status_changes``
-  under their own ``hbm_`` id (a move already logged is skipped: a retry causes nothing
-  twice), and the moves it applied open and resolve incidents and write
+  heartbeat's current run (``run_epoch``, not paused), logs them in ``heartbeat_moves``
+  under their own ``hbm_`` id (migration 0017; a move already logged is skipped: a retry
+  causes nothing twice), and the moves it applied open and resolve incidents and write
   ``heartbeat.down`` / ``heartbeat.up`` (:mod:`store.alerting`), in the same transaction.
 
 Pings are kept ``ping_retention_days`` (``store.maintenance`` deletes older ones in
@@ -24,14 +28,18 @@ bulk).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import trio
 
 from .alerting import HEARTBEAT_MOVES, apply_moves
 from .database import Connection
+from .family import Family, register
 from .pagination import CreatedBounds, seq_page_newest_first
 from .records import PingRecord, column_names
 
-__all__ = ["HeartbeatChange", "list_pings", "write_ping_batch"]
+__all__ = ["PINGS", "HeartbeatChange", "WritePing", "list_pings", "write_ping_batch"]
 
 _COLUMNS = ", ".join(column_names(PingRecord))
 
@@ -40,7 +48,7 @@ _COLUMNS = ", ".join(column_names(PingRecord))
 class HeartbeatChange:
     """A heartbeat's status moving (the engine's heartbeat actor decided it).
 
-    ``move_id`` (``hbm_``) names the move in ``status_changes``; ``detail`` is the
+    ``move_id`` (``hbm_``) names the move in ``heartbeat_moves``; ``detail`` is the
     description of the incident a move into ``down`` opens (why: a deadline passed, or a
     ``/fail`` ping). It is written only while the stored heartbeat still has
     ``run_epoch`` and is not paused. ``created`` is epoch seconds.
@@ -55,6 +63,51 @@ class HeartbeatChange:
     detail: str
     lease_epoch: int | None = None
     """The lease epoch its actor ran under (``store.fencing``), or None: not fenced."""
+
+    family: ClassVar[str] = "pings"
+    """Written by the ``pings`` family (:data:`PINGS`)."""
+
+    @property
+    def resource_id(self) -> str:
+        """The heartbeat's id (the fence's bucket)."""
+        return self.heartbeat_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritePing:
+    """One ping of a heartbeat handed to the store actor (``StoreWriter.write``) with
+    the status move it caused, or a move alone (``ping`` None: a deadline passed, or a
+    ping another node stored): an item of the ``pings`` family. A ping handed over is in
+    the store's durable path: its HTTP answer may go (docs/heartbeats.md). The ping
+    itself is not fenced (``lease_epoch`` None: a fact received from outside); its move
+    is, with its own lease epoch. ``queued_at`` as ``store.checks.WriteCheck``'s.
+
+    Raises:
+        ValueError: neither a ping nor a move.
+    """
+
+    ping: PingRecord | None
+    change: HeartbeatChange | None = None
+    queued_at: float = field(default_factory=trio.current_time)
+
+    family: ClassVar[str] = "pings"
+    """Written by the ``pings`` family (:data:`PINGS`)."""
+
+    def __post_init__(self) -> None:
+        if self.ping is None and self.change is None:
+            raise ValueError("a ping item needs a ping or a move")
+
+    @property
+    def resource_id(self) -> str:
+        """The heartbeat's id."""
+        if self.ping is not None:
+            return self.ping.heartbeat_id
+        return self.change.heartbeat_id if self.change is not None else ""
+
+    @property
+    def lease_epoch(self) -> None:
+        """None: a ping is stored by whichever node received it (its move is fenced)."""
+        return None
 
 
 async def write_ping_batch(
@@ -94,14 +147,14 @@ async def write_ping_batch(
             # Moves of the heartbeat's current run, not logged yet (a retry logs nothing).
             "ok AS (SELECT ch.* FROM ch JOIN heartbeats h ON h.id = ch.heartbeat_id "
             "AND h.run_epoch = ch.epoch AND h.status <> 'paused' "
-            "WHERE NOT EXISTS (SELECT 1 FROM status_changes s WHERE s.check_id = ch.move_id)), "
+            "WHERE NOT EXISTS (SELECT 1 FROM heartbeat_moves s WHERE s.move_id = ch.move_id)), "
             "last AS (SELECT DISTINCT ON (heartbeat_id) * FROM ok "
             "ORDER BY heartbeat_id, ord DESC), "
             "moved AS (UPDATE heartbeats h SET status = last.to_status, updated = last.created "
             "FROM last WHERE h.id = last.heartbeat_id), "
-            "logged AS (INSERT INTO status_changes (monitor_id, check_id, from_status, "
+            "logged AS (INSERT INTO heartbeat_moves (heartbeat_id, move_id, from_status, "
             "to_status, created) SELECT heartbeat_id, move_id, from_status, to_status, created "
-            "FROM ok ORDER BY ord ON CONFLICT (check_id) DO NOTHING) "
+            "FROM ok ORDER BY ord ON CONFLICT (move_id) DO NOTHING) "
             "SELECT heartbeat_id, detail, from_status, to_status, created FROM ok ORDER BY ord",
             [c.heartbeat_id for c in changes],
             [c.move_id for c in changes],
@@ -120,6 +173,18 @@ async def write_ping_batch(
             ],
         )
     return inserted
+
+
+async def _write_part(
+    connection: Connection, items: Sequence[WritePing], changes: Sequence[HeartbeatChange]
+) -> int:
+    """The ``pings`` family's part of a batch (:func:`write_ping_batch`)."""
+    pings = [item.ping for item in items if item.ping is not None]
+    return await write_ping_batch(connection, pings, changes)
+
+
+PINGS = register(Family(name="pings", write=_write_part))
+"""The ``pings`` family of the store actor's batches (:mod:`store.family`)."""
 
 
 async def list_pings(

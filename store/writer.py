@@ -1,6 +1,8 @@
 """The producers' side of the store actor (:mod:`store.actor`): its settings, the
-messages of its inbox, the :class:`CheckWriter` handle monitor actors write through, and
-the statistics and observer hook they share. Nothing here runs a task.
+messages of its inbox, the :class:`StoreWriter` handle producers write items through
+(:mod:`store.family`: each family's module builds its items), and the statistics and
+observer hook they share. Nothing here runs a task (docs/operations.md, "A database
+outage" and "Metrics and health").
 """
 
 from __future__ import annotations
@@ -11,17 +13,14 @@ from typing import Protocol
 
 import trio
 
-from .buffer import Item, WriteCheck, WritePing
-from .checks import StatusChange
 from .errors import StoreError
-from .pings import HeartbeatChange
-from .records import CheckRecord, PingRecord
+from .family import Item
 
 __all__ = [
-    "CheckWriter",
     "Flush",
     "StoreMessage",
     "StoreSettings",
+    "StoreWriter",
     "WriterObserver",
     "WriterStatistics",
 ]
@@ -35,7 +34,8 @@ class Flush:
     reply: trio.MemorySendChannel[None]
 
 
-StoreMessage = WriteCheck | WritePing | Flush
+StoreMessage = Item | Flush
+"""What the store actor's inbox holds: items, and flushes."""
 
 
 class WriterObserver(Protocol):
@@ -45,9 +45,9 @@ class WriterObserver(Protocol):
     def batch_written(
         self, size: int, flush_seconds: float, commit_delays_seconds: Sequence[float]
     ) -> None:
-        """A batch of ``size`` results committed in ``flush_seconds`` seconds (its
-        transaction); ``commit_delays_seconds`` holds, per result, the seconds from its
-        hand-over (about its probe's end) to this commit."""
+        """A batch of ``size`` items committed in ``flush_seconds`` seconds (its
+        transaction); ``commit_delays_seconds`` holds, per item, the seconds from its
+        hand-over (``queued_at``) to this commit."""
 
 
 @dataclass(slots=True)
@@ -56,23 +56,24 @@ class WriterStatistics:
 
     Attributes:
         batches: batches committed.
-        rows_written: check rows inserted.
-        last_batch_size: results in the last batch.
+        rows_written: rows the families' writes inserted (every family's items:
+            ``uptrio_store_rows_written_total``), moves not counted.
+        last_batch_size: items in the last batch.
         last_flush_seconds: duration of the last batch's transaction, seconds.
         retries: failed write attempts that were retried.
-        dropped: check results and status moves dropped: the buffer's bound during an
-            outage, poison batches, and rows the fence refused (``fenced_refused``).
+        dropped: items and status moves dropped: items by the buffer's bound during an
+            outage and in poison batches, items and moves the fence refused
+            (``fenced_refused``).
         dropped_overflow: of ``dropped``, those the buffer's bound dropped.
         batch_sizes: the size of each batch (the first 100,000).
-        buffered: results in the buffer now (a batch being written included).
-        max_buffered: the most results ever buffered at once.
-        buffer_limit: the buffer's bound, results.
+        buffered: items in the buffer now (a batch being written included).
+        max_buffered: the most items ever buffered at once.
+        buffer_limit: the buffer's bound, items.
         database_available: False from a write failing with ``DatabaseUnavailable`` until
             the next successful write.
         outages: times the database became unavailable.
-        fenced_refused: of ``dropped``, check rows and status changes refused because
-            another node holds their bucket now, or at another lease epoch
-            (``store.fencing``).
+        fenced_refused: of ``dropped``, items and status moves refused because another
+            node holds their bucket now, or at another lease epoch (``store.fencing``).
     """
 
     batches: int = 0
@@ -91,69 +92,32 @@ class WriterStatistics:
     outages: int = 0
 
 
-class CheckWriter:
-    """The producers' handle on the store actor (one shared send channel, no clones)."""
+class StoreWriter:
+    """The producers' handle on the store actor (one shared send channel, no clones).
+    Items are built by their family's module (:mod:`store.family`) and stamped with
+    their hand-over time when built."""
 
     def __init__(self, send: trio.MemorySendChannel[StoreMessage], stats: WriterStatistics):
         self._send = send
         self.statistics = stats
 
-    async def write(
-        self,
-        check: CheckRecord,
-        change: StatusChange | None = None,
-        lease_epoch: int | None = None,
-    ) -> None:
-        """Queue one result (probed under ``lease_epoch``, the fence of
-        ``store.fencing``; None: not fenced); waits while the inbox is full
-        (back-pressure; never during a database outage, when the actor keeps draining
-        its inbox).
+    async def write(self, item: Item) -> None:
+        """Queue one item; waits while the inbox is full (back-pressure; never during a
+        database outage, when the actor keeps draining its inbox).
 
         Raises:
             trio.ClosedResourceError: the writer was closed.
         """
-        await self._put(_result(check, change, lease_epoch))
-
-    def write_nowait(
-        self,
-        check: CheckRecord,
-        change: StatusChange | None = None,
-        lease_epoch: int | None = None,
-    ) -> bool:
-        """Queue one result if the inbox has room; False (nothing queued) when it is full,
-        and then `write` waits for room.
-
-        Raises:
-            trio.ClosedResourceError: the writer was closed.
-        """
-        return self._put_nowait(_result(check, change, lease_epoch))
-
-    async def write_ping(
-        self, ping: PingRecord | None, change: HeartbeatChange | None = None
-    ) -> None:
-        """Queue a heartbeat's ping and the move it caused (or a move alone), as
-        :meth:`write` queues a result (the same inbox, the same back-pressure).
-
-        Raises:
-            trio.ClosedResourceError: the writer was closed.
-        """
-        await self._put(WritePing(ping=ping, change=change, queued_at=trio.current_time()))
-
-    def write_ping_nowait(
-        self, ping: PingRecord | None, change: HeartbeatChange | None = None
-    ) -> bool:
-        """Queue a ping (and its move) if the inbox has room, as :meth:`write_nowait`.
-
-        Raises:
-            trio.ClosedResourceError: the writer was closed.
-        """
-        return self._put_nowait(WritePing(ping=ping, change=change, queued_at=trio.current_time()))
-
-    async def _put(self, item: Item) -> None:
-        if not self._put_nowait(item):
+        if not self.write_nowait(item):
             await self._send.send(item)
 
-    def _put_nowait(self, item: Item) -> bool:
+    def write_nowait(self, item: Item) -> bool:
+        """Queue one item if the inbox has room; False (nothing queued) when it is full,
+        and then :meth:`write` waits for room.
+
+        Raises:
+            trio.ClosedResourceError: the writer was closed.
+        """
         try:
             self._send.send_nowait(item)
         except trio.WouldBlock:
@@ -161,7 +125,8 @@ class CheckWriter:
         return True
 
     async def flush(self, timeout_seconds: float = 30.0) -> None:
-        """Wait until every result queued before this call is committed.
+        """Wait until every item queued before this call is committed (or dropped by the
+        buffer's bound).
 
         Raises:
             TimeoutError: not committed within ``timeout_seconds``.
@@ -177,7 +142,7 @@ class CheckWriter:
                 raise StoreError("the store actor stopped before the flush") from None
 
     def queued(self) -> int:
-        """Results not yet committed: waiting in the inbox or in the buffer."""
+        """Items not yet committed: waiting in the inbox or in the buffer."""
         return self._send.statistics().current_buffer_used + self.statistics.buffered
 
     def close(self) -> None:
@@ -195,21 +160,22 @@ class StoreSettings:
     defined here and only here).
 
     Attributes:
-        batch_size: results per batch, at most (``--batch-size``, default 500).
-        batch_age_seconds: the oldest result's age before a batch is written, seconds
+        batch_size: items per batch, at most (``--batch-size``, default 500).
+        batch_age_seconds: the oldest item's age before a batch is written, seconds
             (``--batch-age-ms``, default 200 ms).
-        buffer_limit: results buffered while the database is down, at most; past it the
+        buffer_limit: items buffered while the database is down, at most; past it the
             oldest are dropped (``--store-buffer``, default 100,000).
         inbox_size: messages the inbox holds before producers wait (default 10,000).
         retry_min_seconds: first back-off after a write failed because the database is
             unavailable, seconds (doubling each time).
         retry_max_seconds: the back-off's ceiling, seconds.
-        partition_seconds: the width of a partition of the checks table, seconds (a day;
-            tests use less). Shared with the maintenance actor (``store.maintenance``).
+        partition_seconds: the width of a partition of a table partitioned by time
+            (``store.family.Partitions``), seconds (a day; tests use less). Shared with
+            the maintenance actor (``store.maintenance``).
         write_timeout_seconds: bounds each batch's write, seconds (the shorter of it and
             the database's own deadline; None keeps the database's): past it the database
             counts as unavailable and the pump takes everything, so producers never wait
-            on a database that hangs (issue 15).
+            on a database that hangs (docs/operations.md, "A database outage").
 
     Raises:
         ValueError: ``batch_size``, ``buffer_limit`` or ``inbox_size`` below 1.
@@ -227,10 +193,3 @@ class StoreSettings:
     def __post_init__(self) -> None:
         if min(self.batch_size, self.buffer_limit, self.inbox_size) < 1:
             raise ValueError("batch_size, buffer_limit and inbox_size must be at least 1")
-
-
-def _result(check: CheckRecord, change: StatusChange | None, lease_epoch: int | None) -> WriteCheck:
-    """A result as the buffer holds it, handed over now (``queued_at``)."""
-    return WriteCheck(
-        check=check, change=change, queued_at=trio.current_time(), lease_epoch=lease_epoch
-    )

@@ -16,7 +16,7 @@ process, as in tests, never mix their figures). Names are a contract (the benchm
     uptrio_store_flush_seconds                    histogram  one batch's transaction
     uptrio_store_commit_delay_seconds             histogram  probe end to its batch commit
     uptrio_store_queue_depth                      gauge      results not yet committed
-    uptrio_store_rows_written_total               counter    check rows inserted
+    uptrio_store_rows_written_total               counter    rows inserted (checks, pings)
     uptrio_store_rows_dropped_total               counter    results dropped (buffer bound
                                                              in an outage, poison batches,
                                                              refused by the fence)
@@ -56,7 +56,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from engine import EngineStatistics, Holding
-from store import CheckWriter
+from store import StoreWriter
 
 from .quota import QuotaLimiter
 
@@ -134,7 +134,7 @@ class Metrics:
         )  # fmt: skip
         self._check_children: dict[tuple[str, bool], tuple[Counter, Histogram]] = {}
         self.engine_statistics: EngineStatistics | None = None
-        self.writer: CheckWriter | None = None
+        self.writer: StoreWriter | None = None
         self.holding: Holding | None = None
         self.limits: QuotaLimiter | None = None
         self.restarts: dict[str, int] = {}
@@ -145,7 +145,7 @@ class Metrics:
         self,
         *,
         engine: EngineStatistics | None = None,
-        writer: CheckWriter | None = None,
+        writer: StoreWriter | None = None,
         holding: Holding | None = None,
     ) -> None:
         """Read ``engine`` (missed checks, statuses, engine restarts), ``writer``
@@ -239,7 +239,7 @@ class _ScrapeCollector(Collector):
             value=queued,
         )
         yield CounterMetricFamily(
-            "uptrio_store_rows_written", "Check rows inserted.", value=written
+            "uptrio_store_rows_written", "Rows inserted (checks, pings).", value=written
         )
         yield CounterMetricFamily(
             "uptrio_store_rows_dropped",

@@ -62,11 +62,11 @@ from engine import (
     open_supervisor,
 )
 from store import (
-    CheckWriter,
     Database,
     MaintenanceSettings,
     StoreActor,
     StoreLocation,
+    StoreWriter,
     open_store,
 )
 
@@ -135,7 +135,7 @@ class RunningService:
         self.binds = binds
 
     @property
-    def writer(self) -> CheckWriter:
+    def writer(self) -> StoreWriter:
         """The store actor's writer."""
         return self.store.writer
 

@@ -11,7 +11,7 @@ from functools import partial
 import pytest
 import trio
 
-from store import CheckWriter, Database, StoreSettings, run_check_writer
+from store import Database, StoreSettings, StoreWriter, run_store_writer
 from tests.targets import DnsTarget, HttpTarget, TcpTarget, TlsPair, make_tls_pair
 
 
@@ -62,9 +62,9 @@ async def dns_target(nursery: trio.Nursery) -> DnsTarget:
 
 
 @pytest.fixture
-async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[CheckWriter]:
+async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[StoreWriter]:
     """The store actor on the test's database, flushing every 50 ms (the engine stories)."""
-    writer: CheckWriter = await nursery.start(
-        partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+    writer: StoreWriter = await nursery.start(
+        partial(run_store_writer, db, StoreSettings(batch_age_seconds=0.05))
     )
     yield writer

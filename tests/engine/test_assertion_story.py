@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from engine import Engine, EngineSettings, Prober, run_engine
-from store import CheckWriter, Database
+from store import Database, StoreWriter
 from tests.api import Api
 from tests.engine.test_assertions import server_context
 from tests.engine.test_story import checks_of, wait_status
@@ -27,7 +27,7 @@ FAST = {"interval_seconds": 1, "timeout_seconds": 1, "failure_threshold": 1}
 
 
 @pytest.fixture
-async def engine(db: Database, nursery: trio.Nursery, writer: CheckWriter, tls: TlsPair) -> Engine:
+async def engine(db: Database, nursery: trio.Nursery, writer: StoreWriter, tls: TlsPair) -> Engine:
     prober = Prober(ssl_context=tls.client)
     engine: Engine = await nursery.start(
         run_engine, db, writer, prober, EngineSettings(shard_count=1)

@@ -23,7 +23,7 @@ from engine import (
     SupervisorEscalation,
     run_engine,
 )
-from store import Database, StoreSettings, run_check_writer
+from store import Database, StoreSettings, run_store_writer
 from tests.store.helpers import new_monitor
 from tests.targets import HttpTarget
 
@@ -66,7 +66,7 @@ async def test_crashing_probe_restarts_its_actor_and_spares_the_others(
         )
         async with trio.open_nursery() as nursery:
             writer = await nursery.start(
-                partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+                partial(run_store_writer, db, StoreSettings(batch_age_seconds=0.05))
             )
             engine = await nursery.start(run_engine, db, writer, BuggyProber(), settings)
             await trio.sleep(4.5)
@@ -97,7 +97,7 @@ async def test_restart_intensity_escalates_past_the_engine(db: Database) -> None
             shard_intensity=Intensity(max_restarts=1, period_seconds=60),
         )
         async with trio.open_nursery() as nursery:
-            writer = await nursery.start(run_check_writer, db)
+            writer = await nursery.start(run_store_writer, db)
             started = trio.current_time()
             with pytest.raises(SupervisorEscalation) as raised:
                 await run_engine(db, writer, BuggyProber(), settings)

@@ -21,7 +21,7 @@ from store import (
     Database,
     MonitorRecord,
     StoreSettings,
-    run_check_writer,
+    run_store_writer,
 )
 from tests.store.helpers import new_monitor
 from tests.targets import HttpTarget
@@ -62,7 +62,7 @@ async def test_stop_finishes_the_probe_sent_and_never_sends_the_one_waiting(
         settings = EngineSettings(shard_count=1, max_probes_in_flight=1)
         async with trio.open_nursery() as writers:
             writer = await writers.start(
-                partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+                partial(run_store_writer, db, StoreSettings(batch_age_seconds=0.05))
             )
             async with trio.open_nursery() as engines:
                 engine = await engines.start(run_engine, db, writer, Prober(), settings)
@@ -95,7 +95,7 @@ async def test_a_pause_does_not_wait_for_the_probe_in_flight(
         await nursery.start(target.run)
         record = await _monitor(db, target.url("/"))
         async with trio.open_nursery() as writers:
-            writer = await writers.start(run_check_writer, db)
+            writer = await writers.start(run_store_writer, db)
             async with trio.open_nursery() as engines:
                 engine = await engines.start(
                     run_engine, db, writer, Prober(), EngineSettings(shard_count=1)

@@ -16,7 +16,7 @@ from functools import partial
 import trio
 
 from engine import EngineSettings, Prober, run_engine
-from store import Database, StoreSettings, run_check_writer
+from store import Database, StoreSettings, run_store_writer
 from tests.engine.test_engine_supervision import add_monitor
 
 
@@ -42,7 +42,7 @@ async def test_the_engine_freezes_on_a_clock_collects_first_then_unfreezes(
         before_start: list[object] = []
         async with trio.open_nursery() as nursery:
             writer = await nursery.start(
-                partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.05))
+                partial(run_store_writer, db, StoreSettings(batch_age_seconds=0.05))
             )
             await nursery.start(run_engine, db, writer, Prober(), settings)
             assert frozen(before_start)  # frozen once the monitors are loaded
@@ -66,7 +66,7 @@ async def test_no_freezing_when_switched_off(db: Database) -> None:
         settings = EngineSettings(shard_count=1, gc_freeze_every_seconds=None)
         before_start: list[object] = []
         async with trio.open_nursery() as nursery:
-            writer = await nursery.start(run_check_writer, db)
+            writer = await nursery.start(run_store_writer, db)
             await nursery.start(run_engine, db, writer, Prober(), settings)
             await trio.sleep(0.3)
             assert not frozen(before_start)

@@ -1,7 +1,7 @@
 """The heartbeat actor alone, on trio's MockClock (extensions part 7; engine.heartbeat).
 
 The actor's only outside world is the store actor's inbox: the test builds a real
-``CheckWriter`` on a memory channel and reads what the actor hands over (pings and
+``StoreWriter`` on a memory channel and reads what the actor hands over (pings and
 status moves), so every wait is on the clock, which ``autojump_clock`` moves at once.
 """
 
@@ -16,8 +16,7 @@ from trio.testing import MockClock
 
 from engine import ActorUnavailable, Mailbox, Ping, run_heartbeat
 from engine.heartbeat import HeartbeatConfig, HeartbeatMessage, Retune
-from store import CheckWriter, HeartbeatRecord, WriterStatistics
-from store.buffer import WritePing
+from store import HeartbeatRecord, StoreWriter, WritePing, WriterStatistics
 
 PERIOD, GRACE = 60, 30
 
@@ -50,7 +49,7 @@ class Harness:
 
     def __init__(self, nursery: trio.Nursery, record: HeartbeatRecord) -> None:
         send, self.store = trio.open_memory_channel[object](100)
-        self.writer = CheckWriter(send, WriterStatistics())  # type: ignore[arg-type]
+        self.writer = StoreWriter(send, WriterStatistics())  # type: ignore[arg-type]
         self.mailbox: Mailbox[HeartbeatMessage] = Mailbox(16)
         nursery.start_soon(run_heartbeat, record, self.mailbox, self.writer)
 

@@ -13,8 +13,7 @@ from dataclasses import replace
 import trio
 
 from engine.heartbeat_group import HeartbeatGroup
-from store import CheckWriter, Database, WriterStatistics
-from store.buffer import WritePing
+from store import Database, StoreWriter, WritePing, WriterStatistics
 from tests.store.helpers import new_heartbeat
 
 
@@ -28,7 +27,7 @@ async def test_moves_carry_the_lease_epoch_the_actor_started_under(
             name="shard-0/heartbeats",
             buckets=lambda: list(range(256)),
             db=db,
-            writer=CheckWriter(send, WriterStatistics()),
+            writer=StoreWriter(send, WriterStatistics()),
             keys={},
             inbox_size=16,
             ping_timeout_seconds=5.0,

@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from engine import EngineHandle, EngineSettings, Holding, ListenerSettings, run_engine, run_listener
-from store import CheckWriter, Database, PingRecord, heartbeats, monitors, new_id, notify, pings
+from store import Database, PingRecord, StoreWriter, heartbeats, monitors, new_id, notify, pings
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors
 from tests.store.helpers import new_heartbeat, new_monitor
 
@@ -30,7 +30,7 @@ async def _until(condition: Callable[[], bool], seconds: float = _SOON) -> None:
             await trio.sleep(0.02)
 
 
-async def _start(db: Database, writer: CheckWriter, nursery: trio.Nursery) -> EngineHandle:
+async def _start(db: Database, writer: StoreWriter, nursery: trio.Nursery) -> EngineHandle:
     slot = EngineHandle()
     settings = EngineSettings(shard_count=2, reconcile_seconds=60.0)
     engine = partial(run_engine, db, writer, RecordingProber(), settings)
@@ -57,7 +57,7 @@ async def _end_listeners(connection: Any) -> int:
 
 
 async def test_changes_of_another_node_reach_the_actors_and_a_reconnection_reconciles(
-    db: Database, writer: CheckWriter, nursery: trio.Nursery
+    db: Database, writer: StoreWriter, nursery: trio.Nursery
 ) -> None:
     slot = await _start(db, writer, nursery)
     assert _running(slot) == 0
@@ -72,7 +72,7 @@ async def test_changes_of_another_node_reach_the_actors_and_a_reconnection_recon
 
 
 async def test_pings_stored_elsewhere_move_the_heartbeat_and_a_lost_one_is_caught_up(
-    db: Database, writer: CheckWriter, nursery: trio.Nursery
+    db: Database, writer: StoreWriter, nursery: trio.Nursery
 ) -> None:
     slot = await _start(db, writer, nursery)
     told = await new_heartbeat(db, created=int(time.time()))

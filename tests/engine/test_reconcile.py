@@ -14,12 +14,12 @@ from typing import Any
 import trio
 
 from engine import EngineHandle, EngineSettings, Holding, run_engine
-from store import CheckWriter, Database, leases, monitors
+from store import Database, StoreWriter, leases, monitors
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors
 from tests.store.helpers import new_monitor
 
 
-async def _start(db: Database, writer: CheckWriter, nursery: trio.Nursery) -> EngineHandle:
+async def _start(db: Database, writer: StoreWriter, nursery: trio.Nursery) -> EngineHandle:
     slot = EngineHandle()
     settings = EngineSettings(shard_count=2, reconcile_seconds=600.0)
     engine = partial(run_engine, db, writer, RecordingProber(), settings)
@@ -61,7 +61,7 @@ async def _set_interval_behind_its_back(connection: Any, monitor_id: str, second
 
 
 async def test_an_up_to_date_node_reads_no_monitor_and_a_silent_change_is_found_in_its_bucket(
-    db: Database, writer: CheckWriter, nursery: trio.Nursery
+    db: Database, writer: StoreWriter, nursery: trio.Nursery
 ) -> None:
     first = await new_monitor(db, created=int(time.time()), interval_seconds=30)
     await db.transaction(

@@ -27,7 +27,7 @@ from engine import (
     run_webhook_sender,
 )
 from engine.probes._ping import permitted_ping_kinds
-from store import CheckWriter, Database
+from store import Database, StoreWriter
 from tests.api import Api
 from tests.receiver import Receiver, expected_signature, signatures
 from tests.targets import DnsTarget, HttpTarget, TcpTarget
@@ -63,7 +63,7 @@ async def dns_target(nursery: trio.Nursery) -> DnsTarget:
 async def engine(
     db: Database,
     nursery: trio.Nursery,
-    writer: CheckWriter,
+    writer: StoreWriter,
     dns_target: DnsTarget,
     policy: Policy,
 ) -> Engine:
@@ -93,7 +93,7 @@ async def checks_of(api: Api, monitor_id: str, limit: int = 100) -> list[dict[st
 
 
 async def test_http_monitor_story(
-    api: Api, http_target: HttpTarget, writer: CheckWriter, nursery: trio.Nursery
+    api: Api, http_target: HttpTarget, writer: StoreWriter, nursery: trio.Nursery
 ) -> None:
     with trio.fail_after(40):
         code, monitor, _ = await api.post(
@@ -220,7 +220,7 @@ async def test_ping_monitor_story(api: Api, policy: Policy) -> None:
 
 
 async def test_monitors_resume_from_their_stored_status_after_an_engine_restart(
-    api: Api, db: Database, writer: CheckWriter, http_target: HttpTarget, engine: Engine
+    api: Api, db: Database, writer: StoreWriter, http_target: HttpTarget, engine: Engine
 ) -> None:
     with trio.fail_after(20):
         _, monitor, _ = await api.post(

@@ -31,7 +31,7 @@ from engine.probes import (
     ProbeSpec,
     check_ca_bundle,
 )
-from store import CheckWriter, Database, MonitorRecord
+from store import Database, MonitorRecord, StoreWriter
 from tests.api import Api
 from tests.engine.test_story import checks_of, wait_status
 from tests.targets import HttpTarget
@@ -250,7 +250,7 @@ PRIVATE = trustme.CA()
 
 
 @pytest.fixture
-async def engine(db: Database, nursery: trio.Nursery, writer: CheckWriter) -> Engine:
+async def engine(db: Database, nursery: trio.Nursery, writer: StoreWriter) -> Engine:
     engine: Engine = await nursery.start(
         run_engine, db, writer, Prober(), EngineSettings(shard_count=1)
     )

@@ -28,6 +28,7 @@ from store import (
     EmbeddedPostgres,
     StoreActor,
     StoreSettings,
+    WriteCheck,
     apply_migrations,
     open_database,
 )
@@ -132,7 +133,7 @@ async def test_database_outage_buffers_drops_oldest_past_the_bound_and_recovers(
                     with structlog.testing.capture_logs() as logged:
                         with trio.fail_after(1):  # producers never block on an outage
                             for n in range(SYNTHETIC):
-                                await small.writer.write(_synthetic(ids[0], n))
+                                await small.writer.write(WriteCheck(check=_synthetic(ids[0], n)))
                         await trio.sleep(OUTAGE_SECONDS - (trio.current_time() - began))
                     assert set(stats.statuses.values()) == {"down"}, "statuses move in memory"
                     probed_in_outage = stats.checks - checks_at_stop

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from store import CheckRecord, StatusChange
-from store.buffer import CheckBuffer, WriteCheck
+from store import CheckRecord, StatusChange, WriteCheck
+from store.buffer import StoreBuffer
 
 
 def _item(n: int, *, change: bool = False) -> WriteCheck:
@@ -37,7 +37,7 @@ def _ids(items: list[WriteCheck]) -> list[int]:
 
 
 def test_a_failed_batch_goes_back_to_the_front_in_order() -> None:
-    buffer = CheckBuffer(limit=10)
+    buffer = StoreBuffer(limit=10)
     for n in range(5):
         buffer.append(_item(n))
     batch = buffer.take(3)
@@ -49,7 +49,7 @@ def test_a_failed_batch_goes_back_to_the_front_in_order() -> None:
 
 
 def test_trim_drops_the_oldest_and_counts_them_as_left() -> None:
-    buffer = CheckBuffer(limit=3)
+    buffer = StoreBuffer(limit=3)
     for n in range(8):
         buffer.append(_item(n))
     assert buffer.trim() == 5
@@ -62,20 +62,20 @@ def test_trim_drops_the_oldest_and_counts_them_as_left() -> None:
 
 
 def test_a_dropped_result_keeps_its_status_change_for_the_next_batch() -> None:
-    buffer = CheckBuffer(limit=2)
+    buffer = StoreBuffer(limit=2)
     buffer.append(_item(0, change=True))
     for n in range(1, 4):
         buffer.append(_item(n))
     assert buffer.trim() == 2 and buffer.orphan_count == 1
     batch = buffer.take(10)
     assert _ids(batch.items) == [2, 3]
-    assert [c.check_id for c in batch.changes] == ["chk_0"]  # the orphan comes first
+    assert [c.check_id for c in batch.moves] == ["chk_0"]  # the orphan comes first
     buffer.put_back(batch)  # a failed write keeps the orphan too
     assert buffer.orphan_count == 1 and len(buffer) == 2
 
 
 def test_orphans_are_bounded_too() -> None:
-    buffer = CheckBuffer(limit=1)
+    buffer = StoreBuffer(limit=1)
     for n in range(4):
         buffer.append(_item(n, change=True))
     assert buffer.trim() == 3
@@ -83,7 +83,7 @@ def test_orphans_are_bounded_too() -> None:
 
 
 def test_a_discarded_poison_batch_counts_as_dropped() -> None:
-    buffer = CheckBuffer(limit=5)
+    buffer = StoreBuffer(limit=5)
     buffer.append(_item(0, change=True))
     buffer.discard(buffer.take(5))
     assert (buffer.dropped, buffer.dropped_changes, buffer.left) == (1, 1, 1)
@@ -91,4 +91,4 @@ def test_a_discarded_poison_batch_counts_as_dropped() -> None:
 
 def test_limit_must_be_positive() -> None:
     with pytest.raises(ValueError):
-        CheckBuffer(limit=0)
+        StoreBuffer(limit=0)

@@ -10,10 +10,11 @@ from store import (
     CheckRecord,
     Database,
     StatusChange,
+    WriteCheck,
     checks,
     monitors,
     new_id,
-    run_check_writer,
+    run_store_writer,
 )
 from tests.store.helpers import new_monitor
 
@@ -128,14 +129,14 @@ async def test_store_actor_batches_and_flushes_everything_on_close(db: Database)
     with trio.fail_after(20):
         monitor_id = await _monitor(db)
         async with trio.open_nursery() as nursery:
-            writer = await nursery.start(run_check_writer, db)
+            writer = await nursery.start(run_store_writer, db)
             for i in range(1200):
-                await writer.write(_check(monitor_id, created=i))
+                await writer.write(WriteCheck(check=_check(monitor_id, created=i)))
             await writer.flush()
             assert writer.statistics.rows_written == 1200
             assert max(writer.statistics.batch_sizes) <= 500
             for i in range(300):
-                await writer.write(_check(monitor_id, created=2000 + i))
+                await writer.write(WriteCheck(check=_check(monitor_id, created=2000 + i)))
             await writer.aclose()
         count = await db.run(
             lambda conn: conn.fetchval(

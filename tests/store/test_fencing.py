@@ -21,6 +21,8 @@ from store import (
     PingRecord,
     StoreActor,
     StoreSettings,
+    WriteCheck,
+    WritePing,
     checks,
     heartbeats,
     leases,
@@ -92,14 +94,18 @@ async def test_a_stale_nodes_heartbeat_moves_are_refused_and_its_pings_stored(
         actor = StoreActor(db, StoreSettings(batch_age_seconds=0.01), fence_node="a")
         writer = await nursery.start(actor.run)
 
-        await writer.write_ping(_ping(beat.id, T0 + 10), _move(beat.id, "up", T0 + 10, epoch))
+        await writer.write(
+            WritePing(ping=_ping(beat.id, T0 + 10), change=_move(beat.id, "up", T0 + 10, epoch))
+        )
         await writer.flush()
         stored = await db.run(heartbeats.get_heartbeat, None, beat.id)
         assert stored is not None and stored.status == "up"  # held at that epoch: applied
         assert actor.statistics.fenced_refused == 0
 
         await db.run(_take, bucket)
-        await writer.write_ping(_ping(beat.id, T0 + 20), _move(beat.id, "down", T0 + 20, epoch))
+        await writer.write(
+            WritePing(ping=_ping(beat.id, T0 + 20), change=_move(beat.id, "down", T0 + 20, epoch))
+        )
         await writer.flush()
         stored = await db.run(heartbeats.get_heartbeat, None, beat.id)
         assert stored is not None and stored.status == "up"  # the move was refused
@@ -110,7 +116,7 @@ async def test_a_stale_nodes_heartbeat_moves_are_refused_and_its_pings_stored(
         assert await _count(db, "SELECT count(*) FROM events WHERE type = 'heartbeat.down'") == 0
 
         # a move carrying no epoch (a lone engine's) is not fenced
-        await writer.write_ping(None, _move(beat.id, "down", T0 + 30, None))
+        await writer.write(WritePing(ping=None, change=_move(beat.id, "down", T0 + 30, None)))
         await writer.flush()
         stored = await db.run(heartbeats.get_heartbeat, None, beat.id)
         assert stored is not None and stored.status == "down"
@@ -161,8 +167,12 @@ async def test_an_own_lease_that_lapsed_unclaimed_still_takes_its_rows_and_is_re
         taken_epoch = await _epoch(db, leases.bucket_of(taken.id)) - 1  # before b's claim
 
         with structlog.testing.capture_logs() as logged:
-            await writer.write(_monitor_check(kept.id, T0 + 10), None, kept_epoch)
-            await writer.write(_monitor_check(taken.id, T0 + 10), None, taken_epoch)
+            await writer.write(
+                WriteCheck(check=_monitor_check(kept.id, T0 + 10), lease_epoch=kept_epoch)
+            )
+            await writer.write(
+                WriteCheck(check=_monitor_check(taken.id, T0 + 10), lease_epoch=taken_epoch)
+            )
             await writer.flush()
         count = "SELECT count(*) FROM checks WHERE monitor_id = $1"
         assert await _count(db, count, kept.id) == 1

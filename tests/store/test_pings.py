@@ -15,11 +15,12 @@ from store import (
     MaintenanceSettings,
     PingRecord,
     StoreSettings,
+    WritePing,
     heartbeats,
     maintain,
     new_id,
     pings,
-    run_check_writer,
+    run_store_writer,
 )
 from tests.store.helpers import new_heartbeat
 
@@ -140,12 +141,14 @@ async def test_the_store_actor_writes_pings_beside_checks_and_retention_drops_ol
     with trio.fail_after(10):
         beat = await new_heartbeat(db, created=T0)
         writer = await nursery.start(
-            partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.01))
+            partial(run_store_writer, db, StoreSettings(batch_age_seconds=0.01))
         )
-        assert writer.write_ping_nowait(
-            _ping(beat.id, "success", T0), _move(beat.id, "pending", "up", T0)
+        assert writer.write_nowait(
+            WritePing(
+                ping=_ping(beat.id, "success", T0), change=_move(beat.id, "pending", "up", T0)
+            )
         )
-        await writer.write_ping(_ping(beat.id, "fail", T0 + 86_400 * 40), None)
+        await writer.write(WritePing(ping=_ping(beat.id, "fail", T0 + 86_400 * 40)))
         await writer.flush()
         assert len(await _rows(db, "SELECT * FROM pings")) == 2
         stored = await db.run(heartbeats.get_heartbeat, None, beat.id)
@@ -159,3 +162,40 @@ async def test_the_store_actor_writes_pings_beside_checks_and_retention_drops_ol
         assert report.pings_deleted == 1
         assert [r["kind"] for r in await _rows(db, "SELECT kind FROM pings")] == ["fail"]
         writer.close()
+
+
+async def test_heartbeat_moves_have_their_own_log_kept_as_long_as_monitors_moves(
+    db: Database,
+) -> None:
+    """The engine's moves, a pause and a resume are logged in ``heartbeat_moves`` (never in
+    the monitors' ``status_changes``); retention keeps the last move before its cutoff;
+    deleting the heartbeat deletes its log."""
+    with trio.fail_after(10):
+        beat = await new_heartbeat(db, created=T0)
+        hid = beat.id
+        up = _move(hid, "pending", "up", T0 + 10)
+        await db.transaction(pings.write_ping_batch, [_ping(hid, "success", T0 + 10)], [up])
+        await db.transaction(heartbeats.pause_heartbeat, beat.account_id, hid, T0 + 20)
+        await db.transaction(heartbeats.resume_heartbeat, beat.account_id, hid, T0 + 30)
+        down = _move(hid, "pending", "down", T0 + 86_400 * 2, epoch=2)
+        await db.transaction(pings.write_ping_batch, [], [down])
+        log = "SELECT move_id, from_status, to_status, created FROM heartbeat_moves ORDER BY seq"
+        assert [(r["move_id"], r["to_status"], r["created"]) for r in await _rows(db, log)] == [
+            (up.move_id, "up", T0 + 10),
+            (None, "paused", T0 + 20),
+            (None, "pending", T0 + 30),
+            (down.move_id, "down", T0 + 86_400 * 2),
+        ]
+        assert await _rows(db, "SELECT * FROM status_changes") == []
+
+        report = await maintain(
+            db,
+            MaintenanceSettings(rollup_retention_days=1),
+            partition_seconds=86_400,
+            now=T0 + 86_400 + 100,
+        )
+        assert report.status_moves_deleted == 2  # the resume, the last before the cutoff, stays
+        assert [r["to_status"] for r in await _rows(db, log)] == ["pending", "down"]
+
+        assert await db.transaction(heartbeats.delete_heartbeat, beat.account_id, hid, T0 + 3)
+        assert await _rows(db, log) == []

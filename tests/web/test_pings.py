@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from engine import Engine, EngineSettings, Prober, run_engine
-from store import CheckWriter, Database, StoreSettings, run_check_writer
+from store import Database, StoreSettings, StoreWriter, run_store_writer
 from tests.api import Api, web_deps
 from tests.web.helpers import assert_error, expect
 from tests.web.test_heartbeats import create_heartbeat
@@ -31,15 +31,15 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[CheckWriter]:
-    writer: CheckWriter = await nursery.start(
-        partial(run_check_writer, db, StoreSettings(batch_age_seconds=0.02))
+async def writer(db: Database, nursery: trio.Nursery) -> AsyncIterator[StoreWriter]:
+    writer: StoreWriter = await nursery.start(
+        partial(run_store_writer, db, StoreSettings(batch_age_seconds=0.02))
     )
     yield writer
 
 
 @pytest.fixture
-async def engine(db: Database, nursery: trio.Nursery, writer: CheckWriter) -> Engine:
+async def engine(db: Database, nursery: trio.Nursery, writer: StoreWriter) -> Engine:
     engine: Engine = await nursery.start(
         run_engine, db, writer, Prober(), EngineSettings(shard_count=2)
     )
@@ -66,13 +66,13 @@ async def ping(
     return response.status_code, body, response.headers
 
 
-async def status_of(api: Api, writer: CheckWriter, heartbeat_id: str) -> dict[str, Any]:
+async def status_of(api: Api, writer: StoreWriter, heartbeat_id: str) -> dict[str, Any]:
     await writer.flush()
     return expect(await api.get(f"/heartbeats/{heartbeat_id}"))  # type: ignore[no-any-return]
 
 
 async def test_ping_up_fail_down_start_duration_and_the_pings_list(
-    api: Api, client: TestClientProtocol, writer: CheckWriter
+    api: Api, client: TestClientProtocol, writer: StoreWriter
 ) -> None:
     with trio.fail_after(20):
         beat = await create_heartbeat(api, name="nightly backup")
@@ -129,7 +129,7 @@ async def test_ping_up_fail_down_start_duration_and_the_pings_list(
 
 
 async def test_unknown_and_malformed_keys_get_404_and_a_deleted_key_too(
-    api: Api, client: TestClientProtocol, writer: CheckWriter
+    api: Api, client: TestClientProtocol, writer: StoreWriter
 ) -> None:
     with trio.fail_after(20):
         for path in ("/ping/" + "0" * 32, "/ping/" + "0" * 32 + "/fail", "/ping/XYZ", "/ping/"):
@@ -147,7 +147,7 @@ async def test_unknown_and_malformed_keys_get_404_and_a_deleted_key_too(
 
 
 async def test_a_flood_on_one_key_is_limited_and_other_keys_are_not(
-    api: Api, client: TestClientProtocol, writer: CheckWriter
+    api: Api, client: TestClientProtocol, writer: StoreWriter
 ) -> None:
     with trio.fail_after(30):
         flooded = await create_heartbeat(api, name="flooded")
@@ -164,7 +164,7 @@ async def test_a_flood_on_one_key_is_limited_and_other_keys_are_not(
 
 
 async def test_a_paused_heartbeat_records_pings_and_stays_paused(
-    api: Api, client: TestClientProtocol, writer: CheckWriter
+    api: Api, client: TestClientProtocol, writer: StoreWriter
 ) -> None:
     with trio.fail_after(20):
         beat = await create_heartbeat(api)
@@ -193,7 +193,7 @@ async def test_with_committed_acknowledgements_a_ping_is_stored_before_its_200(
     with trio.fail_after(20):
         beat = await create_heartbeat(api)
         slow = StoreSettings(batch_age_seconds=0.5)  # buffered, the 200 would come first
-        writer = await nursery.start(partial(run_check_writer, db, slow))
+        writer = await nursery.start(partial(run_store_writer, db, slow))
         settings = EngineSettings(shard_count=1, ping_ack_committed=True)
         committing = await nursery.start(run_engine, db, writer, Prober(), settings)
         app = create_app(web_deps(db, committing, settings=deps.settings))
