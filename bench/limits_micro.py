@@ -13,9 +13,9 @@ Both variants decide the three windows of an API request (the token's minute and
 the account's minute; limits of 10^9, so nothing is refused), ``--calls`` times a round,
 one call after the other:
 
-- ``memory``: `web.ratelimit.RateLimiter.admit`, the in-memory limiter, as a node without
+- ``memory``: `web.http.limits.rolling.RateLimiter.admit`, the in-memory limiter, as a node without
   a database decides (and as every node decided before the quota leases);
-- ``lease``: `web.quota.QuotaLimiter.admit` on the database, as under ``uptrio serve``:
+- ``lease``: `web.http.limits.quota.QuotaLimiter.admit` on the database, as under ``uptrio serve``:
   nearly every call finds its leases in hand and returns without awaiting anything (it
   also counts the request in this node's own in-memory windows, for deciding alone);
   a new slice (every second, for the minute windows) costs one exchange, whose time is
@@ -38,9 +38,9 @@ import trio
 import trio_asyncio
 
 from store import StoreLocation, open_store
-from web.quota import QuotaLimiter
-from web.ratelimit import Decision, RateLimiter, Window
-from web.throttle import SHARED_WINDOWS
+from web.http.limits.quota import QuotaLimiter
+from web.http.limits.rolling import Decision, RateLimiter, Window
+from web.http.limits.throttle import SHARED_WINDOWS
 
 _CHECKS = [
     (Window("token/minute", 10**9, 60.0), "tok_a"),

@@ -53,8 +53,14 @@ __all__ = [
     "service_command",
 ]
 
-UPTRIO = [sys.executable, "-m", "web.cli"]
-"""The ``uptrio`` command of this environment (the console script's own module)."""
+UPTRIO = [
+    sys.executable,
+    "-m",
+    "web.cli" if Path("web/cli.py").is_file() else "web.process.cli",
+]
+"""The ``uptrio`` command of this environment (the console script's own module), in the
+working directory: ``web.cli`` there in a revision from before ``web/`` had subpackages,
+so an A/B against an older service still starts it (bench/RESULTS.md)."""
 
 RATE_LIMIT_FLAGS = [
     "--token-requests-per-minute=100000000",

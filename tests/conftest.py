@@ -45,11 +45,11 @@ from store import (
 )
 from tests.api import Api, EngineLike, MakeToken, mint_token, web_deps
 from tests.postgres import SUITE_MARK, open_own_postgres, stop_servers
-from web.app import create_app
-from web.deps import Dependencies
-from web.logs import console_renderer
+from web.http.deps import Dependencies
+from web.process.app import create_app
+from web.process.logs import console_renderer
 
-# structlog's default renderer, but with plain tracebacks (web.logs.console_renderer):
+# structlog's default renderer, but with plain tracebacks (web.process.logs.console_renderer):
 # rich ones with every frame's locals take the event loop for tens of milliseconds each,
 # enough to make a test of a crashing actor miss its neighbours' grid points.
 structlog.configure(processors=[*structlog.get_config()["processors"][:-1], console_renderer()])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.probes import ERROR_CODES
-from web.errors import CODES
+from web.http.errors import CODES
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()

@@ -15,7 +15,7 @@ def uptrio(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """Run ``uptrio *args`` to completion (at most ``timeout`` s); its output as text."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("UPTRIO_")}
     return subprocess.run(
-        [sys.executable, "-m", "web.cli", *args],
+        [sys.executable, "-m", "web.process.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -20,8 +20,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser.chromium import off_loopback, open_chromium, requested_urls
 from tests.web.helpers import ROOT, serve_live
-from web.app import create_app
-from web.deps import Dependencies
+from web.http.deps import Dependencies
+from web.process.app import create_app
 from web.routes import ROUTES
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"

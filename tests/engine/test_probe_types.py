@@ -14,7 +14,7 @@ from asyncpg import Connection
 from engine import PROBE_TYPES, InvalidTarget, http_fields_apply, parse_target
 from store import Database
 from tests.web.helpers import VALID_URLS
-from web.models import MonitorCreate, MonitorObject
+from web.api.monitors import MonitorCreate, MonitorObject
 
 
 def test_every_type_has_an_example() -> None:

@@ -27,8 +27,8 @@ from store import Database
 from tests.api import Api
 from tests.receiver import HANG, Receiver, expected_signature, signatures
 from tests.web.helpers import create_incident, expect, sql
-from web.objects import render_event
-from web.webhook_models import WebhookDeliveryObject
+from web.api.objects import render_event
+from web.api.webhooks import WebhookDeliveryObject
 
 FAST = WebhookSettings(
     poll_seconds=0.05,

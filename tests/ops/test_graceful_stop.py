@@ -1,7 +1,7 @@
 """A probe in flight when the service is told to stop is finished and stored (issue 15,
 item 4).
 
-The real tree (``web.service``) on the test's fresh database, with the real prober and
+The real tree (``web.process.service``) on the test's fresh database, with the real prober and
 an http monitor whose target (``tests.targets.HttpTarget``, 127.0.0.1, port 0) answers
 300 ms after the request arrives. As soon as the target has the request, the service
 is stopped the way SIGTERM stops ``uptrio serve`` (leaving ``open_service``): the probe
@@ -19,7 +19,7 @@ from engine import EngineSettings, Prober
 from store import Connection, Database, StoreSettings, accounts
 from tests.ops.helpers import NewMonitor, insert_monitors
 from tests.targets import open_http_target
-from web.service import ServiceSettings, open_service
+from web.process.service import ServiceSettings, open_service
 
 SLOW_SECONDS = 0.3
 

@@ -4,7 +4,7 @@ period and grace pass without a ping, up again with the next ping; the incident 
 resolves, and a real webhook receiver gets heartbeat.down and incident.created, then
 heartbeat.up and incident.resolved.
 
-web.service.open_service runs store, engine, webhook sender and web server on the test's
+web.process.service.open_service runs store, engine, webhook sender and web server on the test's
 database, on 127.0.0.1 port 0. A period is at least 30 s, so the silence is not waited
 out: the stored last success is moved 29 s back and the engine restarted, and the
 reloaded actor's deadline (from the stored last success, as after any restart) comes a
@@ -26,8 +26,8 @@ from store import Database, StoreSettings
 from tests.api import SECRET, mint_token
 from tests.receiver import Receiver
 from tests.web.helpers import sql
-from web.deps import Dependencies, PingVerb, WebSettings
-from web.service import ServiceSettings, WebOptions, open_service
+from web.http.deps import Dependencies, PingVerb, WebSettings
+from web.process.service import ServiceSettings, WebOptions, open_service
 
 
 async def test_heartbeat_down_and_up_reach_the_webhook_receiver(

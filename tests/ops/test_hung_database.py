@@ -1,6 +1,6 @@
 """A database that hangs instead of refusing, under load (issue 15, item 1).
 
-The real tree (``web.service``: store actor, engine, Hypercorn on 127.0.0.1, port 0) runs
+The real tree (``web.process.service``: store actor, engine, Hypercorn on 127.0.0.1, port 0) runs
 on a Postgres of the test's own, composed as ``uptrio serve`` composes it: the default
 pool, the API's database deadline at ``--database-timeout-seconds`` (2 s). Monitors are
 probed every second by a prober without I/O. Then every Postgres process is stopped
@@ -40,8 +40,8 @@ from store import (
 from tests.api import SECRET, mint_token
 from tests.ops.helpers import NewMonitor, RecordingProber, count_checks, insert_monitors
 from tests.postgres import freeze_postgres
-from web.deps import Dependencies, PingVerb, WebSettings
-from web.service import ServiceSettings, WebOptions, open_service
+from web.http.deps import Dependencies, PingVerb, WebSettings
+from web.process.service import ServiceSettings, WebOptions, open_service
 
 FREEZE_SECONDS = float(os.environ.get("UPTRIO_HUNG_SECONDS", "8"))
 MONITORS = int(os.environ.get("UPTRIO_HUNG_MONITORS", "50"))

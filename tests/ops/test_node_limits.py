@@ -19,8 +19,8 @@ import trio
 
 from store import Database, accounts
 from tests.ops.test_nodes import _BASES, _two_nodes
-from web.auth import issue_token
-from web.versioning import CURRENT_VERSION
+from web.http.auth import issue_token
+from web.http.versioning import CURRENT_VERSION
 
 LIMIT = 30
 

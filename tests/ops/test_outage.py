@@ -2,7 +2,7 @@
 
 A dedicated embedded Postgres in the test's temporary directory (the session's server,
 shared by the other tests, is never stopped) is stopped for 5 s with ``pg_ctl stop -m
-fast`` and started again, while the real tree (web.service) runs 20 monitors every
+fast`` and started again, while the real tree (web.process.service) runs 20 monitors every
 second and the real app answers API requests. The node holds bucket leases of 1.5 s, as
 every ``uptrio serve`` does (extensions part 6), so the outage outlives three of them:
 its own leases, which no other node claimed meanwhile, still take every buffered check.
@@ -34,10 +34,10 @@ from store import (
 )
 from tests.api import Api, mint_token, web_deps
 from tests.ops.helpers import NewMonitor, RecordingProber, insert_monitors, scrape
-from web.app import create_app
-from web.metrics import Metrics
-from web.ops import Operations
-from web.service import ServiceSettings, open_service
+from web.process.app import create_app
+from web.process.metrics import Metrics
+from web.process.ops import Operations
+from web.process.service import ServiceSettings, open_service
 
 MONITORS = 20
 OUTAGE_SECONDS = 5.0

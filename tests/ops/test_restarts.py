@@ -1,6 +1,6 @@
 """Operator restarts of the supervision tree under load (operations issue, items 1, 6, 7).
 
-The real tree (web.service: root over maintenance, store, engine, webhooks, web) runs on
+The real tree (web.process.service: root over maintenance, store, engine, webhooks, web) runs on
 the test's fresh database with 300 monitors checking every second; a prober without I/O
 records each probe. ``engine``, ``shard-1`` and ``root`` are restarted while it runs. Real clock
 (the database and the web server's socket are real I/O); loopback only; port 0.
@@ -20,8 +20,8 @@ from engine.schedule import phase_offset
 from store import Database, StoreSettings, accounts
 from tests.api import SECRET
 from tests.ops.helpers import NewMonitor, RecordingProber, count_checks, insert_monitors, scrape
-from web.deps import Dependencies, PingVerb, WebSettings
-from web.service import ServiceSettings, WebOptions, open_service
+from web.http.deps import Dependencies, PingVerb, WebSettings
+from web.process.service import ServiceSettings, WebOptions, open_service
 
 LOADED = 300
 

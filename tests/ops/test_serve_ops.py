@@ -41,7 +41,7 @@ from store import Connection, Database, EmbeddedPostgres, open_database, start_e
 from tests.ops.helpers import NewMonitor, count_checks, insert_monitors, scrape
 from tests.targets import TcpTarget
 
-CLI = [sys.executable, "-m", "web.cli"]
+CLI = [sys.executable, "-m", "web.process.cli"]
 ROOT = Path(__file__).resolve().parents[2]
 MONITORS = 1000
 METADATA_SECRET = "meta-value-7f3c9a-never-logged"

@@ -23,13 +23,15 @@ from quart_trio import QuartTrio
 
 from store import Database
 from tests.api import Api
-from web.errors import CODES
-from web.models import ErrorResponse, IncidentObject, MonitorObject
+from web.api.common import ErrorResponse
+from web.api.incidents import IncidentObject
+from web.api.monitors import MonitorObject
+from web.http.errors import CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository: the working directory and ``PYTHONPATH`` of a live service."""
 
-CLI = [sys.executable, "-m", "web.cli"]
+CLI = [sys.executable, "-m", "web.process.cli"]
 """``uptrio`` as a subprocess runs it, without relying on the installed script."""
 
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from store import CheckRecord, Database, StatusChange, checks, new_check_id
 from tests.api import Api, EngineLike, web_deps
 from tests.web.helpers import create_monitor, expect
-from web.deps import Dependencies
-from web.status_cache import PageCache
+from web.http.deps import Dependencies
+from web.http.page_cache import PageCache
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -16,7 +16,7 @@ import trio
 from store import Database, accounts
 from tests.api import SECRET, Api, MakeToken
 from tests.web.helpers import assert_error, create_monitor, expect
-from web.auth import AUDIENCE
+from web.http.auth import AUDIENCE
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -25,10 +25,10 @@ from store import Database
 from tests.api import SECRET, Api, MakeToken
 from tests.web.helpers import assert_error, sql
 from tests.web.test_token_attacks import forged_tokens
-from web.app import create_app
-from web.auth import AUDIENCE, LEEWAY_SECONDS
-from web.cli import build_parser
-from web.deps import Dependencies, WebSettings
+from web.http.auth import AUDIENCE, LEEWAY_SECONDS
+from web.http.deps import Dependencies, WebSettings
+from web.process.app import create_app
+from web.process.cli import build_parser
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -23,10 +23,10 @@ from tests.api import Api
 from tests.conftest import MakeToken
 from tests.store.helpers import new_monitor, write_checks
 from tests.web.status_helpers import Clock
-from web.app import create_app
-from web.deps import Dependencies
-from web.models import AvailabilityObject, CheckList
-from web.status_cache import PageCache
+from web.api.history import AvailabilityObject, CheckList
+from web.http.deps import Dependencies
+from web.http.page_cache import PageCache
+from web.process.app import create_app
 
 HOUR = 3600
 _SECONDS = ("up_seconds", "down_seconds", "paused_seconds", "unknown_seconds")

@@ -6,7 +6,7 @@ import trio
 
 from store import CheckRecord, Database, checks, new_id
 from tests.api import Api
-from web.models import CheckList
+from web.api.history import CheckList
 
 
 async def _write(db: Database, monitor_id: str, n: int) -> list[str]:

@@ -2,11 +2,10 @@
 after the command, token names, ``nodes forget``, a closed stdout, the refusal of a
 JWT secret that is not the database's and ``tokens reset-secret``.
 
-The commands run in this process (``web.cli.tokens_command`` and ``nodes_command``, as
-``main`` runs them) against a fresh database (``--database-url``), except where the
-behaviour is the process's own: its exit status when its stdout is closed, and
-``uptrio serve`` refusing to start.
-"""
+The commands run in this process (``web.process.cli.tokens.tokens_command`` and
+``nodes.nodes_command``, as ``main`` runs them) against a fresh database (``--database-url``),
+except where the behaviour is the process's own: its exit status when its stdout is closed, and
+``uptrio serve`` refusing to start."""
 
 from __future__ import annotations
 
@@ -22,8 +21,10 @@ import trio
 
 from store import DATA_DIR_MODE, Connection, Database, leases
 from tests.web.helpers import CLI, ROOT, service_env
-from web.auth import SECRET_ENV, load_secret
-from web.cli import build_parser, nodes_command, tokens_command
+from web.http.auth import SECRET_ENV, load_secret
+from web.process.cli import build_parser
+from web.process.cli.nodes import nodes_command
+from web.process.cli.tokens import tokens_command
 
 FIRST_SECRET = "the-first-nodes-secret-of-32-bytes-at-least"
 OTHER_SECRET = "another-secret-of-at-least-32-bytes"

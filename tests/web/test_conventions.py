@@ -15,7 +15,7 @@ from store import Database, accounts
 from tests.api import Api
 from tests.web.helpers import HTTP_MONITOR, assert_error, create_incident, create_monitor, expect
 from web import versioning
-from web.versioning import CURRENT_VERSION
+from web.http.versioning import CURRENT_VERSION
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

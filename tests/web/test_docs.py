@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlsplit
 import trio
 from werkzeug.datastructures import Headers
 
-from web.docs import ASSETS
+from web.public.docs import ASSETS
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -10,7 +10,7 @@ import trio
 
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect
-from web.models import EventList, EventObject
+from web.api.events import EventList, EventObject
 
 
 async def _events(api: Api, **query: Any) -> list[dict[str, Any]]:

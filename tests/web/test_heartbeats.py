@@ -12,8 +12,8 @@ import trio
 
 from tests.api import Api
 from tests.web.helpers import assert_error, expect
-from web.heartbeat_models import HeartbeatList, HeartbeatObject
-from web.models import EventList
+from web.api.events import EventList
+from web.api.heartbeats import HeartbeatList, HeartbeatObject
 
 
 async def create_heartbeat(api: Api, **fields: Any) -> dict[str, Any]:

@@ -37,10 +37,10 @@ from tests.web.helpers import (
     read_response,
     serve_live,
 )
-from web.app import create_app
-from web.deps import Dependencies, WebSettings
-from web.errors import CODES
-from web.models import ErrorResponse
+from web.api.common import ErrorResponse
+from web.http.deps import Dependencies, WebSettings
+from web.http.errors import CODES
+from web.process.app import create_app
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -17,7 +17,8 @@ from engine.kinds.monitors import same_settings
 from store import CheckRecord, Database, apply_migrations, checks, monitors, new_id, open_database
 from tests.api import Api
 from tests.web.helpers import assert_error, create_monitor, expect
-from web.models import CheckList, MonitorObject
+from web.api.history import CheckList
+from web.api.monitors import MonitorObject
 
 HTTPS = {"name": "api", "type": "http", "url": "https://example.com/health"}
 PLAIN = {"name": "api", "type": "http", "url": "http://example.com/health"}

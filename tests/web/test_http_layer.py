@@ -1,5 +1,5 @@
 """Requests as they arrive on the socket, against the service's own web server
-(``web.service.open_service``: Hypercorn configured as ``uptrio serve`` configures it):
+(``web.process.service.open_service``: Hypercorn configured as ``uptrio serve`` configures it):
 every answer is in the error shape with a Request-Id, none is a redirect, whatever the
 path, the method's case or the framing, over HTTP/1.1 and HTTP/2 (README, "What the
 HTTP server refuses before the API").
@@ -36,9 +36,9 @@ from engine import Apply
 from store import Database
 from tests.api import SECRET, MakeToken
 from tests.web.helpers import Response, closed_by_server, read_response
-from web.deps import Dependencies, PingVerb, WebSettings
-from web.models import ErrorResponse
-from web.service import ServiceSettings, WebOptions, open_service
+from web.api.common import ErrorResponse
+from web.http.deps import Dependencies, PingVerb, WebSettings
+from web.process.service import ServiceSettings, WebOptions, open_service
 
 
 @asynccontextmanager

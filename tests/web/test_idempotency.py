@@ -1,4 +1,4 @@
-"""Idempotency keys on POST (spec 4.5; web/idempotency.py): replay, reuse, keys in use,
+"""Idempotency keys on POST (spec 4.5; web/http/idempotency.py): replay, reuse, keys in use,
 failures not stored, 24-hour expiry with an injected clock, replay after a restart, 50
 concurrent identical POSTs, atomicity of the write and the stored response, and the
 engine told exactly once, after the commit.
@@ -20,11 +20,11 @@ import trio
 from store import Connection, Database, MonitorRecord, incidents, monitors, new_id, open_database
 from tests.api import Api, MakeToken, web_deps
 from tests.web.helpers import HTTP_MONITOR, assert_error, expect
-from web.app import create_app
-from web.deps import Dependencies
-from web.idempotency import run_idempotency_purge
-from web.objects import incident_object
-from web.pipeline import ApiResponse, RequestContext, Route
+from web.api.objects import incident_object
+from web.http.deps import Dependencies
+from web.http.idempotency import run_idempotency_purge
+from web.http.pipeline import ApiResponse, RequestContext, Route
+from web.process.app import create_app
 from web.routes import ROUTES
 
 if TYPE_CHECKING:

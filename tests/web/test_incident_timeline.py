@@ -11,7 +11,7 @@ import trio
 from store import Database, incidents
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
-from web.models import IncidentUpdateList, IncidentUpdateObject
+from web.api.incidents import IncidentUpdateList, IncidentUpdateObject
 
 
 async def _timeline(api: Api, incident_id: str, **query: Any) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import trio
 from store import Database
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, expect, set_times, sql
-from web.models import IncidentList, IncidentObject
+from web.api.incidents import IncidentList, IncidentObject
 
 OLD = 1_000_000_000
 

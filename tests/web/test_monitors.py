@@ -24,7 +24,7 @@ from tests.web.helpers import (
     set_times,
     sql,
 )
-from web.models import MonitorObject
+from web.api.monitors import MonitorObject
 
 OLD = 1_000_000_000
 """A time long past (2001), to tell a rewritten ``updated`` from an untouched one."""

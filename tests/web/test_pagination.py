@@ -27,7 +27,8 @@ from tests.web.helpers import (
     set_times,
     sql,
 )
-from web.models import IncidentList, MonitorList
+from web.api.incidents import IncidentList
+from web.api.monitors import MonitorList
 
 BASE = 1_700_000_000
 WORDS = ("delta", "alpha", "echo", "charlie", "bravo")

@@ -13,7 +13,7 @@ import trio
 
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect
-from web.auth import PERMISSIONS
+from web.http.auth import PERMISSIONS
 from web.routes import ROUTES
 
 EVENT_READERS = ("monitors.read", "incidents.read", "heartbeats.read")

@@ -22,9 +22,9 @@ from store import Database, StoreSettings, StoreWriter, run_store_writer
 from tests.api import Api, web_deps
 from tests.web.helpers import assert_error, expect
 from tests.web.test_heartbeats import create_heartbeat
-from web.app import create_app
-from web.deps import Dependencies, apply_nothing, no_pings
-from web.heartbeat_models import PingList
+from web.api.heartbeats import PingList
+from web.http.deps import Dependencies, apply_nothing, no_pings
+from web.process.app import create_app
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

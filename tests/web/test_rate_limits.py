@@ -1,8 +1,7 @@
-"""Rate limits (spec 8; web/ratelimit.py, web/throttle.py): the rolling windows' exact
-boundaries with an injected clock, a burst across a window boundary, the hourly limit
-after ten full minutes, the account limit shared by tokens, isolation between accounts,
-the headers on every authenticated response, and failed authentication limited per
-client address.
+"""Rate limits (spec 8; web/http/limits/rolling.py, web/http/limits/throttle.py): the rolling
+windows' exact boundaries with an injected clock, a burst across a window boundary, the hourly limit
+after ten full minutes, the account limit shared by tokens, isolation between accounts, the headers
+on every authenticated response, and failed authentication limited per client address.
 
 The limiter's clock is injected (a list holding "now", in seconds) so nothing waits; the
 API tests use small limits where the default ones would need thousands of requests,
@@ -22,10 +21,10 @@ import trio
 
 from tests.api import Api, MakeToken
 from tests.web.helpers import assert_error, expect
-from web.app import create_app
-from web.deps import Dependencies, WebSettings
-from web.quota import QuotaLimiter
-from web.ratelimit import PRUNE_EVERY, RateLimiter, Window
+from web.http.deps import Dependencies, WebSettings
+from web.http.limits.quota import QuotaLimiter
+from web.http.limits.rolling import PRUNE_EVERY, RateLimiter, Window
+from web.process.app import create_app
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

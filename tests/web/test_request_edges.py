@@ -26,14 +26,16 @@ from pydantic import ValidationError
 
 from tests.api import Api, MakeToken
 from tests.web.helpers import HTTP_MONITOR, assert_error, create_monitor, expect
-from web.app import create_app
-from web.cli import build_parser, service_settings
-from web.deps import Dependencies
-from web.errors import ApiError
-from web.heartbeat_models import HeartbeatUpdate
-from web.idempotency import parse_key
-from web.json_body import MAX_JSON_DEPTH
-from web.models import IncidentCreate, IncidentUpdate, MonitorCreate, MonitorUpdate
+from web.api.heartbeats import HeartbeatUpdate
+from web.api.incidents import IncidentCreate, IncidentUpdate
+from web.api.monitors import MonitorCreate, MonitorUpdate
+from web.http.deps import Dependencies
+from web.http.errors import ApiError
+from web.http.idempotency import parse_key
+from web.http.json_body import MAX_JSON_DEPTH
+from web.process.app import create_app
+from web.process.cli import build_parser
+from web.process.cli.serve import service_settings
 from web.routes import ROUTES
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.web.helpers import CLI, ROOT, serve_command, service_env
-from web.params import holds_nul
+from web.http.params import holds_nul
 
 SEMANTIC_REFUSALS = frozenset(
     {
@@ -151,7 +151,7 @@ def semantic_refusals_only(ctx: Any, response: Any, case: Any) -> bool | None:
         if code in ("invalid_parameter", "invalid_value") and holds_nul(sent):
             return None
         if code == "invalid_type" and isinstance(sent, float) and sent.is_integer():
-            # JSON Schema's integer admits 8.0; the API's integers are strict (web/models.py)
+            # JSON Schema's integer admits 8.0; the API's integers are strict (web/api/)
             return None
         assert code in SEMANTIC_REFUSALS, (
             f"schema-valid data refused with {response.status_code} {code}: {response.text[:300]}"

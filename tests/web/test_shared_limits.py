@@ -1,5 +1,5 @@
 """Rate limits that hold across nodes by quota leasing (extensions part 6; README,
-"Several nodes", rate limits across nodes; web/quota.py, store/rate_limits.py): several
+"Several nodes", rate limits across nodes; web/http/limits/quota.py, store/rate_limits.py): several
 limiters, or several apps, stand for several nodes and lease from the real Postgres table.
 
 The alternating and concurrent tests run on the wall clock (real slices, real
@@ -22,11 +22,11 @@ import trio.lowlevel
 from store import Connection, Database
 from tests.api import Api, MakeToken
 from tests.web.test_rate_limits import Clock
-from web.app import create_app
-from web.deps import Dependencies, WebSettings
-from web.quota import ALONE_SECONDS, LEASE_DEADLINE_SECONDS, QuotaLimiter
-from web.ratelimit import RateLimiter, Window
-from web.throttle import SHARED_WINDOWS
+from web.http.deps import Dependencies, WebSettings
+from web.http.limits.quota import ALONE_SECONDS, LEASE_DEADLINE_SECONDS, QuotaLimiter
+from web.http.limits.rolling import RateLimiter, Window
+from web.http.limits.throttle import SHARED_WINDOWS
+from web.process.app import create_app
 
 MINUTE = Window("token/minute", 10, 60.0)
 HOUR = Window("token/hour", 100, 3600.0)
@@ -156,7 +156,7 @@ async def test_requests_waiting_for_a_lease_share_one_statement(db: Database) ->
 
 
 async def test_a_lone_node_decides_exactly_as_the_limiter_in_memory(db: Database) -> None:
-    """The same decisions, headers' figures included, as web.ratelimit's limiter."""
+    """The same decisions, headers' figures included, as web.http.limits.rolling's limiter."""
     clock = Clock(START)
     leased = _node(db, clock)
     alone = RateLimiter(clock=clock)

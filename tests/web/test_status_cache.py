@@ -1,4 +1,4 @@
-"""The public pages' cache (:mod:`web.status_cache`) on its own: single flight, stale
+"""The public pages' cache (:mod:`web.http.page_cache`) on its own: single flight, stale
 copies while one reader renders, failures, cancellation, eviction. No I/O: renders are
 functions that count themselves and sleep on trio's ``autojump_clock``; the cache's
 clock is injected.
@@ -10,8 +10,7 @@ import pytest
 import trio
 
 from tests.web.status_helpers import Clock
-from web.cli import build_parser, service_settings
-from web.status_cache import (
+from web.http.page_cache import (
     DEFAULT_MAX_BYTES,
     ENTRY_OVERHEAD_BYTES,
     PageCache,
@@ -19,6 +18,8 @@ from web.status_cache import (
     RenderFailed,
     etag_of,
 )
+from web.process.cli import build_parser
+from web.process.cli.serve import service_settings
 
 
 class Renderer:

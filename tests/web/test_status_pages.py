@@ -12,7 +12,7 @@ import trio
 
 from tests.api import Api
 from tests.web.helpers import assert_error, create_monitor, expect
-from web.status_page_models import StatusPageList, StatusPageObject
+from web.api.status_pages import StatusPageList, StatusPageObject
 
 
 async def create_page(api: Api, **fields: Any) -> dict[str, Any]:

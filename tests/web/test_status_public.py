@@ -19,7 +19,7 @@ from store import Database
 from tests.api import Api, EngineLike
 from tests.web.helpers import expect, sql
 from tests.web.status_helpers import SECRETS, Clock, fetch, parse, seed, status_deps
-from web.deps import Dependencies
+from web.http.deps import Dependencies
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

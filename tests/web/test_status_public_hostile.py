@@ -24,8 +24,8 @@ from store import Database, HeartbeatChange, new_id, open_database, pings, statu
 from tests.api import Api, EngineLike
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
 from tests.web.status_helpers import Clock, fetch, move, parse, status_deps
-from web.app import create_app
-from web.deps import Dependencies
+from web.http.deps import Dependencies
+from web.process.app import create_app
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -1,4 +1,4 @@
-"""The pure rules of a public status page (:mod:`web.status_view`): component and
+"""The pure rules of a public status page (:mod:`web.public.status_view`): component and
 overall states, daily levels and percentages, generated incident texts, and the
 template's colours against WCAG 2.1 AA. No database, no clock.
 """
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from store import IncidentRecord, status_pages
-from web.status_view import (
+from web.public.status_view import (
     component_state,
     day_level,
     format_percent,

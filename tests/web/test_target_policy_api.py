@@ -18,9 +18,10 @@ from engine.policy import IPAddress, TargetPolicy
 from tests.api import Api, MakeToken
 from tests.targets import open_dns_target
 from tests.web.helpers import assert_error, create_monitor, expect
-from web.app import create_app
-from web.cli import build_parser, service_settings
-from web.deps import Dependencies
+from web.http.deps import Dependencies
+from web.process.app import create_app
+from web.process.cli import build_parser
+from web.process.cli.serve import service_settings
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -1,4 +1,4 @@
-"""Tokens under attack (spec 5.5; web/auth.py): every forged, tampered, malformed, stale
+"""Tokens under attack (spec 5.5; web/http/auth.py): every forged, tampered, malformed, stale
 or unknown token is a 401 ``authentication_error``, never a 500 and never a 200.
 
 Tokens are built by hand (base64url segments and HMACs), so the cases cover what a JWT
@@ -26,9 +26,9 @@ import trio
 from store import Database, accounts
 from tests.api import SECRET, Api, MakeToken
 from tests.web.helpers import assert_error
-from web.app import create_app
-from web.auth import AUDIENCE, LEEWAY_SECONDS
-from web.deps import Dependencies, WebSettings
+from web.http.auth import AUDIENCE, LEEWAY_SECONDS
+from web.http.deps import Dependencies, WebSettings
+from web.process.app import create_app
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

@@ -16,13 +16,9 @@ from store import Database
 from store.webhooks import MAX_ENDPOINTS
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
-from web.auth import EVENT_READ_PERMISSIONS, PERMISSIONS
-from web.webhook_models import (
-    EVENT_TYPES,
-    WebhookDeliveryList,
-    WebhookEndpointList,
-    WebhookEndpointObject,
-)
+from web.api.events import EVENT_TYPES
+from web.api.webhooks import WebhookDeliveryList, WebhookEndpointList, WebhookEndpointObject
+from web.http.auth import EVENT_READ_PERMISSIONS, PERMISSIONS
 
 URL = "https://hooks.example.com/uptrio"
 

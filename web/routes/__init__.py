@@ -1,4 +1,4 @@
-"""The endpoints of spec part 4, as :class:`web.pipeline.Route` tables."""
+"""The endpoints of spec part 4, as :class:`web.http.pipeline.Route` tables."""
 
 from .events import ROUTES as EVENT_ROUTES
 from .heartbeats import ROUTES as HEARTBEAT_ROUTES

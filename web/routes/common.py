@@ -10,9 +10,9 @@ from pydantic import BaseModel
 
 from store import has_prefix
 
-from ..errors import ApiError
-from ..models import MAX_METADATA_KEYS, EmptyBody, merge_metadata
-from ..pipeline import ApiResponse, RequestContext
+from ..api.common import MAX_METADATA_KEYS, EmptyBody, merge_metadata
+from ..http.errors import ApiError
+from ..http.pipeline import ApiResponse, RequestContext
 
 PAGE_QUERY = (
     ("limit", "integer", "1 to 100, default 10."),

@@ -13,18 +13,18 @@ from functools import partial
 
 from store import EventFilter, events
 
-from ..auth import EVENT_READ_PERMISSIONS, readable_event_kinds
-from ..errors import ApiError
-from ..models import EventList, EventObject
-from ..objects import event_object, list_object
-from ..params import parse_time_list
-from ..pipeline import ApiResponse, RequestContext, Route
+from ..api.events import EventList, EventObject
+from ..api.objects import event_object, list_object
+from ..http.auth import EVENT_READ_PERMISSIONS, readable_event_kinds
+from ..http.errors import ApiError
+from ..http.params import parse_time_list
+from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 
 __all__ = ["ROUTES"]
 
 _READ = tuple(EVENT_READ_PERMISSIONS.values())
-"""``GET /events`` needs one of them (:data:`web.auth.EVENT_READ_PERMISSIONS`)."""
+"""``GET /events`` needs one of them (:data:`web.http.auth.EVENT_READ_PERMISSIONS`)."""
 
 
 def _kinds(ctx: RequestContext) -> list[str]:

@@ -5,7 +5,7 @@ Each mutation commits first (with its ``heartbeat.*`` event), then tells the eng
 waits for its acknowledgement, then responds, as the monitor endpoints do: a 2xx means
 stored and in effect (the actor started, retuned or stopped; the ping key known or
 forgotten). Rules beyond the spec (README, Heartbeats; bodies in
-:mod:`web.heartbeat_models`): lists sort by ``created``, ``updated`` or ``name`` and
+:mod:`web.api.heartbeats`): lists sort by ``created``, ``updated`` or ``name`` and
 filter by ``status``; the ping key is made here (128 random bits, 32 hex characters)
 and never changes; ``ping_url`` is ``<base>/ping/<key>``, the base being
 ``--public-url`` or else the base URL of the request (:attr:`RequestContext.ping_base`);
@@ -20,17 +20,18 @@ from typing import Any
 
 from store import CreatedBounds, HeartbeatRecord, heartbeats, new_id, pings
 
-from ..heartbeat_models import (
+from ..api.common import merge_metadata
+from ..api.heartbeats import (
     HeartbeatCreate,
     HeartbeatList,
     HeartbeatObject,
     HeartbeatUpdate,
     PingList,
 )
-from ..models import merge_metadata
-from ..objects import heartbeat_object, list_object, ping_object
-from ..params import choice, parse_list_query, parse_time_list
-from ..pipeline import ApiResponse, RequestContext, Route, validate
+from ..api.objects import heartbeat_object, list_object, ping_object
+from ..http.params import choice, parse_list_query, parse_time_list
+from ..http.pipeline import ApiResponse, RequestContext, Route
+from ..http.validation import validate
 from .common import (
     CREATED_QUERY,
     PAGE_QUERY,

@@ -13,11 +13,11 @@ from typing import Any
 
 from store import Connection, checks, history, monitors
 
-from ..errors import ApiError
-from ..models import AvailabilityObject, CheckList
-from ..objects import check_object, list_object
-from ..params import EPOCH, check_names, choice, parse_time_list, single
-from ..pipeline import ApiResponse, RequestContext, Route
+from ..api.history import AvailabilityObject, CheckList
+from ..api.objects import check_object, list_object
+from ..http.errors import ApiError
+from ..http.params import EPOCH, check_names, choice, parse_time_list, single
+from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 
 __all__ = ["ROUTES"]

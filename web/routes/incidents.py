@@ -16,8 +16,8 @@ from typing import Any
 
 from store import IncidentRecord, incidents, new_id
 
-from ..errors import ApiError
-from ..models import (
+from ..api.common import merge_metadata
+from ..api.incidents import (
     IncidentCreate,
     IncidentList,
     IncidentObject,
@@ -26,11 +26,11 @@ from ..models import (
     IncidentUpdateCreate,
     IncidentUpdateList,
     IncidentUpdateObject,
-    merge_metadata,
 )
-from ..objects import incident_object, incident_update_object, list_object
-from ..params import boolean, choice, parse_list_query
-from ..pipeline import ApiResponse, RequestContext, Route
+from ..api.objects import incident_object, incident_update_object, list_object
+from ..http.errors import ApiError
+from ..http.params import boolean, choice, parse_list_query
+from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 
 _STATUSES = ("investigating", "identified", "monitoring", "resolved")

@@ -31,18 +31,14 @@ from typing import Any
 from engine import PROBE_TYPES, InvalidTarget, TargetPolicy, http_fields_apply, parse_target
 from store import MonitorRecord, PageRequest, monitors, new_id
 
-from ..errors import ApiError
-from ..http_check_models import stored_assertions
-from ..models import (
-    MonitorCreate,
-    MonitorList,
-    MonitorObject,
-    MonitorUpdate,
-    merge_metadata,
-)
-from ..objects import list_object, monitor_object
-from ..params import choice, parse_list_query, text
-from ..pipeline import ApiResponse, RequestContext, Route, validate
+from ..api.common import merge_metadata
+from ..api.http_checks import stored_assertions
+from ..api.monitors import MonitorCreate, MonitorList, MonitorObject, MonitorUpdate
+from ..api.objects import list_object, monitor_object
+from ..http.errors import ApiError
+from ..http.params import choice, parse_list_query, text
+from ..http.pipeline import ApiResponse, RequestContext, Route
+from ..http.validation import validate
 from .common import (
     PAGE_QUERY,
     delete_owned,

@@ -1,6 +1,6 @@
 """Status page endpoints (extensions part 5): create, read, list, update, delete.
 
-Rules beyond the spec (README "Status pages"; bodies in :mod:`web.status_page_models`):
+Rules beyond the spec (README "Status pages"; bodies in :mod:`web.api.status_pages`):
 ``slug`` is 3 to 60 of ``a-z 0-9 -`` without a leading or trailing hyphen (422
 ``invalid_slug``) and unique over the whole service, whichever account holds it (422
 ``slug_taken``, also when two requests race for it: the unique index decides, never a
@@ -8,7 +8,7 @@ Rules beyond the spec (README "Status pages"; bodies in :mod:`web.status_page_mo
 ``unknown_monitor``, ``param`` ``components``); lists are sortable by ``created``,
 ``updated`` and ``name``; PATCH ``components`` replaces the whole list. No events are
 written (the spec's event types have none for status pages). The public page of
-``/status/<slug>`` (:mod:`web.status_public`) shows a change within its cache's 10 s.
+``/status/<slug>`` (:mod:`web.public.status_pages`) shows a change within its cache's 10 s.
 """
 
 from __future__ import annotations
@@ -18,18 +18,19 @@ from typing import Any, TypeVar
 
 from store import IntegrityConflict, StatusPageRecord, new_id, status_pages
 
-from ..errors import ApiError
-from ..models import merge_metadata
-from ..objects import list_object, status_page_object
-from ..params import parse_list_query
-from ..pipeline import ApiResponse, RequestContext, Route, validate
-from ..status_page_models import (
+from ..api.common import merge_metadata
+from ..api.objects import list_object, status_page_object
+from ..api.status_pages import (
     ComponentIn,
     StatusPageCreate,
     StatusPageList,
     StatusPageObject,
     StatusPageUpdate,
 )
+from ..http.errors import ApiError
+from ..http.params import parse_list_query
+from ..http.pipeline import ApiResponse, RequestContext, Route
+from ..http.validation import validate
 from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 from .incidents import own_monitors
 
@@ -189,4 +190,4 @@ ROUTES = (
         success_status=204,
     ),
 )
-"""The status page endpoints (the public pages are in :mod:`web.status_public`)."""
+"""The status page endpoints (the public pages are in :mod:`web.public.status_pages`)."""

@@ -22,19 +22,20 @@ from typing import Any
 from engine import InvalidTarget, parse_target
 from store import WebhookEndpointRecord, deliveries, new_id, webhooks
 
-from ..auth import EVENT_READ_PERMISSIONS
-from ..errors import ApiError
-from ..models import EmptyBody, merge_metadata
-from ..objects import list_object, webhook_delivery_object, webhook_endpoint_object
-from ..params import choice, parse_list_query
-from ..pipeline import ApiResponse, RequestContext, Route, validate
-from ..webhook_models import (
+from ..api.common import EmptyBody, merge_metadata
+from ..api.objects import list_object, webhook_delivery_object, webhook_endpoint_object
+from ..api.webhooks import (
     WebhookDeliveryList,
     WebhookEndpointCreate,
     WebhookEndpointList,
     WebhookEndpointObject,
     WebhookEndpointUpdate,
 )
+from ..http.auth import EVENT_READ_PERMISSIONS
+from ..http.errors import ApiError
+from ..http.params import choice, parse_list_query
+from ..http.pipeline import ApiResponse, RequestContext, Route
+from ..http.validation import validate
 from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 from .monitors import check_target_policy
 

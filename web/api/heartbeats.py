@@ -1,0 +1,115 @@
+"""Request and response bodies of the heartbeat endpoints (extensions part 7), in the
+style of :mod:`web.api.common` (strict requests, unknown fields refused).
+
+Rules (README, Heartbeats): ``name`` 1 to 200 characters; ``period_seconds`` 30 to
+2,592,000 (30 days), required; ``grace_seconds`` 0 to 86,400, default 60;
+``auto_incidents`` default true; ``incident_severity`` default ``major``; metadata as
+everywhere (spec 2.4). ``status``, ``ping_url`` and ``last_ping_at`` are read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from .common import PATCH, REQUEST, Absent, ListObject, Metadata, Name, Severity
+
+__all__ = [
+    "HeartbeatCreate",
+    "HeartbeatList",
+    "HeartbeatObject",
+    "HeartbeatUpdate",
+    "PingList",
+    "PingObject",
+]
+
+Period = Annotated[
+    int,
+    Field(ge=30, le=2_592_000, description="Seconds between two pings the job promises."),
+]
+Grace = Annotated[
+    int,
+    Field(ge=0, le=86_400, description="Seconds of lateness tolerated after a period."),
+]
+HeartbeatStatus = Literal["pending", "up", "down", "paused"]
+PingKind = Literal["success", "fail", "start"]
+
+
+class HeartbeatCreate(BaseModel):
+    """The body of `POST /heartbeats`."""
+
+    model_config = REQUEST
+
+    name: Name
+    period_seconds: Period
+    grace_seconds: Grace = 60
+    auto_incidents: bool = Field(
+        default=True, description="Open an incident when the heartbeat goes down."
+    )
+    incident_severity: Severity = Field(
+        default="major", description="Severity of the incidents the heartbeat opens."
+    )
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class HeartbeatUpdate(BaseModel):
+    """The body of `PATCH /heartbeats/{id}`: only the fields to change; `metadata`
+    is merged key by key."""
+
+    model_config = PATCH
+
+    name: Name | Absent = None
+    period_seconds: Period | Absent = None
+    grace_seconds: Grace | Absent = None
+    auto_incidents: bool | Absent = None
+    incident_severity: Severity | Absent = None
+    metadata: Metadata | Absent = None
+
+
+class HeartbeatObject(BaseModel):
+    """A heartbeat: a job that requests its `ping_url` at least every
+    `period_seconds`; with no ping for `period_seconds + grace_seconds` it is down."""
+
+    id: str = Field(pattern=r"^hbt_[a-z0-9]+$")
+    object: Literal["heartbeat"]
+    name: str
+    period_seconds: int
+    grace_seconds: int
+    status: HeartbeatStatus
+    ping_url: str = Field(
+        pattern=r"/ping/[0-9a-f]{32}$",
+        description="GET, HEAD or POST it (no token): a success; /fail, /start after it.",
+    )
+    last_ping_at: int | None = Field(description="Epoch seconds of the latest ping.")
+    auto_incidents: bool
+    incident_severity: Severity
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+class PingObject(BaseModel):
+    """One ping of a heartbeat: `success`, `fail` or `start`."""
+
+    id: str = Field(pattern=r"^png_[a-z0-9]+$")
+    object: Literal["ping"]
+    heartbeat: str
+    kind: PingKind
+    created: int
+    duration_ms: float | None = Field(
+        description="Milliseconds since the start ping before it, or null."
+    )
+    source_ip: str | None
+
+
+class HeartbeatList(ListObject):
+    """A page of heartbeats."""
+
+    data: list[HeartbeatObject]
+
+
+class PingList(ListObject):
+    """A page of a heartbeat's pings, newest first."""
+
+    data: list[PingObject]

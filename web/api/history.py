@@ -1,0 +1,79 @@
+"""A monitor's history as objects: its checks and its availability (DESIGN: check
+object; extensions part 4)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .common import ListObject
+
+
+class CheckError(BaseModel):
+    """Why a check failed: a stable `code` (`timeout`, `connection_refused`,
+    `tls_error`, `unexpected_status`, `assertion_failed`, `tls_expiring`, ...) and a
+    `message` for people."""
+
+    code: str
+    message: str
+
+
+class CheckObject(BaseModel):
+    """One check of a monitor: up or down, how long it took, and why it failed."""
+
+    id: str = Field(pattern=r"^chk_[a-z0-9]+$")
+    object: Literal["check"]
+    monitor: str
+    status: Literal["up", "down"]
+    response_time_ms: float
+    status_code: int | None
+    error: CheckError | None
+    tls_expires_at: int | None = Field(
+        description="https: when the final response's certificate expires (epoch seconds)."
+    )
+    created: int
+
+
+class CheckList(ListObject):
+    """A page of checks, newest first."""
+
+    data: list[CheckObject]
+
+
+class ResponseTimes(BaseModel):
+    """Response times over the range, in milliseconds: the mean and percentiles;
+    null when there was no check."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+
+
+class AvailabilityPart(BaseModel):
+    """One bucket (an hour or a day) of an availability series."""
+
+    start: int
+    end: int
+    uptime_percent: float | None
+    up_seconds: int
+    down_seconds: int
+    paused_seconds: int
+    unknown_seconds: int
+    checks: int
+    failed_checks: int
+    incidents: int
+    longest_down_seconds: int
+    response_time_ms: ResponseTimes
+
+
+class AvailabilityObject(AvailabilityPart):
+    """A monitor's availability from `start` to `end`: seconds up, down, paused and
+    unknown, checks, incidents and response times; `series` holds hour or day buckets
+    when a `granularity` is asked for."""
+
+    object: Literal["availability"]
+    monitor: str
+    series: list[AvailabilityPart] | None = None

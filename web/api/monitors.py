@@ -1,0 +1,139 @@
+"""The monitor's request bodies and object (spec 2.1, 4.1).
+
+Limits (DESIGN): interval_seconds 1-86,400; timeout_seconds 1-60 and not above
+interval_seconds; failure_threshold and success_threshold 1-10 (README, "API
+decisions"). The http fields are :mod:`web.api.http_checks`'.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from engine import PROBE_TYPES
+
+from .common import PATCH, REQUEST, Absent, ListObject, Metadata, Name, Severity, Url
+from .http_checks import (
+    AssertionObject,
+    Assertions,
+    RequestBody,
+    RequestHeaders,
+    TlsCaBundle,
+    TlsExpiryDays,
+    TlsVerify,
+)
+
+if TYPE_CHECKING:
+    MonitorType = str
+else:
+    MonitorType = Literal[tuple(PROBE_TYPES)]
+"""A monitor's ``type``: a name in `engine.PROBE_TYPES`, the one list of the probe types
+(a Literal of them, so a wrong value is the 422 every enum field gives, and the OpenAPI
+document lists them)."""
+MonitorStatus = Literal["up", "down", "pending", "paused"]
+HttpMethod = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+Interval = Annotated[int, Field(ge=1, le=86_400, description="Seconds between checks.")]
+Timeout = Annotated[int, Field(ge=1, le=60, description="Seconds a check may take.")]
+StatusCode = Annotated[int, Field(ge=100, le=599)]
+Threshold = Annotated[int, Field(ge=1, le=10)]
+
+
+class MonitorCreate(BaseModel):
+    """The body of `POST /monitors`: `name`, `url` and `type` are required, the
+    other fields have the defaults shown. The http fields are left out or null on tcp, dns
+    and ping monitors."""
+
+    model_config = REQUEST
+
+    name: Name
+    url: Url
+    type: MonitorType
+    interval_seconds: Interval = 60
+    timeout_seconds: Timeout = 30
+    method: HttpMethod | None = Field(default=None, description="http only; default GET.")
+    expected_status_code: StatusCode | None = Field(
+        default=None, description="http only; default 200."
+    )
+    failure_threshold: Threshold = Field(
+        default=2, description="Consecutive failed checks that make the monitor down."
+    )
+    success_threshold: Threshold = Field(
+        default=1, description="Consecutive good checks that make the monitor up."
+    )
+    auto_incidents: bool = Field(
+        default=True, description="Open an incident when the monitor goes down."
+    )
+    incident_severity: Severity = Field(
+        default="major", description="Severity of the incidents the monitor opens."
+    )
+    request_headers: RequestHeaders | None = None
+    request_body: RequestBody | None = None
+    assertions: Assertions | None = None
+    tls_expiry_days: TlsExpiryDays | None = None
+    tls_verify: TlsVerify | None = None
+    tls_ca_bundle: TlsCaBundle | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class MonitorUpdate(BaseModel):
+    """The body of `PATCH /monitors/{id}`: only the fields to change. `type` cannot
+    change; `metadata` is merged key by key; `request_headers`, `request_body`,
+    `assertions`, `tls_expiry_days` and `tls_ca_bundle` may be set to null."""
+
+    model_config = PATCH
+
+    name: Name | Absent = None
+    url: Url | Absent = None
+    interval_seconds: Interval | Absent = None
+    timeout_seconds: Timeout | Absent = None
+    method: HttpMethod | Absent = None
+    expected_status_code: StatusCode | Absent = None
+    failure_threshold: Threshold | Absent = None
+    success_threshold: Threshold | Absent = None
+    auto_incidents: bool | Absent = None
+    incident_severity: Severity | Absent = None
+    request_headers: RequestHeaders | None = None
+    request_body: RequestBody | None = None
+    assertions: Assertions | None = None
+    tls_expiry_days: TlsExpiryDays | None = None
+    tls_verify: TlsVerify | Absent = None
+    tls_ca_bundle: TlsCaBundle | None = None
+    metadata: Metadata | Absent = None
+
+
+class MonitorObject(BaseModel):
+    """A monitor. `method`, `expected_status_code` and the http fields
+    (`request_headers` to `tls_ca_bundle`) are null on tcp, dns and ping monitors."""
+
+    id: str = Field(pattern=r"^mon_[a-z0-9]+$")
+    object: Literal["monitor"]
+    name: str
+    url: str
+    type: MonitorType
+    status: MonitorStatus
+    interval_seconds: int
+    timeout_seconds: int
+    method: str | None
+    expected_status_code: int | None
+    failure_threshold: int
+    success_threshold: int
+    auto_incidents: bool
+    incident_severity: Severity
+    request_headers: dict[str, str] | None
+    request_body: str | None
+    assertions: list[AssertionObject] | None
+    tls_expiry_days: int | None
+    tls_verify: bool | None
+    tls_ca_bundle: str | None
+    last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+class MonitorList(ListObject):
+    """A page of monitors."""
+
+    data: list[MonitorObject]

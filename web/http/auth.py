@@ -1,0 +1,257 @@
+"""Bearer-token authentication and per-resource permissions (spec 5; DESIGN: tokens).
+
+A token is an HS256 JWT: ``sub`` is its ``tok_`` id, ``aud`` is :data:`AUDIENCE`, ``iat``
+is required, ``exp`` is enforced when present. The algorithm is pinned (``alg: none`` or
+any other algorithm is refused before the signature is looked at). The signature proves
+the token was made here; the database decides whether it still counts: permissions,
+expiry and revocation live in ``api_tokens``, read on every request, so a revocation
+applies from the next request on.
+
+The signing secret is ``UPTRIO_JWT_SECRET`` when set, else a random secret generated once
+into ``<data-dir>/jwt-secret`` with mode 0600. Several processes sharing a database must
+share the secret: the database keeps its fingerprint (:func:`secret_fingerprint`), and a
+process with another secret refuses to run (``web.process.startup.check_secret``; README:
+Several nodes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import os
+import secrets
+import stat
+import time
+from pathlib import Path
+
+import jwt
+
+from store import has_prefix, secure_data_dir
+
+from .errors import ApiError
+
+AUDIENCE = "uptrio"
+ALGORITHM = "HS256"
+LEEWAY_SECONDS = 30
+"""Clock skew tolerated on ``iat``, ``nbf`` and ``exp`` (seconds)."""
+
+PERMISSIONS = (
+    "monitors.read",
+    "monitors.create",
+    "monitors.update",
+    "monitors.delete",
+    "incidents.read",
+    "incidents.create",
+    "incidents.update",
+    "incidents.delete",
+    "webhooks.read",
+    "webhooks.create",
+    "webhooks.update",
+    "webhooks.delete",
+    "status_pages.read",
+    "status_pages.create",
+    "status_pages.update",
+    "status_pages.delete",
+    "heartbeats.read",
+    "heartbeats.create",
+    "heartbeats.update",
+    "heartbeats.delete",
+)
+"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2;
+``status_pages.*``: extensions part 5; ``heartbeats.*``: extensions part 7)."""
+
+EVENT_READ_PERMISSIONS = {
+    "monitor": "monitors.read",
+    "incident": "incidents.read",
+    "heartbeat": "heartbeats.read",
+}
+"""The read permission that shows an event, by the first part of its type (extensions
+part 1: "read permission of the event's resource"; ``incident.update_posted`` is an
+incident's). ``GET /events`` lists only the events a token may read, and a webhook
+endpoint may subscribe only to them (README, Webhooks: permissions)."""
+
+
+def readable_event_kinds(permissions: list[str]) -> list[str]:
+    """The event kinds (``monitor``, ``incident``, ...) ``permissions`` may read."""
+    return [kind for kind, p in EVENT_READ_PERMISSIONS.items() if p in permissions]
+
+
+SECRET_ENV = "UPTRIO_JWT_SECRET"
+
+SECRET_FILE = "jwt-secret"
+"""The secret's file in the data directory."""
+
+_FINGERPRINT_MESSAGE = b"uptrio jwt-secret fingerprint v1"
+
+
+def load_secret(data_dir: Path) -> bytes:
+    """The JWT signing secret: ``$UPTRIO_JWT_SECRET``, else ``data_dir/jwt-secret``,
+    created with mode 0600 on first use (race-free: ``O_EXCL``); an existing file open to
+    other users (a copy made with ``cp`` is 0644) is set to 0600.
+
+    Raises:
+        OSError: the data directory cannot be written.
+    """
+    from_env = os.environ.get(SECRET_ENV)
+    if from_env:
+        return from_env.encode()
+    path = data_dir / SECRET_FILE
+    secure_data_dir(data_dir)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o600)
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(48))
+    return path.read_bytes().strip()
+
+
+def secret_source(data_dir: Path) -> str:
+    """Where :func:`load_secret` takes the secret from, for messages:
+    ``UPTRIO_JWT_SECRET`` or the file's path."""
+    return SECRET_ENV if os.environ.get(SECRET_ENV) else str(data_dir / SECRET_FILE)
+
+
+def secret_fingerprint(secret: bytes) -> str:
+    """The fingerprint the database keeps of the signing secret: ``hmac-sha256:`` and the
+    hex HMAC-SHA256 (RFC 2104) of a fixed string keyed by the secret. Equal secrets give
+    equal fingerprints; guessing the secret from one is no easier than from any token
+    signed with it (an HS256 JWT is an HMAC-SHA256 keyed by the secret as well)."""
+    digest = hmac.new(secret, _FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()
+    return f"hmac-sha256:{digest}"
+
+
+def issue_token(secret: bytes, token_id: str, *, now: int, expires_at: int | None) -> str:
+    """The JWT for token record ``token_id`` (times in epoch seconds)."""
+    claims: dict[str, object] = {"sub": token_id, "aud": AUDIENCE, "iat": now}
+    if expires_at is not None:
+        claims["exp"] = expires_at
+    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header.
+
+    Raises:
+        ApiError: ``missing_token`` (401) when the header is absent or not a bearer token.
+    """
+    if not authorization:
+        raise ApiError("missing_token", "Authorization: Bearer <token> is required")
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError("missing_token", "Authorization must be of the form: Bearer <token>")
+    return token.strip()
+
+
+def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
+    """Check a JWT's signature and claims; return its ``sub`` (the ``tok_`` id).
+
+    pyjwt checks the structure, the algorithm, the signature, the audience and that
+    ``sub``, ``iat`` and ``aud`` are present; the time claims are checked here, because
+    pyjwt reads them with ``int()`` and so takes ``"exp": "9999999999"``, while RFC 7519
+    (2, NumericDate) makes them JSON numbers. ``iat``, and ``nbf`` and ``exp`` when
+    present, must be finite numbers (not strings, not booleans); ``iat`` and ``nbf`` may
+    not be later than ``now`` plus :data:`LEEWAY_SECONDS`, and ``exp`` must be later
+    than ``now`` minus it. Messages are Uptrio's own words, never pyjwt's.
+
+    Args:
+        now: the current time, epoch seconds (default: the clock).
+
+    Raises:
+        ApiError: ``token_expired`` (401) for a past ``exp``; ``invalid_token`` (401) for
+            anything else wrong (segments, base64, algorithm, signature, audience, missing
+            claims, a time claim that is not a number, ``nbf``/``iat`` in the future
+            beyond the leeway, malformed ``sub``).
+    """
+    try:
+        claims = jwt.decode(
+            token,
+            secret,
+            algorithms=[ALGORITHM],
+            audience=AUDIENCE,
+            options={
+                "require": ["sub", "iat", "aud"],
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+            },
+        )
+    except jwt.PyJWTError as exc:
+        raise ApiError("invalid_token", f"invalid token: {_reason(exc)}") from None
+    now = time.time() if now is None else now
+    subject = claims.get("sub")
+    if not isinstance(subject, str) or not has_prefix(subject, "tok"):
+        # strict: a NUL or a lone surrogate in sub would fail in the database, not here
+        raise ApiError("invalid_token", "invalid token: sub is not a token id")
+    for name in ("iat", "nbf", "exp"):
+        value = claims.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+            raise ApiError("invalid_token", f"invalid token: {name} must be a number (a time)")
+    if claims["iat"] > now + LEEWAY_SECONDS:
+        raise ApiError("invalid_token", "invalid token: iat is in the future")
+    if claims.get("nbf", 0) > now + LEEWAY_SECONDS:
+        raise ApiError("invalid_token", "invalid token: not valid before its nbf")
+    if "exp" in claims and claims["exp"] <= now - LEEWAY_SECONDS:
+        raise ApiError("token_expired", "the token has expired")
+    return subject
+
+
+def _finite(value: float) -> bool:
+    """True for a number that is neither NaN nor infinite (JSON ints of any size are)."""
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _reason(exc: jwt.PyJWTError) -> str:
+    """Uptrio's words for a pyjwt error (its own messages name library internals)."""
+    if isinstance(exc, jwt.InvalidSignatureError):
+        return "the signature does not match"
+    if isinstance(exc, jwt.InvalidAlgorithmError):
+        return f"the algorithm must be {ALGORITHM}"
+    if isinstance(exc, jwt.InvalidAudienceError):
+        return f"the audience (aud) must be {AUDIENCE}"
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"the {exc.claim} claim is required"
+    if isinstance(exc, jwt.exceptions.InvalidSubjectError):
+        return "sub is not a token id"
+    if isinstance(exc, jwt.DecodeError):
+        return "not a JWT (three base64url segments of JSON, signed with HS256)"
+    return "the token is not acceptable"
+
+
+def expired(expires_at: int | None, now: float) -> bool:
+    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for
+    never) has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp``
+    gets (README: 30 s leeway)."""
+    return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
+
+
+def require_permission(permissions: list[str], needed: str | tuple[str, ...]) -> None:
+    """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted (a
+    tuple: unless one of them is)."""
+    if isinstance(needed, str):
+        needed = (needed,)
+    if not any(p in permissions for p in needed):
+        raise ApiError(
+            "missing_permission", f"this token lacks the permission {' or '.join(needed)}"
+        )
+
+
+def parse_permissions(text: str) -> list[str]:
+    """Parse ``monitors.read,incidents.create,...`` (or ``all``) for the command line.
+
+    Raises:
+        ValueError: an unknown permission, or none at all.
+    """
+    if text.strip() == "all":
+        return list(PERMISSIONS)
+    wanted = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in PERMISSIONS]
+    if unknown or not wanted:
+        raise ValueError(
+            f"unknown permission(s) {', '.join(unknown) or '(none given)'}; "
+            f"known: {', '.join(PERMISSIONS)}, or all"
+        )
+    return sorted(set(wanted), key=PERMISSIONS.index)

@@ -1,0 +1,83 @@
+"""The middlewares of the API's chain that are not a module of their own, and the chain
+itself (:data:`DEFAULT_MIDDLEWARES`): authentication, version negotiation,
+authorization and the check of query parameters.
+"""
+
+from __future__ import annotations
+
+import time
+
+from store import accounts
+
+from .auth import bearer_token, expired, require_permission, verify_token
+from .errors import ApiError
+from .idempotency import idempotency_keys
+from .limits.throttle import rate_limit, throttle_failed_authentication
+from .params import check_names, check_utf8, refuse_nul
+from .pipeline import ApiResponse, Handler, Middleware, RequestContext
+from .versioning import HEADER, resolve_version
+
+__all__ = [
+    "DEFAULT_MIDDLEWARES",
+    "authenticate",
+    "authorize",
+    "negotiate_version",
+    "reject_unknown_query",
+]
+
+
+async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401;
+    two ``Authorization`` headers are a 400 ``duplicate_header``."""
+    if ctx.route.permission is None:
+        return await call_next(ctx)
+    token_id = verify_token(ctx.deps.jwt_secret, bearer_token(ctx.header("Authorization")))
+    token = await ctx.deps.db.run(accounts.token_context, token_id)
+    if token is None:
+        raise ApiError("invalid_token", "invalid token: unknown token")
+    if token.revoked_at is not None:
+        raise ApiError("token_revoked", "this token was revoked")
+    if expired(token.expires_at, time.time()):
+        raise ApiError("token_expired", "the token has expired")
+    ctx.token = token
+    return await call_next(ctx)
+
+
+async def negotiate_version(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: the request's API version (spec 9), echoed on every response."""
+    pinned = ctx.token.api_version if ctx.token is not None else None
+    ctx.version = resolve_version(ctx.header(HEADER), pinned)
+    return await call_next(ctx)
+
+
+async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: the route's permission must be granted (spec 5.5), else 403."""
+    if ctx.route.permission is not None and ctx.token is not None:
+        require_permission(ctx.token.permissions, ctx.route.permission)
+    return await call_next(ctx)
+
+
+async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiResponse:
+    """Middleware: a query parameter, path segment or header holding U+0000 is refused
+    (:func:`web.http.params.refuse_nul`); a query parameter the route does not document is a
+    400 ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422);
+    one that is not UTF-8 a 400 ``invalid_parameter``."""
+    refuse_nul(ctx.query, ctx.path_params, ctx.headers.items())
+    check_names(ctx.query, [name for name, _, _ in ctx.route.query])
+    check_utf8(ctx.raw_query)
+    return await call_next(ctx)
+
+
+DEFAULT_MIDDLEWARES: tuple[Middleware, ...] = (
+    throttle_failed_authentication,
+    authenticate,
+    rate_limit,
+    negotiate_version,
+    authorize,
+    reject_unknown_query,
+    idempotency_keys,
+)
+"""The chain every endpoint runs behind, outermost first: failed logins are limited per
+address before a token is looked at (:mod:`web.http.limits.throttle`); rate limits count every
+authenticated request, errors included; idempotency keys (:mod:`web.http.idempotency`) wrap
+the handler alone, so a request refused earlier never claims a key."""

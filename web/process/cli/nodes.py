@@ -1,0 +1,91 @@
+"""``uptrio nodes list|forget NAME``: the nodes sharing the database."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import trio
+import trio_asyncio
+
+from store import Connection, leases, open_store
+
+from .flags import Commands, command, store_flags, store_location
+
+__all__ = ["add_command", "nodes_command"]
+
+
+async def nodes_command(args: argparse.Namespace) -> int:
+    """``uptrio nodes list``: every node sharing the database, with the buckets it holds
+    and the active monitors and heartbeats in them, its state (live, stopped, expired)
+    and how long ago it last renewed its leases, by the database's clock (extensions
+    part 6). Exit status 0.
+
+    ``uptrio nodes forget NAME``: take a node that is not live (stopped, or expired)
+    off the list (``store.leases.forget_node``); exit status 1 for a live node or an
+    unknown name. Nodes stopped or expired for three days go by themselves (the
+    maintenance round, README: Several nodes)."""
+    async with trio_asyncio.open_loop(), open_store(store_location(args)) as db:
+        if args.nodes == "forget":
+            return _forgot(args.name, await db.transaction(leases.forget_node, args.name))
+        rows = await db.run(leases.list_nodes)
+        now = await db.run(_database_now)
+    print(
+        f"{'NAME':<24} {'BUCKETS':>7} {'MONITORS':>8} {'HEARTBEATS':>10} {'STATE':<8}"
+        f" {'RENEWED':>12} STARTED"
+    )
+    for node in rows:
+        renewed = f"{max(0.0, now - node.renewed_at):.1f}s ago"
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(node.started))
+        print(
+            f"{node.name:<24} {node.buckets:>7} {node.monitors:>8} {node.heartbeats:>10}"
+            f" {node.state:<8} {renewed:>12} {started}"
+        )
+    return 0
+
+
+def _forgot(name: str, state: str | None) -> int:
+    """Say what ``uptrio nodes forget NAME`` did (``state``: the node's state, None for
+    no such node); its exit status."""
+    if state is None:
+        print(f"uptrio: no node {name!r}", file=sys.stderr)
+        return 1
+    if state == "live":
+        print(
+            f"uptrio: node {name!r} is live: stop it first (a node that runs registers "
+            "again at its next renewal)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"forgot {name} ({state})")
+    return 0
+
+
+async def _database_now(connection: Connection) -> float:
+    return float(await connection.fetchval("SELECT extract(epoch FROM now())::float8"))
+
+
+def add_command(
+    commands: Commands[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add ``uptrio nodes`` and its sub-commands to ``commands``."""
+    nodes_p = commands.add_parser("nodes", help="the nodes sharing the database")
+    nodes = nodes_p.add_subparsers(dest="nodes", required=True)
+    command(
+        nodes,
+        "list",
+        "name, buckets held, state, last lease renewal, start time",
+        store_flags,
+        common,
+    )
+    forget = command(
+        nodes, "forget", "take a stopped or expired node off the list", store_flags, common
+    )
+    forget.add_argument("name", metavar="NAME")
+    nodes_p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Run ``uptrio nodes ...``; its exit status (:func:`nodes_command`)."""
+    return trio.run(nodes_command, args)

@@ -1,0 +1,395 @@
+"""``uptrio serve``: the service (:func:`web.process.service.run_service`), its flags and
+the settings they make (:func:`service_settings`).
+
+Every default comes from the settings dataclasses (``web.process.settings.ServiceSettings``,
+``store.StoreSettings``, ``store.MaintenanceSettings``, ``engine.EngineSettings``,
+``engine.WebhookSettings``, ``web.http.deps.WebSettings``): a flag's default is defined
+once, where the setting is. Flags are tables ``(flag, type, default, help)`` read by
+:func:`serve_flags`. Sizes and counts must be at least 1 (:func:`positive_int`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import structlog
+import trio
+
+from engine import (
+    EngineSettings,
+    Intensity,
+    LeaseSettings,
+    TargetPolicy,
+    WebhookSettings,
+    nameserver_resolver,
+)
+from store import MaintenanceSettings, StoreSettings
+
+from ...http.deps import WebSettings
+from ..service import run_service
+from ..settings import ServiceSettings
+from .flags import Commands, command, positive_float, positive_int, store_flags, store_location
+
+__all__ = [
+    "add_command",
+    "parse_nameserver",
+    "parse_public_url",
+    "serve_flags",
+    "service_settings",
+]
+
+log = structlog.get_logger("uptrio")
+
+_SERVICE = ServiceSettings()
+_STORE = StoreSettings()
+_ENGINE = EngineSettings()
+_WEB = WebSettings()
+_HISTORY = MaintenanceSettings()
+_WEBHOOKS = WebhookSettings()
+
+
+def parse_nameserver(text: str) -> tuple[str, int]:
+    """``IP[:PORT]`` (IPv6 as ``[IP]:PORT``) for ``--dns-nameserver``; port 53 by default.
+
+    Raises:
+        argparse.ArgumentTypeError: not an IP address with an optional port.
+    """
+    host, port = text, "53"
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":") or "53"
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        ipaddress.ip_address(host)
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not IP[:PORT]: {text!r}") from None
+    return host, number
+
+
+def parse_public_url(text: str) -> str:
+    """An absolute http(s) URL without query or fragment for ``--public-url``; returned
+    without a trailing slash.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(f"not an http(s) URL without query: {text!r}")
+    return text.rstrip("/")
+
+
+def service_settings(args: argparse.Namespace) -> ServiceSettings:
+    """The service's settings from ``uptrio serve`` flags."""
+    engine = EngineSettings(
+        max_probes_in_flight=args.max_probes_in_flight,
+        shard_count=args.shards,
+        monitor_intensity=Intensity(
+            max_restarts=args.restart_intensity, period_seconds=args.restart_period
+        ),
+        ping_ack_committed=args.ping_ack == "committed",
+    )
+    webhooks = WebhookSettings(
+        poll_seconds=args.webhook_poll_seconds,
+        concurrency=args.webhook_concurrency,
+        per_account_concurrency=args.webhook_per_account_concurrency,
+        per_endpoint_concurrency=args.webhook_per_endpoint_concurrency,
+        timeout_seconds=args.webhook_timeout_seconds,
+        retry_base_seconds=args.webhook_retry_base_seconds,
+        claim_seconds=args.webhook_claim_seconds,
+    )
+    return ServiceSettings(
+        webhooks=None if args.no_webhooks else webhooks,
+        store=StoreSettings(
+            batch_size=args.batch_size,
+            batch_age_seconds=args.batch_age_ms / 1000,
+            buffer_limit=args.store_buffer,
+        ),
+        maintenance=MaintenanceSettings(
+            check_retention_days=args.check_retention_days,
+            rollup_retention_days=args.rollup_retention_days,
+            ping_retention_days=args.ping_retention_days,
+        ),
+        engine=None if args.no_engine else engine,
+        web=WebSettings(
+            max_body_bytes=args.max_body_bytes,
+            token_requests_per_minute=args.token_requests_per_minute,
+            token_requests_per_hour=args.token_requests_per_hour,
+            account_requests_per_minute=args.account_requests_per_minute,
+            auth_failures_per_minute=args.auth_failures_per_minute,
+            idempotency_retention_seconds=args.idempotency_retention_seconds,
+            body_timeout_seconds=args.body_timeout_seconds,
+            public_url=args.public_url,
+            pings_per_minute=args.pings_per_minute,
+            status_cache_bytes=args.status_cache_bytes,
+        ),
+        # dns monitors' names are screened with the nameserver their checks ask.
+        target_policy=TargetPolicy(
+            deny_private=args.deny_private_targets,
+            allow_metadata=args.allow_metadata_targets,
+            dns_resolver=nameserver_resolver(args.dns_nameserver),
+        ),
+        dns_nameserver=args.dns_nameserver,
+        host=args.host,
+        port=args.port,
+        shutdown_seconds=args.shutdown_seconds,
+        database_timeout_seconds=args.database_timeout_seconds,
+        leases=LeaseSettings(
+            node_name=args.node_name or f"{socket.gethostname()}:{args.port}",
+            lease_seconds=args.lease_seconds,
+        ),
+    )
+
+
+_LEASE_SECONDS = LeaseSettings(node_name="").lease_seconds
+
+_SERVE_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    ("--host", str, _SERVICE.host, "listen address"),
+    ("--port", int, _SERVICE.port, "listen port"),
+    ("--max-body-bytes", positive_int, _WEB.max_body_bytes, "largest request body, bytes"),
+    ("--shutdown-seconds", float, _SERVICE.shutdown_seconds, "graceful shutdown deadline, s"),
+    (
+        "--database-timeout-seconds",
+        float,
+        _SERVICE.database_timeout_seconds,
+        "longest an API request waits on the database before a 500 database_unavailable, s",
+    ),
+    (
+        "--max-probes-in-flight",
+        positive_int,
+        _ENGINE.max_probes_in_flight,
+        "global cap on concurrent probes",
+    ),
+    ("--shards", positive_int, _ENGINE.shard_count, "monitor supervisors"),
+    (
+        "--restart-intensity",
+        positive_int,
+        _ENGINE.monitor_intensity.max_restarts,
+        "monitor restarts one shard tolerates per period",
+    ),
+    (
+        "--restart-period",
+        float,
+        _ENGINE.monitor_intensity.period_seconds,
+        "restart intensity period, s",
+    ),
+    ("--batch-size", positive_int, _STORE.batch_size, "check results per store batch"),
+    (
+        "--batch-age-ms",
+        float,
+        _STORE.batch_age_seconds * 1000,
+        "oldest result age before a batch is written, ms",
+    ),
+    (
+        "--check-retention-days",
+        positive_int,
+        _HISTORY.check_retention_days,
+        "raw checks are kept this many days, then dropped a partition at a time",
+    ),
+    (
+        "--rollup-retention-days",
+        positive_int,
+        _HISTORY.rollup_retention_days,
+        "hourly rollups and status history are kept this many days",
+    ),
+    (
+        "--ping-retention-days",
+        positive_int,
+        _HISTORY.ping_retention_days,
+        "heartbeats' pings are kept this many days",
+    ),
+    (
+        "--status-cache-bytes",
+        positive_int,
+        _WEB.status_cache_bytes,
+        "memory the rendered public status pages may hold, bytes; the least recently read go first",
+    ),
+    (
+        "--store-buffer",
+        positive_int,
+        _STORE.buffer_limit,
+        "check results buffered while the database is down; past it the oldest are dropped",
+    ),
+]
+"""``uptrio serve``'s valued flags: (flag, type, default from the settings, help)."""
+
+_SAFETY_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    (
+        "--token-requests-per-minute",
+        positive_int,
+        _WEB.token_requests_per_minute,
+        "requests per token per rolling minute (spec 8)",
+    ),
+    (
+        "--token-requests-per-hour",
+        positive_int,
+        _WEB.token_requests_per_hour,
+        "requests per token per rolling hour (spec 8)",
+    ),
+    (
+        "--account-requests-per-minute",
+        positive_int,
+        _WEB.account_requests_per_minute,
+        "requests per account, all tokens, per rolling minute (spec 8)",
+    ),
+    (
+        "--auth-failures-per-minute",
+        positive_int,
+        _WEB.auth_failures_per_minute,
+        "failed authentications per client address per rolling minute before it gets 429s",
+    ),
+    (
+        "--pings-per-minute",
+        positive_int,
+        _WEB.pings_per_minute,
+        "pings one heartbeat's key may send per rolling minute before it gets 429s",
+    ),
+    (
+        "--body-timeout-seconds",
+        positive_float,
+        _WEB.body_timeout_seconds,
+        "longest wait for a request's whole body before a 408 body_timeout, s",
+    ),
+    (
+        "--idempotency-retention-seconds",
+        positive_int,
+        _WEB.idempotency_retention_seconds,
+        "how long idempotency keys replay, s",
+    ),
+]
+"""The request-safety flags of ``uptrio serve``, in the same form."""
+
+_WEBHOOK_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
+    (
+        "--webhook-poll-seconds",
+        positive_float,
+        _WEBHOOKS.poll_seconds,
+        "seconds between two looks for due webhook deliveries",
+    ),
+    (
+        "--webhook-concurrency",
+        positive_int,
+        _WEBHOOKS.concurrency,
+        "webhook attempts in flight at most, all endpoints together",
+    ),
+    (
+        "--webhook-per-account-concurrency",
+        positive_int,
+        _WEBHOOKS.per_account_concurrency,
+        "webhook attempts in flight at most for one account, all its endpoints together "
+        "(never below the per-endpoint limit)",
+    ),
+    (
+        "--webhook-per-endpoint-concurrency",
+        positive_int,
+        _WEBHOOKS.per_endpoint_concurrency,
+        "webhook attempts in flight at most for one endpoint",
+    ),
+    (
+        "--webhook-timeout-seconds",
+        positive_float,
+        _WEBHOOKS.timeout_seconds,
+        "a webhook attempt's deadline: a 2xx must arrive within it, s",
+    ),
+    (
+        "--webhook-retry-base-seconds",
+        positive_float,
+        _WEBHOOKS.retry_base_seconds,
+        "delay before a failed webhook's first retry, doubling after each, s",
+    ),
+    (
+        "--webhook-claim-seconds",
+        positive_float,
+        _WEBHOOKS.claim_seconds,
+        "how long a claimed delivery is reserved; an attempt never recorded "
+        "(a crash) is retried after it, s",
+    ),
+]
+"""The webhook sender's flags of ``uptrio serve`` (extensions part 2), in the same form."""
+
+
+def serve_flags(serve: argparse.ArgumentParser) -> None:
+    """The flags of ``uptrio serve``; every default comes from the settings dataclasses."""
+    store_flags(serve)
+    safety = serve.add_argument_group("request safety")
+    hooks = serve.add_argument_group("webhooks")
+    for group, flags in ((serve, _SERVE_FLAGS), (safety, _SAFETY_FLAGS), (hooks, _WEBHOOK_FLAGS)):
+        for flag, kind, default, text in flags:
+            group.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
+    serve.add_argument("--no-engine", action="store_true", help="serve the API only; probe nothing")
+    serve.add_argument(
+        "--node-name",
+        default=None,
+        help="this node's name among the nodes sharing the database (default HOST:PORT)",
+    )
+    serve.add_argument(
+        "--lease-seconds",
+        type=positive_float,
+        default=_LEASE_SECONDS,
+        help="how long this node's bucket leases last unrenewed (renewed every third), s "
+        f"(default {_LEASE_SECONDS})",
+    )
+    hooks.add_argument(
+        "--no-webhooks",
+        action="store_true",
+        help="send no webhooks (deliveries wait, pending, for a process that sends them)",
+    )
+    serve.add_argument(
+        "--ping-ack",
+        choices=("buffered", "committed"),
+        default="committed" if _ENGINE.ping_ack_committed else "buffered",
+        help="when a ping is answered 200: once the store actor holds it (buffered, the "
+        "default: written within --batch-age-ms, kept through a database outage) or once "
+        "its batch is committed (committed: group commit)",
+    )
+    serve.add_argument(
+        "--public-url",
+        type=parse_public_url,
+        default=None,
+        help="the service's address as its users reach it, the base of heartbeats' "
+        "ping_url (e.g. https://uptrio.example.com; default: the address each API "
+        "request came to)",
+    )
+    serve.add_argument(
+        "--dns-nameserver",
+        type=parse_nameserver,
+        default=None,
+        help="IP[:PORT] for dns checks (default: the system's)",
+    )
+    safety.add_argument(
+        "--deny-private-targets",
+        action="store_true",
+        help="refuse monitors and checks on loopback, private, link-local, unspecified, "
+        "multicast and other non-global addresses",
+    )
+    safety.add_argument(
+        "--allow-metadata-targets",
+        action="store_true",
+        help="allow link-local and cloud metadata addresses (169.254.169.254, ...), "
+        "refused by default",
+    )
+
+
+def add_command(
+    commands: Commands[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add ``uptrio serve`` to ``commands``."""
+    command(commands, "serve", "run the service", serve_flags, common).set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Run the service until SIGINT or SIGTERM; the exit status (1 when it failed)."""
+    try:
+        return trio.run(run_service, service_settings(args), store_location(args))
+    except Exception as exc:  # past the root's restart intensity, or a failed start
+        log.critical("service failed", error=repr(exc), exc_info=exc)
+        return 1

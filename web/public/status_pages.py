@@ -1,0 +1,228 @@
+"""The public status pages (extensions part 5): ``GET /status/<slug>`` (HTML) and
+``GET /status/<slug>/summary.json``, no authentication.
+
+They are plain Quart routes beside the API, like the operational ones (:mod:`web.process.ops`):
+outside ``/openapi.json``, and none of the API's middlewares runs for them, so the
+per-token and per-account rate limits never apply (they count tokens; a reader has
+none) and an API client's limits are never spent by readers. Abuse protection is the
+cache itself: whatever the request rate, a page costs the database one read per 10 s
+per process (:mod:`web.http.page_cache`), a malformed slug costs nothing, and an unknown
+one is cached like a page. Put a CDN or a per-IP limit at the proxy in front if the
+bandwidth itself must be bounded.
+
+Responses:
+
+- 200 with the page (``text/html; charset=utf-8``) or the summary
+  (``application/json``), gzipped for a reader that accepts it (``Vary:
+  Accept-Encoding``; kept gzipped in the cache), ``ETag`` (strong: a hash of the body,
+  ``-gzip`` added for the gzip one), ``Cache-Control: public, max-age=10``; a request
+  whose ``If-None-Match`` holds that ETag (or ``*``) gets a 304 with no body. The HTML
+  carries a ``Content-Security-Policy`` that allows no script and nothing from
+  elsewhere (only its inline style).
+- 404 for a slug that names no page: an HTML page, or the API's error object
+  (``resource_missing``, ``param`` ``slug``) for ``summary.json``; cached 10 s too.
+- ``summary.json`` answers every response with ``Access-Control-Allow-Origin: *``.
+- 503 (``Retry-After: 5``, ``Cache-Control: no-store``) when the page cannot be read
+  (the database is down) and no copy of it is cached: an HTML page saying so, or the
+  API's error object (``status_page_unavailable``) for ``summary.json``; with a copy,
+  the copy is served.
+
+Rendering (:func:`render_page`) reads the page with ``store.status_pages.public_page``
+(rollups and incidents, never raw checks; bounded, README "Status pages"), then on a
+worker thread (``trio.to_thread``, at most ``deps.status_render_limiter`` at once: 2)
+shapes it with :func:`web.public.status_view.summary`, renders the Jinja2 template
+``web/public/templates/status_page.html`` (autoescaped) and the JSON, and gzips and hashes
+both: the CPU work of a big page never holds the event loop that runs probes and the
+API (only the GIL's switch interval, 5 ms, separates them).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import trio
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
+from quart import Response, g
+from quart_trio import QuartTrio
+
+from store import StoreError, status_pages
+
+from ..api.status_pages import valid_slug
+from ..http.conditional import answer
+from ..http.deps import Dependencies
+from ..http.errors import ApiError, error_body
+from ..http.page_cache import MISSING, Rendered, RenderFailed
+from .status_view import format_percent, summary
+
+__all__ = ["add_status_page_routes", "render_page"]
+
+CACHE_CONTROL = "public, max-age=10"
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; "
+    "form-action 'none'"
+)
+HTML = "text/html; charset=utf-8"
+
+
+def _utc(epoch: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(epoch))
+
+
+def _iso(epoch: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def _words(value: str) -> str:
+    return value.replace("_", " ").capitalize()
+
+
+_ENV = Environment(
+    loader=PackageLoader("web.public", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _bars(days: list[dict[str, Any]]) -> Markup:
+    """The ``<li>`` of a component's daily bars, built here rather than in the template:
+    for 9,000 bars (100 components x 90 days) the template loop took 43 ms and this 16 ms
+    (measured on identical output), and a cold render must stay small (README "Status
+    pages", bench/RESULTS.md). Each bar carries its date and percentage as text
+    (extensions part 5: not by colour alone), in a visually hidden span and its ``title``.
+    Dates, levels and percentages are made by :mod:`web.public.status_view` from numbers; they
+    are escaped all the same."""
+    parts = []
+    for d in days:
+        percent = d["uptime_percent"]
+        label = escape(
+            f"{d['date']}: {format_percent(percent)}" + ("" if percent is None else " uptime")
+        )
+        parts.append(
+            f'<li class="bar" data-level="{escape(d["level"])}" data-date="{escape(d["date"])}" '
+            f'title="{label}"><span class="vh">{label}</span></li>'
+        )
+    return Markup("".join(parts))
+
+
+def _count(number: int) -> str:
+    return f"{number:,}"
+
+
+_ENV.filters.update(
+    utc=_utc, iso=_iso, words=_words, percent=format_percent, bars=_bars, count=_count
+)
+_PAGE = _ENV.get_template("status_page.html")
+_MISSING_HTML = _ENV.get_template("status_missing.html").render().encode()
+_UNAVAILABLE_HTML = _ENV.get_template("status_unavailable.html").render().encode()
+
+
+def _groups(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Components grouped by ``group`` in order of first appearance; ungrouped ones
+    form their own unnamed groups where they stand."""
+    groups: list[dict[str, Any]] = []
+    named: dict[str, dict[str, Any]] = {}
+    for c in components:
+        name = c["group"]
+        if name is None:
+            if not groups or groups[-1]["name"] is not None:
+                groups.append({"name": None, "components": []})
+            groups[-1]["components"].append(c)
+        elif name in named:
+            named[name]["components"].append(c)
+        else:
+            named[name] = {"name": name, "components": [c]}
+            groups.append(named[name])
+    return groups
+
+
+async def render_page(deps: Dependencies, slug: str) -> Rendered:
+    """Read and render the page of ``slug`` now (``deps.clock``): its HTML and its
+    summary JSON, or :data:`~web.http.page_cache.MISSING`. The rendering runs on a worker
+    thread of ``deps.status_render_limiter`` (module docstring); a reader cancelled
+    meanwhile waits for it (tens of milliseconds: the page is bounded).
+
+    Raises:
+        StoreError: the page could not be read.
+    """
+    data = await deps.db.run(status_pages.public_page, slug, int(deps.clock()))
+    if data is None:
+        return MISSING
+    return await trio.to_thread.run_sync(_render, data, limiter=deps.status_render_limiter)
+
+
+def _render(data: status_pages.PublicPage) -> Rendered:
+    """The page of ``data`` rendered (pure CPU work; run on a worker thread)."""
+    shown = summary(data)
+    html = _PAGE.render(s=shown, groups=_groups(shown["components"]))
+    body = json.dumps(shown, separators=(",", ":"), ensure_ascii=False)
+    return Rendered.page(html.encode(), body.encode())
+
+
+def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
+    """Add ``/status/<slug>`` and ``/status/<slug>/summary.json`` to ``app`` (module
+    docstring), served from ``deps.status_cache``."""
+
+    async def rendered(slug: str) -> Rendered:
+        if not valid_slug(slug):
+            return MISSING
+        return await deps.status_cache.get(slug, lambda s: render_page(deps, s))
+
+    @app.route("/status/<slug>", methods=["GET"], provide_automatic_options=False)
+    async def status_page(slug: str) -> Response:
+        page_headers = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
+        try:
+            page = await rendered(slug)
+        except (RenderFailed, StoreError):
+            return Response(
+                _UNAVAILABLE_HTML,
+                status=503,
+                headers={"Retry-After": "5", "Cache-Control": "no-store", **page_headers},
+                content_type=HTML,
+            )
+        if not page.found:
+            return Response(
+                _MISSING_HTML,
+                status=404,
+                headers={"Cache-Control": CACHE_CONTROL, **page_headers},
+                content_type=HTML,
+            )
+        return answer(
+            page.html,
+            page.html_gzip,
+            page.html_etag,
+            HTML,
+            page_headers,
+            cache_control=CACHE_CONTROL,
+        )
+
+    @app.route("/status/<slug>/summary.json", methods=["GET"], provide_automatic_options=False)
+    async def status_summary(slug: str) -> Response:
+        cors = {"Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff"}
+        try:
+            page = await rendered(slug)
+        except (RenderFailed, StoreError):
+            error = ApiError(
+                "status_page_unavailable", "the page cannot be read right now; retry later"
+            )
+            return _error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
+        if not page.found:
+            error = ApiError("resource_missing", "no such status page", param="slug")
+            return _error(error, {**cors, "Cache-Control": CACHE_CONTROL})
+        return answer(
+            page.json,
+            page.json_gzip,
+            page.json_etag,
+            "application/json",
+            cors,
+            cache_control=CACHE_CONTROL,
+        )
+
+
+def _error(error: ApiError, headers: dict[str, str]) -> Response:
+    """``error`` in the API's error shape, with ``headers``."""
+    body = json.dumps(error_body(error, g.request_id), separators=(",", ":"))
+    return Response(body, status=error.status, headers=headers, content_type="application/json")

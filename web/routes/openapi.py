@@ -1,0 +1,359 @@
+"""The OpenAPI 3.1 document, generated from the route table and the pydantic models.
+
+Served at ``GET /openapi.json`` without authentication, and shown by the viewer at
+``/docs`` (:mod:`web.public.docs`). Every path, parameter, request body, response body and the
+error shape come from the same objects the server runs on, so the document cannot drift
+from the code.
+
+Its texts are for a reader of the API (README, "API reference"): the models' docstrings
+and field descriptions become the schemas' descriptions, so they say what a field means
+to a client, never which spec part, issue or module a rule comes from (their modules'
+docstrings say that); pydantic's generated field titles are left out, and operations are
+grouped by resource (`_TAGS`). tests/web/test_openapi.py walks the whole document for
+such references.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, get_args
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic_core import core_schema
+
+from engine import PROBE_TYPES
+
+from ..api.common import ErrorResponse, Severity
+from ..api.incidents import IncidentStatus
+from ..api.monitors import MonitorStatus
+from ..http.errors import CODES
+from ..http.pipeline import Route
+from ..http.versioning import CURRENT_VERSION, KNOWN_VERSIONS
+
+_REF = "#/components/schemas/{model}"
+_ERROR = {
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
+}
+_HEADERS = {
+    "Request-Id": {"schema": {"type": "string", "pattern": "^req_"}},
+    "Service-Version": {"schema": {"type": "string"}},
+}
+_RATE_HEADERS = {
+    "X-RateLimit-Limit": {
+        "schema": {"type": "integer", "minimum": 1},
+        "description": "Requests allowed in the most constraining window (per token or per "
+        "account, per minute or per hour).",
+    },
+    "X-RateLimit-Remaining": {
+        "schema": {"type": "integer", "minimum": 0},
+        "description": "Requests left in that window.",
+    },
+    "X-RateLimit-Reset": {
+        "schema": {"type": "integer"},
+        "description": "Epoch second when the oldest request counted there stops counting.",
+    },
+}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "schema": {"type": "integer", "minimum": 1},
+        "description": "Seconds to wait before retrying.",
+    }
+}
+_REPLAYED = {
+    "Idempotent-Replayed": {
+        "schema": {"type": "string", "enum": ["true"]},
+        "description": "Present when the response is the replay of an earlier request with "
+        "the same Idempotency-Key.",
+    }
+}
+_CURSOR_PREFIXES = {
+    "list_monitors": "mon",
+    "list_incidents": "inc",
+    "list_checks": "chk",
+    "list_status_pages": "stp",
+    "list_heartbeats": "hbt",
+    "list_pings": "png",
+}
+_QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    ("list_monitors", "status"): {"enum": list(get_args(MonitorStatus))},
+    ("list_monitors", "type"): {"enum": list(PROBE_TYPES)},
+    ("list_monitors", "search"): {"minLength": 1, "maxLength": 200},
+    ("list_monitors", "sort"): {"pattern": "^-?(created|updated|name)$"},
+    ("list_incidents", "status"): {"enum": list(get_args(IncidentStatus))},
+    ("list_incidents", "severity"): {"enum": list(get_args(Severity))},
+    ("list_incidents", "sort"): {"pattern": "^-?(created|updated|title)$"},
+    ("list_status_pages", "sort"): {"pattern": "^-?(created|updated|name)$"},
+    ("list_webhook_endpoints", "sort"): {"pattern": "^-?created$"},
+    ("list_webhook_deliveries", "status"): {"enum": ["pending", "succeeded", "failed"]},
+    ("get_availability", "granularity"): {"enum": ["hour", "day"]},
+    ("list_heartbeats", "status"): {"enum": ["pending", "up", "down", "paused"]},
+    ("list_heartbeats", "sort"): {"pattern": "^-?(created|updated|name)$"},
+    ("list_pings", "kind"): {"enum": ["success", "fail", "start"]},
+    # ASCII, 1-100 characters, a * only at the end (web/routes/events.py)
+    ("list_events", "type"): {
+        "minLength": 1,
+        "maxLength": 100,
+        "pattern": "^[\\x00-\\x29\\x2b-\\x7f]{0,99}\\*?$",
+    },
+}
+"""What the query parameters accept beyond their JSON type (web/http/params.py parses them)."""
+_CREATED_LINKS = {
+    "create_monitor": (
+        "get_monitor",
+        "update_monitor",
+        "delete_monitor",
+        "pause_monitor",
+        "resume_monitor",
+        "list_checks",
+    ),
+    "create_incident": ("get_incident", "update_incident", "delete_incident", "resolve_incident"),
+    "create_heartbeat": (
+        "get_heartbeat",
+        "update_heartbeat",
+        "delete_heartbeat",
+        "pause_heartbeat",
+        "resume_heartbeat",
+        "list_pings",
+    ),
+}
+"""OpenAPI links from a create to the operations on the created object (stateful tests).
+None from status pages: their slug is unique over the service, so against the one live
+server of the stateful test a replayed create fails (``slug_taken``) where it first
+succeeded, and hypothesis refuses the run as flaky."""
+
+
+_TAGS = {
+    "monitors": (
+        "Monitors",
+        "Monitors check a target (an http(s) URL, a TCP port, a DNS name or a host to ping) "
+        "every `interval_seconds`; each check is kept, and a monitor moves between `up` and "
+        "`down` after `failure_threshold` or `success_threshold` checks in a row.",
+    ),
+    "incidents": (
+        "Incidents",
+        "Incidents, opened by hand or by a monitor or heartbeat going down (then resolved "
+        "when it comes back up), with a timeline of updates.",
+    ),
+    "events": (
+        "Events",
+        "Every change to monitors, incidents and heartbeats, newest first, kept 30 days: "
+        "the same objects that webhooks deliver.",
+    ),
+    "webhook-endpoints": (
+        "Webhook endpoints",
+        "URLs that receive events as they happen, signed with the endpoint's secret and "
+        "retried with back-off; each delivery and its latest attempt can be listed.",
+    ),
+    "status-pages": (
+        "Status pages",
+        "Public pages at `/status/<slug>` (and `/status/<slug>/summary.json`) showing chosen "
+        "monitors under public names, their 90-day uptime and open incidents.",
+    ),
+    "heartbeats": (
+        "Heartbeats",
+        "Monitors of jobs that call in: a job requests its `ping_url` at least every "
+        "`period_seconds`; a heartbeat with no ping for `period_seconds + grace_seconds` "
+        "is down.",
+    ),
+}
+"""Operation groups by a path's first segment: (name, description)."""
+
+_INFO = """Uptime monitoring and incident API: monitors that check http, tcp, dns and \
+ping targets, their checks and availability; incidents, opened by hand or by monitors; \
+events and signed webhooks; public status pages; heartbeats for jobs that call in.
+
+**Authentication.** Every operation takes a bearer token, `Authorization: Bearer \
+<token>` (`uptrio tokens create` makes one). Each operation says the permission it \
+needs. A token sees its own account only: another account's object is a 404.
+
+**Versions.** `Service-Version: YYYY-MM-DD` picks the API version of a request; without \
+it the account's pinned version answers. Every response says which one did.
+
+**Objects.** Ids start with their type (`mon_`, `inc_`, `chk_`, `evt_`, `we_`, `stp_`, \
+`hbt_`); every object has an `object` field. Times are epoch seconds (`created`, \
+`updated`, `..._at`); durations say their unit (`..._seconds`, `..._ms`). `metadata` \
+holds up to 50 string keys (1 to 40 characters) of string values (up to 500); a PATCH \
+sets the keys it sends, removes those sent as `""` and keeps the others.
+
+**Lists.** `{"object": "list", "data": [...], "has_more": ..., "url": ...}`, newest first \
+unless said otherwise; `limit` (1 to 100, default 10), and `starting_after` or \
+`ending_before` with the id of an object of the list to page through it.
+
+**Errors.** `{"error": {"type", "code", "message", "param", "request_id"}}`: `code` is \
+stable (each response lists its codes), `param` names the field at fault, and \
+`request_id` (also the `Request-Id` header) identifies the request for support.
+
+**Retries.** A POST sent again with the same `Idempotency-Key` within 24 hours gets the \
+first response back (`Idempotent-Replayed: true`). Rate limits apply per token and per \
+account; a 429 says in `Retry-After` how many seconds to wait.
+
+This reference is served by the service at `/docs`; the document itself is \
+`/openapi.json`."""
+
+
+class _Schemas(GenerateJsonSchema):
+    """Pydantic's JSON schemas without the titles it makes up from field names
+    (``"Tls Expires At"``): the property's name says as much."""
+
+    def field_title_should_be_set(
+        self, schema: core_schema.CoreSchema | core_schema.ModelField | Any
+    ) -> bool:
+        return False
+
+
+def _path(route: Route) -> str:
+    return re.sub(r"<(\w+)>", r"{\1}", route.path)
+
+
+def _tag(route: Route) -> str:
+    segment = route.path.split("/")[1]
+    return _TAGS.get(segment, (segment.replace("-", " ").capitalize(), ""))[0]
+
+
+def _error_statuses(route: Route) -> list[int]:
+    statuses = [400, 500]
+    if route.permission is not None:
+        statuses += [401, 403, 429]
+    if "<id>" in route.path:
+        statuses.append(404)
+    if route.method in ("POST", "PATCH"):
+        statuses.append(422)
+    if route.method == "POST":
+        statuses.append(409)
+    return sorted(statuses)
+
+
+def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any]:
+    parameters: list[dict[str, Any]] = []
+    if "<id>" in route.path:
+        parameters.append(
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+        )
+    for name, kind, description in route.query:
+        schema: dict[str, Any] = {"type": kind}
+        if name == "limit":
+            schema.update(minimum=1, maximum=100, default=10)
+        if name in ("starting_after", "ending_before") and route.name in _CURSOR_PREFIXES:
+            schema["pattern"] = f"^{_CURSOR_PREFIXES[route.name]}_[a-z0-9]{{1,64}}$"
+        if name.startswith("created["):  # epoch seconds, as web/http/params.py reads them
+            schema.update(minimum=0, maximum=99_999_999_999)
+        schema.update(_QUERY_SCHEMAS.get((route.name, name), {}))
+        parameters.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "schema": schema,
+                "description": description,
+            }
+        )
+    parameters.append(
+        {
+            "name": "Service-Version",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "enum": sorted(KNOWN_VERSIONS)},
+            "description": f"API version; the account's pinned version by default "
+            f"(current: {CURRENT_VERSION}).",
+        }
+    )
+    if route.method == "POST":
+        parameters.append(
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"},
+                "description": "A UUID v4 is recommended (any printable text is accepted); "
+                "a retry with the same key within 24 hours replays the response.",
+            }
+        )
+    headers: dict[str, Any] = dict(_HEADERS)
+    if route.permission is not None:
+        headers.update(_RATE_HEADERS)
+    success: dict[str, Any] = {"description": route.summary, "headers": headers}
+    if route.method == "POST":
+        success["headers"] = {**headers, **_REPLAYED}
+    if route.name in _CREATED_LINKS:
+        success["links"] = {
+            target: {"operationId": target, "parameters": {"id": "$response.body#/id"}}
+            for target in _CREATED_LINKS[route.name]
+        }
+    if route.response_model is not None:
+        success["content"] = {
+            "application/json": {"schema": {"$ref": _REF.format(model=names[route.response_model])}}
+        }
+    responses: dict[str, Any] = {str(route.success_status): success}
+    for status in _error_statuses(route):
+        codes = sorted(c for c, (s, _) in CODES.items() if s == status)
+        error_headers: dict[str, Any] = dict(_HEADERS if status == 401 else headers)
+        if status in (409, 429):
+            error_headers.update(_RETRY_AFTER)
+        responses[str(status)] = {
+            "description": "Error; codes: " + ", ".join(codes) if codes else "Error",
+            "headers": error_headers,
+            **_ERROR,
+        }
+    operation: dict[str, Any] = {
+        "operationId": route.name,
+        "tags": [_tag(route)],
+        "summary": route.summary,
+        "parameters": parameters,
+        "responses": responses,
+    }
+    if route.permission is not None:
+        operation["security"] = [{"bearer": []}]
+        needed = (route.permission,) if isinstance(route.permission, str) else route.permission
+        operation["description"] = (
+            "Requires the permission " + " or ".join(f"`{p}`" for p in needed) + "."
+        )
+    if route.request_model is not None:
+        operation["requestBody"] = {
+            "required": route.name not in ("resolve_incident",),
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": _REF.format(model=names[route.request_model])}
+                }
+            },
+        }
+    return operation
+
+
+def openapi_document(routes: Sequence[Route]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``routes``."""
+    models: list[type[BaseModel]] = [ErrorResponse]
+    for route in routes:
+        for model in (route.request_model, route.response_model):
+            if model is not None and model not in models:
+                models.append(model)
+    keys, definitions = models_json_schema(
+        [(m, "validation") for m in models], ref_template=_REF, schema_generator=_Schemas
+    )
+    names = {m: keys[(m, "validation")]["$ref"].rsplit("/", 1)[-1] for m in models}
+    paths: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        paths.setdefault(_path(route), {})[route.method.lower()] = _operation(route, names)
+    tags: dict[str, str] = {}
+    for route in routes:
+        name = _tag(route)
+        described = {tag: text for tag, text in _TAGS.values()}
+        tags.setdefault(name, described.get(name) or f"The {name.lower()} endpoints.")
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Uptrio",
+            "version": CURRENT_VERSION,
+            "description": _INFO,
+        },
+        "servers": [{"url": "/"}],
+        "tags": [{"name": name, "description": text} for name, text in tags.items()],
+        "paths": paths,
+        "components": {
+            "schemas": definitions.get("$defs", {}),
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+            },
+        },
+    }
