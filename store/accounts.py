@@ -1,11 +1,11 @@
 """Accounts and API token records (asyncio side; run through :class:`store.Database`).
 
-Tokens are created and revoked from the command line (DESIGN: tokens). The JWT is never
-stored: only its ``tok_`` id (the JWT's ``sub``), an optional name, permissions, expiry
-and revocation, so a database leak yields no usable token and revocation takes effect on
-the next request. Nor is the signing secret: only its fingerprint
-(:func:`recorded_fingerprint`), so that every node signs with the same one (README:
-Several nodes).
+Tokens are created and revoked from the command line (docs/operations.md, Command line). The
+JWT is never stored: only its ``tok_`` id (the JWT's ``sub``), an optional name,
+permissions, expiry and revocation, so a database leak yields no usable token and revocation
+takes effect on the next request. Nor is the signing secret: only its fingerprint
+(:func:`recorded_fingerprint`), so that every node signs with the same one (README: Several
+nodes).
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ async def create_token(
     name: str | None = None,
 ) -> tuple[AccountRecord, TokenRecord]:
     """Create a token record for ``account_name`` (creating the account if needed) and pin
-    the account to ``current_version`` if this is its first token (spec 9.2). ``name``:
-    the token's optional name, 1 to 100 characters (the caller checks it; the database
-    refuses others). Must run in a transaction."""
+    the account to ``current_version`` if this is its first token (docs/api.md, Conventions:
+    versions). ``name``: the token's optional name, 1 to 100 characters (the caller checks
+    it; the database refuses others). Must run in a transaction."""
     account = await ensure_account(connection, account_name, now)
     if account.api_version is None:
         await connection.execute(

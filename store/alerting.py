@@ -1,6 +1,7 @@
 """What a status move of a monitor or a heartbeat causes, in the store actor's batch
-transaction (extensions parts 1, 3 and 7; DESIGN: "the batch that writes a down also
-opens the incident and writes monitor.down and incident.created").
+transaction (docs/incidents.md, Incidents opened by monitors, and docs/heartbeats.md: "the
+batch that writes a down also opens the incident and writes monitor.down and
+incident.created").
 
 :func:`apply_moves` takes the status moves the batch has just applied (for monitors the
 rows ``store.checks.write_check_batch`` logged in ``status_changes``; for heartbeats

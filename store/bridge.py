@@ -1,5 +1,5 @@
 """The crossing from trio into asyncio, with a deadline that holds whatever the server
-does (issue 15, item 1).
+does (docs/operations.md, A database outage).
 
 asyncpg runs on asyncio; Uptrio runs on trio, with trio-asyncio running the asyncio loop
 inside the trio run. ``trio_asyncio.aio_as_trio`` waits, when it is cancelled, until the

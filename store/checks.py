@@ -1,10 +1,10 @@
 """Check results, status changes and their hourly rollups: the engine's high-volume
-writes, and their reads (extensions part 4).
+writes, and their reads (docs/history.md).
 
 Writes come from the store actor in batches (:func:`write_check_batch`), in the caller's
-transaction (DESIGN: "a status change is written in the same transaction as the check
-that caused it"; part 4: "rollups are written as checks are written"). One statement
-writes the whole batch:
+transaction (docs/design-notes.md, Writes: "a status change is written in the same
+transaction as the check that caused it"; part 4: "rollups are written as checks are
+written"). One statement writes the whole batch:
 
 * it inserts every check through ``unnest`` arrays and, from the rows it actually
   inserted (``RETURNING``), counts them into the hourly rollups: checks, failed checks,
@@ -122,7 +122,7 @@ async def write_check_batch(
 
     Checks of monitors deleted meanwhile are dropped, and those of a paused monitor
     whose probe started (``created``) at or after the pause's second (a pause response
-    means no new check starts after it; spec 3.1); when several changes of one monitor
+    means no new check starts after it; docs/checks.md); when several changes of one monitor
     are in the batch, the monitor ends with the last. Returns the number of check rows
     inserted.
     """
@@ -188,7 +188,7 @@ _WRITE_BATCH = (
     f"WITH ORDINALITY AS u({_CHECK_COLUMNS}, ord) "
     # A check of a paused monitor whose probe started at the pause's second or later is
     # refused: probed by the owner between a pause committed through another node and the
-    # notification (extensions part 6).
+    # notification (docs/several-nodes.md).
     "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND "
     "(m.status <> 'paused' OR m.status_since IS NULL OR u.created < m.status_since)) "
     "ORDER BY ord ON CONFLICT DO NOTHING "
@@ -315,7 +315,7 @@ CHECKS = register(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckFilter(CreatedBounds):
-    """Filters of ``GET /monitors/:id/checks`` (extensions part 4): ``status`` (``up`` or
+    """Filters of ``GET /monitors/:id/checks`` (docs/history.md): ``status`` (``up`` or
     ``down``) and bounds on ``created`` (epoch seconds), each None when absent."""
 
     status: str | None = None
@@ -359,9 +359,9 @@ async def list_checks(
     filters: CheckFilter = CheckFilter(),
 ) -> tuple[list[CheckRecord], bool]:
     """Checks of ``monitor_id``, newest first (by ``created``, then id), ``limit`` (1-100)
-    of them after ``starting_after`` or before ``ending_before`` (spec 4.4; at most one of
-    the two), with ``filters``. Returns ``(checks, has_more)``; ``has_more`` looks in the
-    direction of travel, as ``store.pagination`` does.
+    of them after ``starting_after`` or before ``ending_before`` (docs/api.md, Conventions;
+    at most one of the two), with ``filters``. Returns ``(checks, has_more)``; ``has_more``
+    looks in the direction of travel, as ``store.pagination`` does.
 
     Raises:
         store.errors.CursorNotFound: a cursor is not a check of this monitor.

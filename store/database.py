@@ -7,11 +7,11 @@ microseconds, so a unit of work crosses once: :meth:`Database.run` and
 (the query functions of this package, in the style of tozo's ``select_todo(connection,
 ...)``) and run it entirely on the asyncio side with a pooled connection.
 
-Deadlines hold whatever the server does (issue 15, item 1): a unit of work whose deadline
-passes, or whose caller's cancel scope is cancelled, is abandoned at once, its connection
-terminated rather than returned to the pool (:mod:`store.bridge`), so a server that hangs
-(stopped, a network cut, a lock held for minutes) costs a caller its deadline, not the
-hang.
+Deadlines hold whatever the server does (docs/operations.md, A database outage): a unit of
+work whose deadline passes, or whose caller's cancel scope is cancelled, is abandoned at
+once, its connection terminated rather than returned to the pool (:mod:`store.bridge`), so a
+server that hangs (stopped, a network cut, a lock held for minutes) costs a caller its
+deadline, not the hang.
 
 Error handling: asyncpg, socket and timeout errors are translated here, once, into
 :mod:`store.errors` types. Anything else raised by ``fn`` (for example a caller's validation
@@ -109,9 +109,10 @@ class Database:
     def with_deadline(self, seconds: float) -> Database:
         """The same pool, but every :meth:`run` and :meth:`transaction` gives up after
         ``seconds`` seconds with ``DatabaseUnavailable`` (the work is abandoned and its
-        connection terminated: the server rolls its transaction back). The web layer uses
-        it so that a request needing a database that hangs fails within its deadline
-        instead of hanging (operations issue, item 5; issue 15, item 1)."""
+        connection terminated: the server rolls its transaction back). The web layer uses it
+        so that a request needing a database that hangs fails within its deadline instead of
+        hanging (docs/operations.md, A database outage; docs/operations.md, A database
+        outage)."""
         return Database(self._pool, self.url, deadline_seconds=seconds, bridge=self._bridge)
 
     def statistics(self) -> BridgeStatistics:
@@ -143,8 +144,8 @@ class Database:
         **kwargs: P.kwargs,
     ) -> T:
         """Like :meth:`run`, inside one transaction: committed when ``fn`` returns, rolled
-        back when it raises. A 2xx response sent after this returned is durable (DESIGN:
-        "a 201 or 200 means committed")."""
+        back when it raises. A 2xx response sent after this returned is durable
+        (docs/design-notes.md, Writes: "a 201 or 200 means committed")."""
         return await self._bridge_call(True, fn, *args, **kwargs)
 
     async def _cross(self, fn: Callable[[Work], Awaitable[T]], deadline_seconds: float | None) -> T:
@@ -305,16 +306,16 @@ async def open_database(
     Must run inside ``trio_asyncio.open_loop()``. The close is shielded from cancellation
     (as triopg does), so connections are returned even when the service is being cancelled.
 
-    Timeouts, all in seconds, keep a database outage from hanging callers (operations
-    issue, item 5; issue 15, item 1): ``connect_timeout_seconds`` bounds opening one
-    connection (asyncpg's ``timeout``, armed only when connecting); ``deadline_seconds``
-    bounds opening the pool and one unit of work, waiting for a pooled connection
-    included (kept on the trio side by :mod:`store.bridge`; the web layer narrows it with
-    `Database.with_deadline`); ``close_seconds`` bounds the close: the pool's graceful
-    close, then (if the server does not answer) its connections are terminated, then
-    the units of work abandoned earlier are waited for, at most ``close_seconds`` again.
-    A stopped server fails at once (the socket is refused); one that hangs within these
-    bounds. The pool reconnects by itself when the server is back.
+    Timeouts, all in seconds, keep a database outage from hanging callers (operations issue,
+    item 5; docs/operations.md, A database outage): ``connect_timeout_seconds`` bounds
+    opening one connection (asyncpg's ``timeout``, armed only when connecting);
+    ``deadline_seconds`` bounds opening the pool and one unit of work, waiting for a pooled
+    connection included (kept on the trio side by :mod:`store.bridge`; the web layer narrows
+    it with `Database.with_deadline`); ``close_seconds`` bounds the close: the pool's
+    graceful close, then (if the server does not answer) its connections are terminated,
+    then the units of work abandoned earlier are waited for, at most ``close_seconds``
+    again. A stopped server fails at once (the socket is refused); one that hangs within
+    these bounds. The pool reconnects by itself when the server is back.
 
     asyncpg's own timeouts per statement or per unit of work (``command_timeout``,
     ``acquire(timeout=)``) are not used, nor its idle-connection timer

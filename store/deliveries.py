@@ -1,4 +1,4 @@
-"""Webhook deliveries (extensions part 2; asyncio side: run them through
+"""Webhook deliveries (docs/webhooks.md; asyncio side: run them through
 :class:`store.Database`): listing them, and the sender's two statements (``engine.webhooks``).
 
 - :func:`claim_due` picks due deliveries (``FOR UPDATE SKIP LOCKED``, so several
@@ -260,7 +260,7 @@ async def claim_due(
 
 
 def retry_delay_seconds(failed_attempts: int, base_seconds: float, jitter: float) -> float:
-    """Seconds from the end of a failed attempt to the next one (extensions part 2:
+    """Seconds from the end of a failed attempt to the next one (docs/webhooks.md:
     exponential back-off with jitter, first retry after ``--webhook-retry-base-seconds``,
     doubling):
     ``base_seconds * 2 ** (failed_attempts - 1) * jitter``, ``jitter`` a random factor in
@@ -301,7 +301,7 @@ class Attempt:
         this attempt: ``succeeded``; else a retry :func:`retry_delay_seconds` after the
         attempt *ended* (so a 10 s timeout does not eat into a back-off, README
         "Webhooks": success and retries), or ``failed`` once that would fall after
-        ``give_up_at`` (extensions part 2). Pure."""
+        ``give_up_at`` (docs/webhooks.md). Pure."""
         if self.succeeded:
             return "succeeded", None
         failed = self.delivery.attempts + 1

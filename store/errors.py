@@ -2,11 +2,11 @@
 
 ::
 
-    StoreError                  anything the store could not do
-    ├── DatabaseUnavailable     the server cannot be reached, or a connection broke mid-query
-    ├── CursorNotFound          a pagination cursor names no object of the account (spec 4.4)
-    ├── IntegrityConflict       a constraint refused the write (unique key, foreign key)
-    └── TimelineFull            an incident's timeline holds its limit of entries
+    StoreError                  anything the store could not do ├── DatabaseUnavailable
+    the server cannot be reached, or a connection broke mid-query ├── CursorNotFound
+    a pagination cursor names no object of the account (docs/api.md, Conventions) ├──
+    IntegrityConflict       a constraint refused the write (unique key, foreign key) └──
+    TimelineFull            an incident's timeline holds its limit of entries
 
 asyncpg's and the socket layer's exceptions are translated once, at the boundary in
 :mod:`store._database`; callers above never see an asyncpg type. Exceptions raised by

@@ -1,11 +1,11 @@
 """Account-owned tables whose every change writes an event (monitors, heartbeats):
 create, update, pause or resume, delete, each with its ``<kind>.<what>`` event in the
-change's own transaction (extensions part 1: a transactional outbox).
+change's own transaction (docs/incidents.md, Events: a transactional outbox).
 
 The rows themselves are read and written as :mod:`store.owned` says; this module adds
 the events, once for every such table (:class:`EventedTable`), and, in the same
 transaction, a ``NOTIFY`` of the change (:func:`store.notify.notify_change`: the node
-that runs the resource's actor learns of it when it commits; extensions part 6). Table
+that runs the resource's actor learns of it when it commits; docs/several-nodes.md). Table
 and column names come from code, never from a request.
 """
 

@@ -1,4 +1,4 @@
-"""Events, the transactional outbox (extensions part 1).
+"""Events, the transactional outbox (docs/incidents.md, Events).
 
 An event is written by the function that makes the change, on the change's own
 connection and inside its transaction (:func:`record_event`); the store actor's batch
@@ -43,7 +43,7 @@ class Resource(Protocol):
 
 
 RETENTION_DAYS = 30
-"""Days an event is kept (extensions part 1)."""
+"""Days an event is kept (docs/incidents.md, Events)."""
 
 _COLUMNS = (
     "id, account_id, type, resource_id, created, object, previous, request_id, idempotency_key"
@@ -125,7 +125,7 @@ async def list_events(
 ) -> tuple[list[EventRecord], bool]:
     """The account's events whose resource kind is in ``kinds``, newest first (by
     ``created``, then insertion order), ``limit`` (1-100) of them after
-    ``starting_after`` or before ``ending_before`` (spec 4.4). Returns ``(events,
+    ``starting_after`` or before ``ending_before`` (docs/api.md, Conventions). Returns ``(events,
     has_more)``, ``has_more`` in the direction of travel as in :mod:`store.pagination`.
 
     Raises:

@@ -1,4 +1,4 @@
-"""Fencing (extensions part 6; docs/several-nodes.md, "Fencing" and the section after
+"""Fencing (docs/several-nodes.md; docs/several-nodes.md, "Fencing" and the section after
 it): a node stores an item or a status move of a batch (:mod:`store.family`) only while
 it holds the bucket of the item's or move's resource at the lease epoch its actor ran
 under, as its batch's own transaction finds it. Items and moves without an epoch

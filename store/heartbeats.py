@@ -1,11 +1,11 @@
-"""Heartbeat queries (extensions part 7; asyncio side: run them through
+"""Heartbeat queries (docs/heartbeats.md; asyncio side: run them through
 :class:`store.Database`): the account's CRUD, pause and resume, and the engine's load.
 
 Heartbeats are account-owned like monitors (:mod:`store.owned`): keyset pages by
 ``created``, ``updated`` or ``name``, PATCH as lock-diff-write, delete with a cursor
 tombstone; another account's heartbeat is indistinguishable from a missing one. Every
 mutation writes its event (``heartbeat.created``, ``.updated``, ``.paused``,
-``.resumed``, ``.deleted``) in its own transaction (extensions part 1). The engine's
+``.resumed``, ``.deleted``) in its own transaction (docs/incidents.md, Events). The engine's
 moves (``up``, ``down``) are written by the store actor (:mod:`store.pings`).
 
 ``ping_key`` never changes: it is the heartbeat's public address.
@@ -131,9 +131,9 @@ async def pause_heartbeat(
     cause: EventCause | None = None,
 ) -> tuple[HeartbeatRecord | None, bool]:
     """Pause a heartbeat: status ``paused``, a new run epoch, a ``heartbeat.paused``
-    event; its open incident is left as it is (extensions part 3). Returns ``(record,
+    event; its open incident is left as it is (docs/incidents.md). Returns ``(record,
     changed)``: ``changed`` is False when it was already paused, and then nothing was
-    written (DESIGN: a no-op). The record is None when the account has no such
+    written (docs/api.md, Conventions: a no-op). The record is None when the account has no such
     heartbeat."""
     return await _move(connection, account_id, heartbeat_id, now, cause, to="paused")
 
@@ -186,14 +186,14 @@ async def delete_heartbeat(
 ) -> bool:
     """Delete a heartbeat for good, with its pings and status log (``heartbeat_moves``),
     and write ``heartbeat.deleted`` (its last state). Incidents it opened are left as
-    they are (extensions part 3). Must run inside a transaction. False when it does not
+    they are (docs/incidents.md). Must run inside a transaction. False when it does not
     exist."""
     return await _HEARTBEATS.delete(connection, account_id, heartbeat_id, now, cause)
 
 
 async def heartbeat_of_ping_key(connection: Connection, ping_key: str) -> str | None:
     """The id of the heartbeat whose ping key is ``ping_key``, or None (a ping received
-    by a node that does not run the heartbeat: extensions part 6)."""
+    by a node that does not run the heartbeat: docs/several-nodes.md)."""
     found = await connection.fetchval("SELECT id FROM heartbeats WHERE ping_key = $1", ping_key)
     return None if found is None else str(found)
 
@@ -206,7 +206,7 @@ async def load_heartbeats(
     chunk: int = 1000,
 ) -> list[HeartbeatRecord]:
     """Every heartbeat in ``buckets`` (bucket numbers, ``store.leases.bucket_of``; all
-    when None: extensions part 6, the buckets a node holds), among ``ids`` when given
+    when None: docs/several-nodes.md, the buckets a node holds), among ``ids`` when given
     (those a notification named: ``store.notify``), paused ones included
     (the engine keeps every ping key in memory; it runs an actor for those not paused).
     The one query by which the engine learns its heartbeats.

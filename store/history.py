@@ -1,4 +1,4 @@
-"""Availability of one monitor over a range (extensions part 4, ``GET
+"""Availability of one monitor over a range (docs/history.md, ``GET
 /monitors/:id/availability``), read from rollups, never from a rescan of raw checks.
 
 A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a series
@@ -22,7 +22,7 @@ A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a serie
   from the rollup of the whole edge hour.
 * ``longest_down_seconds`` is the longest down period overlapping the range, clipped to
   it, from the log of status moves; ``incidents`` counts incidents the monitor opened
-  (extensions part 3) whose ``created`` falls in the range.
+  (docs/incidents.md) whose ``created`` falls in the range.
 
 Every read runs in the caller's connection: one query for the monitor, one for the log,
 one for the incidents, one over the rollups and at most one over raw checks.

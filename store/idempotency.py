@@ -1,8 +1,8 @@
 """Idempotency key records (asyncio side; run through :class:`store.Database`).
 
-The web layer's :mod:`web.idempotency` owns the rules (spec 4.5); this module owns the
-table ``idempotency_keys`` and the lock that tells a request still running from one that
-finished.
+The web layer's :mod:`web.idempotency` owns the rules (docs/api.md, Idempotency keys); this
+module owns the table ``idempotency_keys`` and the lock that tells a request still running
+from one that finished.
 
 A key is *claimed* with a transaction-scoped advisory lock on a 64-bit hash of
 ``(account, key)`` (``pg_try_advisory_xact_lock``): taken without waiting, held until the

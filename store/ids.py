@@ -1,4 +1,4 @@
-"""Prefixed random identifiers (spec 2.4: "Identifiers: prefixed strings").
+"""Prefixed random identifiers (docs/api.md, Conventions: "Identifiers: prefixed strings").
 
 An id is ``<prefix>_`` followed by 24 characters of lowercase base32 (120 random bits from
 ``os.urandom``), for example ``mon_4kq2x7c3nd5b6h2rj7w3zt4yp``. Ids carry no order and no

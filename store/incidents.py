@@ -1,4 +1,4 @@
-"""Incident queries and the incident timeline (spec 4.2; extensions parts 1 and 3;
+"""Incident queries and the incident timeline (docs/incidents.md;
 asyncio side: run them through :class:`store.Database`).
 
 Every mutation writes its event (``incident.created``, ``incident.updated``,
@@ -224,7 +224,7 @@ async def delete_incident(
     now: int,
     cause: EventCause | None = None,
 ) -> bool:
-    """Delete an incident for good with its timeline (spec 4.2) and write
+    """Delete an incident for good with its timeline (docs/incidents.md) and write
     ``incident.deleted`` (its last state). Must run in a transaction. False when it does
     not exist for the account."""
     record = await get_incident(connection, account_id, incident_id, for_update=True)
@@ -268,7 +268,7 @@ async def post_update(
     now: int,
     cause: EventCause | None = None,
 ) -> IncidentUpdateRecord | None:
-    """``POST /incidents/:id/updates`` (extensions part 3): apply ``apply(current)`` to
+    """``POST /incidents/:id/updates`` (docs/incidents.md): apply ``apply(current)`` to
     the incident as :func:`update_incident` does (a status move, with its
     ``incident.updated`` or ``incident.resolved`` event), then append one timeline entry
     with ``message`` and write ``incident.update_posted``. Must run in a transaction.
@@ -325,7 +325,7 @@ async def foreign_monitors(
 ) -> list[str]:
     """The ids of ``monitor_ids`` that are not monitors of the account (nor, with
     ``heartbeats``, heartbeats of the account), in their order (an incident's ``monitors``
-    must be the account's own, extensions parts 3 and 7; a status page's components are
+    must be the account's own: docs/incidents.md, docs/heartbeats.md; a status page's components are
     monitors only)."""
     query = "SELECT id FROM monitors WHERE account_id = $1 AND id = ANY($2::text[])"
     if heartbeats:

@@ -1,4 +1,4 @@
-"""Nodes and their bucket leases (extensions part 6; README: Several nodes).
+"""Nodes and their bucket leases (docs/several-nodes.md; README: Several nodes).
 
 Monitors and heartbeats are split into :data:`BUCKETS` buckets by :func:`bucket_of` (the
 first byte of the md5 of the id; the ``bucket`` column of migration 0008 computes the same).

@@ -1,7 +1,8 @@
 """Where the database is, and opening it: the URL given (flag or
-``UPTRIO_DATABASE_URL``), else the embedded Postgres in the data directory (DESIGN:
-Store). ``uptrio serve`` and the ``uptrio tokens`` commands open it the same way, so a
-command run beside the service shares the service's embedded server.
+``UPTRIO_DATABASE_URL``), else the embedded Postgres in the data directory
+(docs/operations.md, Running it: Store). ``uptrio serve`` and the ``uptrio tokens`` commands
+open it the same way, so a command run beside the service shares the service's embedded
+server.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The maintenance actor: partitions ahead of time, retention by whole partitions
-(extensions part 4; DESIGN: "a maintenance actor in store/ creates the next partitions
+(docs/history.md: "a maintenance actor in store/ creates the next partitions
 ahead of time and drops expired ones").
 
 Every ``interval_seconds`` (and once before it reports started), :func:`maintain`:
@@ -13,7 +13,7 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
   of that age (monitors' ``status_changes``, heartbeats' ``heartbeat_moves``), keeping
   each resource's last move before the cutoff (the status an availability range starts
   with);
-* deletes events older than ``event_retention_days`` (extensions part 1: 30 days) with
+* deletes events older than ``event_retention_days`` (docs/incidents.md, Events: 30 days) with
   their webhook deliveries, and heartbeats' pings older than ``ping_retention_days``, in
   bulk (:func:`purge_before`);
 * forgets the nodes stopped or expired for ``node_retention_days``
@@ -22,7 +22,7 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
 A failure (the database away) is logged and tried again at the next round; the actor
 never crashes the service for it.
 
-Once across the cluster (extensions part 6): several services on one database each run
+Once across the cluster (docs/several-nodes.md): several services on one database each run
 this actor, but a round is done only by the holder of the ``maintenance`` job lease
 (:func:`claim_job`, table ``job_leases``): the first node to claim it holds it for two
 intervals and renews it at each of its rounds; the others skip their rounds while it is
@@ -69,7 +69,7 @@ MAINTENANCE_JOB = "maintenance"
 async def claim_job(connection: Connection, job: str, holder: str, hold_seconds: float) -> bool:
     """Claim or renew the lease on ``job`` for ``holder`` (a node's name) for
     ``hold_seconds`` from now on the database's clock; True when ``holder`` now holds it,
-    False when another holder's lease has not expired (extensions part 6: work done once,
+    False when another holder's lease has not expired (docs/several-nodes.md: work done once,
     by whichever node claims it). One statement: two nodes claiming at once cannot both
     win (the row's lock orders them).
 
@@ -97,13 +97,13 @@ class MaintenanceSettings:
 
     Attributes:
         check_retention_days: raw checks are kept at least this many days
-            (``--check-retention-days``, default 30, at least 1; extensions part 4).
+            (``--check-retention-days``, default 30, at least 1; docs/history.md).
         rollup_retention_days: rollups and the log of status moves are kept this many days
             (``--rollup-retention-days``, default 400).
         event_retention_days: events (and their deliveries) are kept this many days
-            (default 30, extensions part 1).
+            (default 30, docs/incidents.md, Events).
         ping_retention_days: heartbeats' pings are kept this many days
-            (``--ping-retention-days``, default 30, as checks; extensions part 7 says
+            (``--ping-retention-days``, default 30, as checks; docs/checks.md says
             "recent pings"; the per-key rate limit bounds how many a day can hold).
         node_retention_days: a node stopped or expired (not renewing) this many days is
             taken off ``uptrio nodes list`` (default 3).

@@ -1,4 +1,4 @@
-"""Numbered SQL migrations, applied at start-up (DESIGN: Store).
+"""Numbered SQL migrations, applied at start-up (docs/design-notes.md).
 
 Migrations are the files ``store/migrations/NNNN_name.sql``, applied in order, each in its
 own transaction, each recorded in ``schema_migrations``. A Postgres advisory lock makes

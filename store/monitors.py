@@ -1,7 +1,8 @@
 """Monitor queries (asyncio side; run them through :class:`store.Database`).
 
 Every function taking ``account_id`` scopes to that account: another account's monitor is
-indistinguishable from a missing one (DESIGN: "another account's resource: 404").
+indistinguishable from a missing one (docs/api.md, Conventions: another account's resource
+is a 404).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ UPDATABLE = frozenset(
 async def insert_monitor(
     connection: Connection, values: Mapping[str, Any], cause: EventCause | None = None
 ) -> MonitorRecord:
-    """Insert a monitor and its ``monitor.created`` event (extensions part 1; run inside
+    """Insert a monitor and its ``monitor.created`` event (docs/incidents.md, Events; run inside
     a transaction); ``values`` holds every column of the table but ``seq`` and
     ``run_epoch``. Returns the stored record."""
     return await _MONITORS.insert(connection, values, cause)
@@ -163,12 +164,12 @@ async def pause_monitor(
     now: int,
     cause: EventCause | None = None,
 ) -> tuple[MonitorRecord | None, bool]:
-    """Pause a monitor: status ``paused``, a new run epoch (spec 3.1), and a
-    ``monitor.paused`` event. Its open incident is left as it is (extensions part 3).
+    """Pause a monitor: status ``paused``, a new run epoch (docs/checks.md, Up and down), and a
+    ``monitor.paused`` event. Its open incident is left as it is (docs/incidents.md).
 
-    Returns ``(record, changed)``: ``changed`` is False when it was already paused, and
-    then nothing was written (DESIGN: pause on paused is a no-op, ``updated`` unchanged).
-    The record is None when the monitor does not exist for the account.
+    Returns ``(record, changed)``: ``changed`` is False when it was already paused, and then
+    nothing was written (docs/api.md, Conventions: pause on paused is a no-op, ``updated``
+    unchanged). The record is None when the monitor does not exist for the account.
     """
     return await _move(connection, account_id, monitor_id, now, cause, to="paused", only_from=None)
 
@@ -180,8 +181,8 @@ async def resume_monitor(
     now: int,
     cause: EventCause | None = None,
 ) -> tuple[MonitorRecord | None, bool]:
-    """Resume a paused monitor: status ``pending`` (DESIGN), a new run epoch, and a
-    ``monitor.resumed`` event.
+    """Resume a paused monitor: status ``pending`` (docs/api.md, Conventions), a new run
+    epoch, and a ``monitor.resumed`` event.
 
     Returns ``(record, changed)``; resuming a monitor that is not paused changes nothing.
     """
@@ -202,7 +203,7 @@ async def _move(
 ) -> tuple[MonitorRecord | None, bool]:
     condition = "status <> 'paused'" if only_from is None else f"status = '{only_from}'"
     # The move closes the period it ends into the rollups and is logged, in this
-    # transaction (extensions part 4; store.rollups): an up or down period left without
+    # transaction (docs/history.md; store.rollups): an up or down period left without
     # checks for more than two intervals only until one interval after its last check,
     # the rest logged as unknown.
     since_sql = "coalesce(status_since, created)"
@@ -237,9 +238,9 @@ async def delete_monitor(
     now: int,
     cause: EventCause | None = None,
 ) -> bool:
-    """Delete a monitor for good, with its checks and status history (spec 4.1: permanent
+    """Delete a monitor for good, with its checks and status history (docs/api.md: permanent
     deletion), and write ``monitor.deleted`` (its last state). Incidents it opened or
-    affects are left as they are (extensions part 3). Must run inside a transaction.
+    affects are left as they are (docs/incidents.md). Must run inside a transaction.
     False when it does not exist."""
     return await _MONITORS.delete(connection, account_id, monitor_id, now, cause)
 
@@ -253,8 +254,8 @@ async def load_active_monitors(
     numbers, ``store.leases.bucket_of``; None: every bucket), and among ``ids`` when
     given (the monitors a notification named: ``store.notify``).
 
-    The one query by which the engine learns its work (DESIGN: "the monitors this node
-    owns"; extensions part 6: only the buckets it holds a lease on).
+    The one query by which the engine learns its work (docs/several-nodes.md: "the monitors
+    this node owns"; docs/several-nodes.md: only the buckets it holds a lease on).
     """
     rows = await connection.fetch(
         f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' "
@@ -273,7 +274,7 @@ async def settings_digests(
     and the sum of their ``settings_digest`` (a Python int; Postgres sums as numeric, so
     nothing overflows). One aggregate query, 256 rows at most, whatever the number of
     monitors: the engine's reconciliation compares it with the same sums over the
-    actors it runs and reads again only the buckets that differ (extensions part 6)."""
+    actors it runs and reads again only the buckets that differ (docs/several-nodes.md)."""
     rows = await connection.fetch(
         f"SELECT t.bucket, count(*) AS n, sum({_SETTINGS_DIGEST}) AS digest FROM monitors t "
         "WHERE t.status <> 'paused' AND t.bucket = ANY($1::smallint[]) GROUP BY t.bucket",

@@ -1,4 +1,4 @@
-"""Changes told to every node (extensions part 6; issue 14, item 3): Postgres
+"""Changes told to every node (docs/several-nodes.md, Changes made through another node): Postgres
 ``NOTIFY`` on one channel, :data:`CHANNEL`, and one dedicated connection that
 ``LISTEN``\\s to it (:func:`open_listener`).
 
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 CHANNEL = "uptrio_changes"
-"""The one ``NOTIFY`` channel of the service (design decision, issue 14)."""
+"""The one ``NOTIFY`` channel of the service (docs/several-nodes.md)."""
 
 APPLICATION = "uptrio-listener"
 """The listening connection's ``application_name`` (as ``pg_stat_activity`` shows it)."""

@@ -1,4 +1,4 @@
-"""Keyset (cursor) pagination over ``(sort key, seq)`` (spec 4.4; DESIGN's sort values).
+"""Keyset (cursor) pagination over ``(sort key, seq)`` (docs/api.md, Conventions).
 
 A list is ordered by one sort column and then by the table's ``seq`` (insertion order), so
 the order is total and stable. A page after a cursor is "rows whose ``(key, seq)`` come
@@ -137,7 +137,7 @@ async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreatedBounds:
     """Bounds on ``created`` (epoch seconds) of a time-ordered list, each None when
-    absent (the ``created[gt|gte|lt|lte]`` parameters of extensions parts 1 and 4)."""
+    absent (the ``created[gt|gte|lt|lte]`` parameters: docs/incidents.md, docs/history.md)."""
 
     created_gt: int | None = None
     created_gte: int | None = None

@@ -1,5 +1,5 @@
 """Pings and the heartbeats' status moves: the engine's writes for heartbeats, and the
-read of ``GET /heartbeats/:id/pings`` (extensions part 7; docs/heartbeats.md, "No
+read of ``GET /heartbeats/:id/pings`` (docs/heartbeats.md; docs/heartbeats.md, "No
 database round trip on a ping, and no ping lost").
 
 Pings are the ``pings`` family of the store actor's batches (:mod:`store.family`;
@@ -198,10 +198,10 @@ async def list_pings(
     bounds: CreatedBounds = CreatedBounds(),
 ) -> tuple[list[PingRecord], bool]:
     """Pings of ``heartbeat_id``, newest first (by ``created``, then arrival), ``limit``
-    (1-100) of them after ``starting_after`` or before ``ending_before`` (spec 4.4; at
-    most one of the two), of ``kind`` only when given, within ``bounds`` on ``created``
-    (epoch seconds). Returns ``(pings, has_more)``, ``has_more`` in the direction of
-    travel as in :mod:`store.pagination`.
+    (1-100) of them after ``starting_after`` or before ``ending_before`` (docs/api.md,
+    Conventions; at most one of the two), of ``kind`` only when given, within ``bounds`` on
+    ``created`` (epoch seconds). Returns ``(pings, has_more)``, ``has_more`` in the
+    direction of travel as in :mod:`store.pagination`.
 
     Raises:
         CursorNotFound: a cursor is not a ping of this heartbeat.

@@ -1,7 +1,8 @@
 """Rows as the store hands them out: frozen dataclasses, one per table.
 
-Field names are the column names; timestamps are integer epoch seconds (spec 2.4). These
-are storage records, not API objects: the web layer shapes them into responses.
+Field names are the column names; timestamps are integer epoch seconds (docs/api.md,
+Conventions). These are storage records, not API objects: the web layer shapes them into
+responses.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class MonitorRecord(_FromRow):
     ``run_epoch`` grows with every create, pause and resume; the engine writes a status
     only for the epoch it runs (see :func:`store.checks.write_check_batch`).
     ``request_headers``, ``request_body``, ``assertions`` and ``tls_expiry_days`` (days)
-    are http's (extensions part 7; migration 0006), like ``tls_verify`` and
+    are http's (docs/checks.md; migration 0006), like ``tls_verify`` and
     ``tls_ca_bundle`` (PEM text; migration 0014): None on the other types.
     """
 
@@ -120,7 +121,7 @@ class MonitorRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatRecord(_FromRow):
-    """A heartbeat (extensions part 7): a job that calls us at least every
+    """A heartbeat (docs/checks.md): a job that calls us at least every
     ``period_seconds`` (plus ``grace_seconds``). ``ping_key`` is the secret of its public
     ping URL (32 hex characters); ``last_ping_at`` the latest ping of any kind and
     ``last_success_at`` the latest success ping (epoch seconds, or None: the engine's
@@ -145,7 +146,7 @@ class HeartbeatRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PingRecord(_FromRow):
-    """One ping of a heartbeat (extensions part 7): ``kind`` ``success``, ``fail`` or
+    """One ping of a heartbeat (docs/checks.md): ``kind`` ``success``, ``fail`` or
     ``start``; ``created`` epoch seconds; ``duration_ms`` the milliseconds since the
     ``start`` before it (a success or fail right after a start), else None;
     ``source_ip`` the TCP peer's address (behind a proxy: the proxy's), or None."""
@@ -163,7 +164,7 @@ class IncidentRecord(_FromRow):
     """An incident row; ``resolved_at`` is epoch seconds or None while open.
 
     ``monitor_id`` is the monitor that opened it (None when opened through the API);
-    ``monitors`` the affected monitors' ids (extensions part 3).
+    ``monitors`` the affected monitors' ids (docs/incidents.md).
     """
 
     id: str
@@ -184,7 +185,7 @@ class IncidentRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IncidentUpdateRecord(_FromRow):
-    """One entry of an incident's timeline (extensions part 3): the incident's
+    """One entry of an incident's timeline (docs/incidents.md): the incident's
     ``status`` after it and an optional ``message``; ``created`` epoch seconds."""
 
     id: str
@@ -197,7 +198,7 @@ class IncidentUpdateRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventRecord(_FromRow):
-    """An event of the outbox (extensions part 1).
+    """An event of the outbox (docs/incidents.md, Events).
 
     ``object`` is the snapshot of the resource's record right after the change (the
     fields of :class:`MonitorRecord`, :class:`IncidentRecord`, ...; build it back with
@@ -218,7 +219,7 @@ class EventRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WebhookEndpointRecord(_FromRow):
-    """A webhook endpoint (extensions part 2). ``previous_secret`` stays valid until
+    """A webhook endpoint (docs/webhooks.md). ``previous_secret`` stays valid until
     ``previous_secret_expires_at`` (epoch seconds) after a rotation."""
 
     id: str
@@ -237,7 +238,7 @@ class WebhookEndpointRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WebhookDeliveryRecord(_FromRow):
-    """A delivery of one event to one endpoint (extensions part 2).
+    """A delivery of one event to one endpoint (docs/webhooks.md).
 
     ``next_attempt_at`` is epoch seconds (fractional) or None once settled;
     ``last_duration_ms`` milliseconds; ``give_up_at`` epoch seconds, 3 days after the
@@ -261,7 +262,7 @@ class WebhookDeliveryRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StatusPageRecord(_FromRow):
-    """A status page (extensions part 5). ``slug`` is unique over the service;
+    """A status page (docs/status-pages.md). ``slug`` is unique over the service;
     ``components`` is the ordered list of ``{"monitor": "mon_...", "name": display name,
     "group": str or None}``."""
 
@@ -278,9 +279,9 @@ class StatusPageRecord(_FromRow):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckRecord(_FromRow):
-    """One check result (DESIGN's check object). ``response_time_ms`` in milliseconds;
-    ``tls_expires_at`` the certificate's expiry (epoch seconds) of an https check, else
-    None (extensions part 7)."""
+    """One check result (docs/checks.md, The checks of a monitor). ``response_time_ms`` in
+    milliseconds; ``tls_expires_at`` the certificate's expiry (epoch seconds) of an https
+    check, else None (docs/checks.md)."""
 
     id: str
     monitor_id: str

@@ -1,4 +1,4 @@
-"""Hourly rollups (extensions part 4): what one row holds, and the histogram arithmetic.
+"""Hourly rollups (docs/history.md): what one row holds, and the histogram arithmetic.
 
 ``check_rollups`` has one row per monitor per hour (``hour``: the hour's first second,
 epoch seconds, UTC): ``checks``, ``failed_checks`` (checks whose status is ``down``),
@@ -108,7 +108,7 @@ main part. (A batch of checks adds the same pieces in its one upsert of the roll
 
 STALE_INTERVALS = 2
 """A monitor with no check for more than this many intervals was not watched: the time
-from one interval after its last check is unknown (extensions part 4)."""
+from one interval after its last check is unknown (docs/history.md)."""
 
 
 def last_check_sql(monitor_id: str, since: str) -> str:

@@ -1,4 +1,4 @@
-"""Status pages (extensions part 5; asyncio side: run them through
+"""Status pages (docs/status-pages.md; asyncio side: run them through
 :class:`store.Database`): the account's CRUD, and the one read of everything a public
 page shows.
 
@@ -10,7 +10,7 @@ event. ``slug`` is unique over the service (constraint ``status_pages_slug_key``
 ``IntegrityConflict`` whose ``constraint`` names it, also when two requests race.
 
 **The public read** (:func:`public_page`) takes a slug and answers from five queries on
-one connection, never reading raw checks (DESIGN: "a page never reads raw checks"):
+one connection, never reading raw checks (docs/status-pages.md, Built for the stampede):
 
 1. the page;
 2. its components' monitors that still exist in the account: current status and since

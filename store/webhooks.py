@@ -1,4 +1,4 @@
-"""Webhook endpoints (extensions part 2; asyncio side: run them through
+"""Webhook endpoints (docs/webhooks.md; asyncio side: run them through
 :class:`store.Database`): create, read, list, update, rotate the secret, delete.
 Deliveries, and the sender's claim and record, are :mod:`store.deliveries`; deliveries
 are written by the trigger ``events_fan_out`` of migration 0004, one per subscribed
@@ -44,7 +44,7 @@ cheap, and one account's dead receivers few. A team that needs more fans out fro
 receiver of its own."""
 
 ROTATION_GRACE_SECONDS = 24 * 3600
-"""How long a rotated-out secret still signs deliveries, seconds (extensions part 2)."""
+"""How long a rotated-out secret still signs deliveries, seconds (docs/webhooks.md)."""
 
 _ENDPOINT_COLUMNS = [
     "id",
@@ -73,7 +73,7 @@ def new_secret() -> str:
 
 def valid_secrets(endpoint: WebhookEndpointRecord, now: float) -> list[str]:
     """The secrets that sign a delivery sent at ``now`` (epoch seconds): the current one,
-    then the previous one while its 24 hours run (extensions part 2)."""
+    then the previous one while its 24 hours run (docs/webhooks.md)."""
     found = [endpoint.secret]
     expires_at = endpoint.previous_secret_expires_at
     if endpoint.previous_secret is not None and expires_at is not None and now < expires_at:
