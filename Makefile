@@ -56,8 +56,10 @@ test-tools:
 # Two workers: the tests that run whole processes (bench/, ops/, browser/, a real
 # `uptrio serve`) share one worker, one at a time, while the other takes the rest
 # (tests/conftest.py, pytest_collection_modifyitems); either alone needs most of the time.
+# Then the tests of a cluster's time bounds, marked `alone`, with the machine to themselves.
 test: $(TEST_STAMP) lint typecheck test-tools
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not alone"
+	$(BIN)/pytest -m alone
 
 clean:
 	rm -rf $(VENV) .uptrio
