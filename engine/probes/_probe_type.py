@@ -12,6 +12,7 @@ database's CHECK on ``monitors.type`` is held to it by a test (docs/development.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -24,9 +25,12 @@ if TYPE_CHECKING:
     from engine.targets import Target
 
     from ._result import ProbeResult, ProbeSpec
-    from ._tcp import AddressPolicy
 
-__all__ = ["Check", "ProbeContext", "ProbeType"]
+__all__ = ["AddressPolicy", "Check", "ProbeContext", "ProbeType"]
+
+AddressPolicy = Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], str | None]
+"""Decides whether a probe may contact an address: ``None`` allows it, a string is the
+reason it is refused (the check then fails with ``target_denied``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

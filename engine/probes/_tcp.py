@@ -28,13 +28,12 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Callable
 
 import trio
 
 from engine.targets import InvalidTarget, Target, parse_host, parse_port, strip_scheme, url_parser
 
-from ._probe_type import ProbeContext, ProbeType
+from ._probe_type import AddressPolicy, ProbeContext, ProbeType
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
 
 __all__ = [
@@ -51,9 +50,6 @@ __all__ = [
     "stream_failure",
 ]
 
-AddressPolicy = Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], str | None]
-"""Decides whether a probe may contact an address: ``None`` allows it, a string is the
-reason it is refused (the check then fails with ``target_denied``)."""
 
 Address = tuple[int, tuple[object, ...]]
 """One resolved address: (address family, socket address as `socket.connect` takes it)."""
