@@ -2,12 +2,12 @@
 chain, errors and headers (the routes and pages it serves are the caller's:
 ``web.process.app.create_app``).
 
-Every response carries ``Request-Id`` (``req_...``) and ``Service-Version``, errors
-included (spec 2.4, 9.4). Failures become the error shape of :mod:`web.http.errors` in
-one place: :class:`web.http.errors.ApiError` from the chain, store errors translated at
-this boundary, Quart's routing errors (404, 405, 408, 413) mapped, and anything
-unexpected a 500 ``internal_error`` that is logged with its Request-Id. What the HTTP
-server refuses before the app gets the same shape from :mod:`web.http.protocols`.
+Every response carries ``Request-Id`` (``req_...``) and ``Service-Version``, errors included
+(docs/api.md, Conventions and decisions and Error codes). Failures become the error shape of
+:mod:`web.http.errors` in one place: :class:`web.http.errors.ApiError` from the chain, store
+errors translated at this boundary, Quart's routing errors (404, 405, 408, 413) mapped, and
+anything unexpected a 500 ``internal_error`` that is logged with its Request-Id. What the
+HTTP server refuses before the app gets the same shape from :mod:`web.http.protocols`.
 
 Routing never redirects (README, "API decisions": unknown path): werkzeug's
 ``merge_slashes`` is off, so ``/monitors//checks`` or ``/monitors/..%2f/pause`` (which

@@ -1,4 +1,5 @@
-"""Bearer-token authentication and per-resource permissions (spec 5; DESIGN: tokens).
+"""Bearer-token authentication and per-resource permissions (docs/api.md, Conventions and
+decisions: token).
 
 A token is an HS256 JWT: ``sub`` is its ``tok_`` id, ``aud`` is :data:`AUDIENCE`, ``iat``
 is required, ``exp`` is enforced when present. The algorithm is pinned (``alg: none`` or
@@ -58,8 +59,9 @@ PERMISSIONS = (
     "heartbeats.update",
     "heartbeats.delete",
 )
-"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2;
-``status_pages.*``: extensions part 5; ``heartbeats.*``: extensions part 7)."""
+"""The permission strings in use (docs/api.md, API reference: each operation's permission;
+``webhooks.*``: docs/webhooks.md, Permissions; ``status_pages.*``: docs/status-pages.md,
+API; ``heartbeats.*``: docs/heartbeats.md, API)."""
 
 EVENT_READ_PERMISSIONS = {
     "monitor": "monitors.read",

@@ -1,5 +1,5 @@
-"""The per-process cache of rendered public status pages (extensions part 5; DESIGN:
-"an in-memory cache refreshed at most every 10 s per page").
+"""The per-process cache of rendered public status pages (docs/status-pages.md, Built for
+the stampede: rendered at most once per 10 s per page).
 
 One :class:`PageCache` per process, made at start-up and passed to the app in
 :class:`web.http.deps.Dependencies` (no globals). It maps a slug to its last

@@ -1,6 +1,5 @@
-"""Rate limits that hold across nodes: quota leased from Postgres (spec part 8; extensions
-part 6: "rate limits hold for the whole service"; README, "Several nodes", rate limits
-across nodes).
+"""Rate limits that hold across nodes: quota leased from Postgres (docs/api.md, Rate limits;
+docs/several-nodes.md, Rate limits across nodes: they hold for the whole service).
 
 :class:`QuotaLimiter` is what the middlewares ask (:mod:`web.http.limits.throttle`). Its windows
 keep the rolling semantics of :mod:`web.http.limits.rolling` (60 slices; a request counts from its
