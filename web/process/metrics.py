@@ -150,7 +150,7 @@ class Metrics:
     ) -> None:
         """Read ``engine`` (missed checks, statuses, engine restarts), ``writer``
         (queue depth, rows written and dropped) and ``holding`` (this node's buckets and
-        lease renewal, extensions part 6) when scraped."""
+        lease renewal, docs/several-nodes.md, Operations) when scraped."""
         self.engine_statistics = engine
         self.writer = writer
         self.holding = holding
@@ -266,7 +266,7 @@ class _ScrapeCollector(Collector):
         yield CounterMetricFamily(
             "uptrio_fenced_writes_refused",
             "Check rows and status changes refused: this node no longer held their bucket "
-            "at their lease epoch (extensions part 6).",
+            "at their lease epoch.",
             value=refused,
         )
         yield CounterMetricFamily(
@@ -301,7 +301,7 @@ class _ScrapeCollector(Collector):
         holding = metrics.holding
         yield GaugeMetricFamily(
             "uptrio_node_buckets_held",
-            "Buckets (of 256) this node holds a lease on (extensions part 6).",
+            "Buckets (of 256) this node holds a lease on.",
             value=len(holding.held) if holding is not None else 0,
         )
         yield GaugeMetricFamily(

@@ -1,6 +1,7 @@
-"""What a public status page shows, as plain data (extensions part 5): pure functions
-from a ``store.status_pages.PublicPage`` to the summary that ``summary.json`` serves and
-the HTML template renders. No I/O, no clock: tested without either.
+"""What a public status page shows, as plain data (docs/status-pages.md, What is shown, and
+what never is): pure functions from a ``store.status_pages.PublicPage`` to the summary that
+``summary.json`` serves and the HTML template renders. No I/O, no clock: tested without
+either.
 
 **Public, and nothing else.** A component shows its display name and group, never its
 monitor's name, url, id, type or metadata. An incident shows its title, status,
