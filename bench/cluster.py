@@ -1,5 +1,5 @@
-"""``uptrio bench --nodes N``: the service phase of a run with N ``uptrio serve``
-processes on one Postgres (extensions part 6; issue 14, item 7).
+"""``uptrio bench --nodes N``: the service phase of a run with N ``uptrio serve`` processes
+on one Postgres (docs/several-nodes.md; docs/benchmarks.md, ``uptrio bench``).
 
 Timeline of `cluster_phase` (wall clock; `bench.run` does the rest: targets, arrivals,
 the report)::

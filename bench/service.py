@@ -7,8 +7,9 @@ contracts in ``pyproject.toml`` check it).
 
 `run_service_process` runs ``uptrio serve`` on a loopback port the OS picks, with the
 bench's DNS server as its nameserver, its output in ``service.log``; it yields once the
-service listens and stops it on exit with the ladder of DESIGN/STYLE: SIGTERM, up to
-30 s for a clean stop (the store writes every result still queued), then SIGKILL.
+service listens and stops it on exit with the usual ladder (docs/operations.md, Shutdown):
+SIGTERM, up to 30 s for a clean stop (the store writes every result still queued), then
+SIGKILL.
 
 `open_bench_database` gives the bench its own view of the database: with no URL it
 joins the embedded Postgres of the data directory first, through pgserver as the service
