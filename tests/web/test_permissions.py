@@ -1,6 +1,6 @@
-"""The permission matrix (spec 5.4-5.5): a token holding one permission can call exactly
-the endpoints that need it and gets 403 ``permission_error`` / ``missing_permission``
-on every other endpoint, without side effects.
+"""The permission matrix (docs/api.md, API reference: each operation's permission): a token
+holding one permission can call exactly the endpoints that need it and gets 403
+``permission_error`` / ``missing_permission`` on every other endpoint, without side effects.
 """
 
 from __future__ import annotations

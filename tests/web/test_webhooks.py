@@ -1,7 +1,7 @@
-"""Webhook endpoints through the API (extensions part 2): create, read, list, update,
-delete, rotate the secret, list deliveries; validation, isolation between accounts,
-idempotency. Deliveries are made by the database's fan-out trigger when events are
-written (``POST /incidents``, ``POST /monitors``); nothing is sent here (no sender runs).
+"""Webhook endpoints through the API (docs/webhooks.md): create, read, list, update, delete,
+rotate the secret, list deliveries; validation, isolation between accounts, idempotency.
+Deliveries are made by the database's fan-out trigger when events are written (``POST
+/incidents``, ``POST /monitors``); nothing is sent here (no sender runs).
 """
 
 from __future__ import annotations
