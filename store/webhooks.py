@@ -62,7 +62,8 @@ _ENDPOINT_COLUMNS = [
 ]
 _ENDPOINT_SELECT = ", ".join(f"t.{c}" for c in _ENDPOINT_COLUMNS)
 UPDATABLE = frozenset({"url", "enabled_events", "description", "status", "metadata"})
-"""Columns :func:`update_endpoint` may change (the PATCH fields of part 2)."""
+"""Columns :func:`update_endpoint` may change (the PATCH fields of docs/webhooks.md,
+Endpoints and deliveries)."""
 
 
 def new_secret() -> str:

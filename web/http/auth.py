@@ -68,10 +68,11 @@ EVENT_READ_PERMISSIONS = {
     "incident": "incidents.read",
     "heartbeat": "heartbeats.read",
 }
-"""The read permission that shows an event, by the first part of its type (extensions
-part 1: "read permission of the event's resource"; ``incident.update_posted`` is an
-incident's). ``GET /events`` lists only the events a token may read, and a webhook
-endpoint may subscribe only to them (README, Webhooks: permissions)."""
+"""The read permission that shows an event, by the first part of its type
+(docs/incidents.md, Events: a token sees the events of the resources it may read;
+``incident.update_posted`` is an incident's). ``GET /events`` lists only the events a token
+may read, and a webhook endpoint may subscribe only to them (docs/webhooks.md,
+Permissions)."""
 
 
 def readable_event_kinds(permissions: list[str]) -> list[str]:

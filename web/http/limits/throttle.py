@@ -24,11 +24,11 @@ Two middlewares of the chain (:data:`web.http.middleware.DEFAULT_MIDDLEWARES`)::
   even looked at, so a token cannot be guessed at speed and a 429 reveals nothing about
   the token sent. Requests with a valid token cost nothing here.
 
-The windows are those of the :class:`web.http.limits.quota.QuotaLimiter` of :class:`Dependencies`:
-under ``uptrio serve`` the windows of :data:`SHARED_WINDOWS` are leased from the database,
-so those limits hold for the whole service however many nodes serve it (extensions part
-6); without a database they are counted in memory. The client address is the TCP
-peer's (behind a proxy, the proxy's).
+The windows are those of the :class:`web.http.limits.quota.QuotaLimiter` of
+:class:`Dependencies`: under ``uptrio serve`` the windows of :data:`SHARED_WINDOWS` are
+leased from the database, so those limits hold for the whole service however many nodes
+serve it (docs/several-nodes.md, Rate limits across nodes); without a database they are
+counted in memory. The client address is the TCP peer's (behind a proxy, the proxy's).
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ __all__ = ["add_command", "nodes_command"]
 
 
 async def nodes_command(args: argparse.Namespace) -> int:
-    """``uptrio nodes list``: every node sharing the database, with the buckets it holds
-    and the active monitors and heartbeats in them, its state (live, stopped, expired)
-    and how long ago it last renewed its leases, by the database's clock (extensions
-    part 6). Exit status 0.
+    """``uptrio nodes list``: every node sharing the database, with the buckets it holds and
+    the active monitors and heartbeats in them, its state (live, stopped, expired) and how
+    long ago it last renewed its leases, by the database's clock (docs/several-nodes.md,
+    Operations). Exit status 0.
 
     ``uptrio nodes forget NAME``: take a node that is not live (stopped, or expired)
     off the list (``store.leases.forget_node``); exit status 1 for a live node or an
