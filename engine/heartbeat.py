@@ -3,7 +3,7 @@ and its deadline (docs/heartbeats.md).
 
 A heartbeat is a job that calls us: its actor waits for pings in its
 :class:`~engine.mailbox.Mailbox` until its deadline (trio clock: ``trio.move_on_at``, so
-``MockClock`` drives its tests). Rules (README, Heartbeats):
+``MockClock`` drives its tests). Rules (docs/heartbeats.md, States):
 
 * **success** (``/ping/<key>``): the heartbeat is ``up``; the deadline becomes now +
   ``period_seconds`` + ``grace_seconds``.

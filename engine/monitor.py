@@ -17,10 +17,10 @@ The inbox belongs to the engine and outlives an incarnation: a restarted actor r
 same inbox, and ignores the results of probes started by an earlier incarnation.
 
 Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
-probe cut short is not a result). A :class:`Drain` (the graceful stop, README "Shutdown")
-starts no new probe and lets the one already sent finish, bounded by its own timeout: its
-check goes to the store before the actor returns. A probe still waiting for a slot of
-the global limiter was not sent: it is dropped.
+probe cut short is not a result). A :class:`Drain` (the graceful stop, docs/operations.md,
+Shutdown) starts no new probe and lets the one already sent finish, bounded by its own
+timeout: its check goes to the store before the actor returns. A probe still waiting for a
+slot of the global limiter was not sent: it is dropped.
 """
 
 from __future__ import annotations
@@ -158,9 +158,9 @@ class MonitorDeps:
 def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
     """What to probe for ``monitor``: built once per configuration (start, Reconfigure),
     never per check: assertions compiled here (``probes._assertions``), and the
-    `ssl.SSLContext` of its ``tls_verify`` and ``tls_ca_bundle`` taken from ``tls``
-    (shared with every monitor of the same setting; README, "Private certificate
-    authorities")."""
+    `ssl.SSLContext` of its ``tls_verify`` and ``tls_ca_bundle`` taken from ``tls`` (shared
+    with every monitor of the same setting; docs/checks.md, Private certificate
+    authorities)."""
     return ProbeSpec(
         type=monitor.type,
         url=monitor.url,

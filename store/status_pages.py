@@ -22,7 +22,7 @@ one connection, never reading raw checks (docs/status-pages.md, Built for the st
    ``incidents_by_monitors``): the open ones and those resolved in the last
    :data:`RESOLVED_WINDOW_SECONDS`, at most :data:`MAX_INCIDENTS` of each;
 5. the latest entries of their timelines (``incident_updates``, by the index on
-   ``(incident_id, seq)``), bounded (README "Status pages"): at most
+   ``(incident_id, seq)``), bounded (docs/status-pages.md, Bounds): at most
    :data:`UPDATES_PER_INCIDENT` of each incident, and at most
    :data:`UPDATE_BYTES_PER_PAGE` bytes of messages in all, given out in the order the
    page shows them (open incidents newest first, then resolved ones, each incident's
