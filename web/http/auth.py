@@ -11,8 +11,8 @@ applies from the next request on.
 The signing secret is ``UPTRIO_JWT_SECRET`` when set, else a random secret generated once
 into ``<data-dir>/jwt-secret`` with mode 0600. Several processes sharing a database must
 share the secret: the database keeps its fingerprint (:func:`secret_fingerprint`), and a
-process with another secret refuses to run (``web.process.startup.check_secret``; README:
-Several nodes).
+process with another secret refuses to run (``web.process.startup.check_secret``;
+docs/several-nodes.md, One secret per database).
 """
 
 from __future__ import annotations
@@ -225,9 +225,9 @@ def _reason(exc: jwt.PyJWTError) -> str:
 
 
 def expired(expires_at: int | None, now: float) -> bool:
-    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for
-    never) has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp``
-    gets (README: 30 s leeway)."""
+    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for never)
+    has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp`` gets
+    (docs/api.md, Conventions and decisions: token, 30 s leeway)."""
     return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 

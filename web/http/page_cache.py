@@ -12,7 +12,7 @@ The cache holds at most ``max_bytes`` (``--status-cache-bytes``, default
 plain and gzipped), its slug and :data:`ENTRY_OVERHEAD_BYTES`; past it, the least
 recently read copies are dropped first. A copy larger than the whole budget is still
 kept, alone, so that its page is rendered once per 10 s like any other (a page is
-bounded: README "Status pages").
+bounded: docs/status-pages.md, Bounds).
 
 Behaviour under a stampede (single flight):
 

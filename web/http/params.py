@@ -158,10 +158,10 @@ def refuse_nul(
     path_params: Mapping[str, str],
     headers: Iterable[tuple[str, str]],
 ) -> None:
-    """The one check of U+0000 in the text a request carries outside its body (a JSON
-    body's strings are checked by ``web.http.validation.validate``, at any depth): no NUL
-    reaches the database, where it would fail the statement (a 500) instead of being
-    refused (README, Request safety: hostile input).
+    """The one check of U+0000 in the text a request carries outside its body (a JSON body's
+    strings are checked by ``web.http.validation.validate``, at any depth): no NUL reaches
+    the database, where it would fail the statement (a 500) instead of being refused
+    (docs/api.md, Hostile input).
 
     Raises:
         ApiError: 400 ``invalid_parameter`` naming a query parameter whose name or value

@@ -88,7 +88,7 @@ class RequestContext:
     @property
     def ping_base(self) -> str:
         """The base of a heartbeat's ``ping_url``: ``--public-url``, else the base URL
-        this request came to (README, Heartbeats)."""
+        this request came to (docs/heartbeats.md, The ping URL)."""
         return self.deps.settings.public_url or self.base_url
 
     def header(self, name: str) -> str | None:

@@ -1,5 +1,5 @@
-"""The service's Prometheus metrics, served at ``GET /metrics`` (README: Operations,
-Metrics and health; Several nodes).
+"""The service's Prometheus metrics, served at ``GET /metrics`` (docs/operations.md, Metrics
+and health; docs/several-nodes.md, Operations).
 
 One :class:`Metrics` per service, with its own ``CollectorRegistry`` passed explicitly
 (prometheus-client's default global registry is never used, so two services in one
@@ -156,8 +156,8 @@ class Metrics:
         self.holding = holding
 
     def attach_limits(self, limits: QuotaLimiter) -> None:
-        """Read ``limits``' statistics (its lease exchanges, README: Several nodes) when
-        scraped."""
+        """Read ``limits``' statistics (its lease exchanges, docs/several-nodes.md, Rate
+        limits across nodes) when scraped."""
         self.limits = limits
 
     def count_restart(self, supervisor: str) -> None:
@@ -272,7 +272,7 @@ class _ScrapeCollector(Collector):
         yield CounterMetricFamily(
             "uptrio_checks_withheld",
             "Grid points not probed: this node could not know it still held the bucket "
-            "(its lease lapsed on its own clock, as after a pause; README: Several nodes).",
+            "(its lease lapsed on its own clock, as after a pause).",
             value=engine.withheld if engine is not None else 0,
         )
         yield CounterMetricFamily(

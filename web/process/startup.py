@@ -51,7 +51,7 @@ class SecretMismatch(Exception):
 def open_data_dir(data_dir: Path) -> None:
     """Create the data directory, or set an existing one to its mode
     (``store.secure_data_dir``: 0700, 0711 as root); logs a warning when other users
-    could list or change it (README: Operations, "The data directory")."""
+    could list or change it (docs/operations.md, The data directory)."""
     before = secure_data_dir(data_dir)
     if before & OPEN_TO_OTHERS:
         log.warning(
@@ -66,8 +66,8 @@ def open_data_dir(data_dir: Path) -> None:
 
 async def check_secret(db: Database, secret: bytes, data_dir: Path) -> None:
     """Compare the fingerprint of ``secret`` (``web.http.auth.secret_fingerprint``) with the
-    one the database keeps, recording it when there is none yet (the first process on
-    the database; README: Several nodes).
+    one the database keeps, recording it when there is none yet (the first process on the
+    database; docs/several-nodes.md, One secret per database).
 
     Raises:
         SecretMismatch: the database keeps another secret's fingerprint.

@@ -21,9 +21,9 @@ wrote on the opener's moves (``generated``; the store never reads their messages
 ``"<display name> is up again after <duration>"`` for a recovery
 (:func:`public_message`), nothing for the opening one.
 
-**Bounds** (README "Status pages"): each incident shows its latest timeline entries
-within the budgets of ``store.status_pages`` (10 per incident, 256 KiB of messages per
-page) and how many it left out (``updates_omitted``).
+**Bounds** (docs/status-pages.md, Bounds): each incident shows its latest timeline entries
+within the budgets of ``store.status_pages`` (10 per incident, 256 KiB of messages per page)
+and how many it left out (``updates_omitted``).
 
 **Component states** (``data-state`` in the HTML), from the monitor's status:
 
