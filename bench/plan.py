@@ -194,9 +194,10 @@ class BenchParams:
 
     @property
     def warmup(self) -> float:
-        """The warm-up in seconds (``warmup_seconds`` or its default: one interval plus
-        2 s, plus 5 s with several nodes, the reconciliation period by which a monitor
-        created through one node reaches its owner; README, Several nodes)."""
+        """The warm-up in seconds (``warmup_seconds`` or its default: one interval plus 2 s,
+        plus 5 s with several nodes, the reconciliation period by which a monitor created
+        through one node reaches its owner; docs/several-nodes.md, Changes made through
+        another node)."""
         if self.warmup_seconds is not None:
             return self.warmup_seconds
         return float(self.interval_seconds) + 2.0 + (5.0 if self.nodes > 1 else 0.0)

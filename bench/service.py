@@ -301,10 +301,11 @@ async def _wait_listening(process: trio.Process, log_path: Path, *, timeout_seco
 async def claim_secret(
     data_dir: Path, database_url: str, env: Mapping[str, str] | None = None
 ) -> None:
-    """Make this run's JWT secret (``data_dir``'s, or ``UPTRIO_JWT_SECRET`` in ``env``)
-    the one of the external database at ``database_url``: an earlier run recorded its own
-    there, and a service with another secret refuses to start (README: Several nodes).
-    ``uptrio tokens reset-secret --yes`` (60 s at most) revokes the earlier runs' tokens.
+    """Make this run's JWT secret (``data_dir``'s, or ``UPTRIO_JWT_SECRET`` in ``env``) the
+    one of the external database at ``database_url``: an earlier run recorded its own there,
+    and a service with another secret refuses to start (docs/several-nodes.md, One secret
+    per database). ``uptrio tokens reset-secret --yes`` (60 s at most) revokes the earlier
+    runs' tokens.
 
     Raises:
         subprocess.CalledProcessError: the command failed.

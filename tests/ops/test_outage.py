@@ -1,4 +1,4 @@
-"""A database outage while monitors run (README: Operations, a database outage).
+"""A database outage while monitors run (docs/operations.md, A database outage).
 
 A dedicated embedded Postgres in the test's temporary directory (the session's server,
 shared by the other tests, is never stopped) is stopped for 5 s with ``pg_ctl stop -m fast``

@@ -140,7 +140,7 @@ def _sent(case: Any, param: str | None) -> Any:
 def semantic_refusals_only(ctx: Any, response: Any, case: Any) -> bool | None:
     """Check: a schema-valid request refused with 400 or 422 names a rule the schema
     cannot state (:data:`SEMANTIC_REFUSALS`), or a value holding NUL (U+0000, which
-    Postgres cannot store: refused wherever it is sent, README "Request safety")."""
+    Postgres cannot store: refused wherever it is sent, docs/api.md, Hostile input)."""
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return None

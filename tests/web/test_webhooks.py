@@ -347,7 +347,7 @@ async def test_an_account_has_at_most_16_endpoints(
     api: Api, api_for: Callable[..., Awaitable[Api]]
 ) -> None:
     with trio.fail_after(30):
-        assert MAX_ENDPOINTS == 16  # the README's figure
+        assert MAX_ENDPOINTS == 16  # docs/webhooks.md's figure
         # created concurrently: the count and the insert are one step
         results: list[int] = []
 
