@@ -19,9 +19,9 @@ medians of the rounds are compared. CPU is `time.process_time` (this process onl
   process), at concurrency 1 (checks one at a time, as 1,000 checks/s spread over a
   second mostly are) and 50; microseconds of CPU per check.
 - ``https``: the same over TLS, against a one-process trio target serving a self-signed
-  certificate for 127.0.0.1 (made by the ``openssl`` command line); the new module is
-  called with ``tls_expiry_days=14`` (extensions part 7: the certificate's expiry read and
-  checked on every https check).
+  certificate for 127.0.0.1 (made by the ``openssl`` command line); the new module is called
+  with ``tls_expiry_days=14`` (docs/checks.md, Assertions and TLS expiry: the certificate's
+  expiry read and checked on every https check).
 - ``actor``: `engine.monitor.run_monitor` with a prober that answers at once (the
   engine's own cost: actor loop, probe task, limiter, records, the store's inbox),
   ``--monitors`` actors every 1 s; microseconds of CPU per check.

@@ -20,9 +20,9 @@ number of grid points in it):
 - *duplicates*: arrivals beyond the first in a slot (retries: dns servers that answer
   slowly are asked again);
 - *lateness*: of each slot's first arrival, in milliseconds;
-- *gap jitter*: ``|gap - interval|`` between a monitor's consecutive slots that are both
-  in the window, in milliseconds (what the issue calls "gaps minus interval"; unlike
-  lateness it does not see a constant delay).
+- *gap jitter*: ``|gap - interval|`` between a monitor's consecutive slots that are both in
+  the window, in milliseconds (bench/RESULTS.md's "gap minus interval"; unlike lateness it
+  does not see a constant delay).
 """
 
 from __future__ import annotations

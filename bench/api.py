@@ -90,7 +90,7 @@ _RETRYABLE_CODES = frozenset({"database_unavailable", "engine_unavailable"})
 
 
 def _error_code(response: httpx.Response) -> str | None:
-    """The ``error.code`` of an error answer (spec's error shape), or None."""
+    """The ``error.code`` of an error answer (docs/api.md, Error codes), or None."""
     try:
         return str(response.json()["error"]["code"])
     except (ValueError, KeyError, TypeError):
@@ -166,8 +166,9 @@ async def _create_worker(
         pool = pools[plan.index % len(pools)]
         for _attempt in range(1000):  # bounded: a limit that never lifts fails
             slot, token = await pool.take()
-            # keyed (spec 4.5): a retry after a 500 engine_unavailable (the monitor was
-            # committed) replays the 201 instead of creating a second monitor
+            # keyed (docs/api.md, Idempotency keys): a retry after a 500 engine_unavailable
+            # (the monitor was committed) replays the 201 instead of creating a second
+            # monitor
             headers = {
                 "Authorization": f"Bearer {token}",
                 "Idempotency-Key": f"bench-monitor-{plan.index}",

@@ -140,7 +140,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         help="extra flag for uptrio serve, repeatable (e.g. --serve-arg=--shards=16)",
     )
     parts.add_argument("--service-log-level", default="info")
-    nodes = bench.add_argument_group("several nodes (README, Several nodes)")
+    nodes = bench.add_argument_group("several nodes (docs/several-nodes.md)")
     nodes.add_argument(
         "--nodes",
         type=int,

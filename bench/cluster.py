@@ -1,5 +1,5 @@
-"""``uptrio bench --nodes N``: the service phase of a run with N ``uptrio serve``
-processes on one Postgres (extensions part 6; issue 14, item 7).
+"""``uptrio bench --nodes N``: the service phase of a run with N ``uptrio serve`` processes
+on one Postgres (docs/several-nodes.md; docs/benchmarks.md, ``uptrio bench``).
 
 Timeline of `cluster_phase` (wall clock; `bench.run` does the rest: targets, arrivals,
 the report)::
@@ -9,11 +9,11 @@ the report)::
                                      quiet    ▲       quiet
                               (--kill-node K) SIGKILL node-K at the middle quiet instant
 
-The bench starts the embedded Postgres itself (`open_bench_database`, in its data
-directory; or uses ``--database-url``) and gives every node its URL, so no node owns
-the database and any node may be killed. Node ``k`` is named ``node-k``, has its own
-data directory (and so its own admin socket) and a port the OS picks; all share one
-``UPTRIO_JWT_SECRET`` (README, Several nodes). The run waits until every node holds its
+The bench starts the embedded Postgres itself (`open_bench_database`, in its data directory;
+or uses ``--database-url``) and gives every node its URL, so no node owns the database and
+any node may be killed. Node ``k`` is named ``node-k``, has its own data directory (and so
+its own admin socket) and a port the OS picks; all share one ``UPTRIO_JWT_SECRET``
+(docs/several-nodes.md, One secret per database). The run waits until every node holds its
 share of the 256 buckets (``bucket_leases``) and answers ``/readyz`` 200.
 
 What is measured, besides what one service's run measures (the `PhaseRecord` of the

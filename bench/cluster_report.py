@@ -1,5 +1,5 @@
-"""The ``nodes`` section of a report with several nodes (`bench.cluster`; issue 14,
-item 7), and its table (`print_nodes`).
+"""The ``nodes`` section of a report with several nodes (`bench.cluster`;
+docs/benchmarks.md, ``uptrio bench``), and its table (`print_nodes`).
 
 `build_report` (`bench.report`) keeps every figure of one service's run for the whole
 cluster (``service``: the nodes' ``/metrics`` summed, their CPU added, Postgres once)
@@ -15,12 +15,12 @@ and adds ``nodes`` (`cluster_section`):
   many arrivals as two nodes would send); the store is read for consecutive checks of
   a monitor closer than half an interval (``stored_duplicates``). Each node's own count
   of checks equals the arrivals at its monitors when it probed only those.
-- ``failover`` (``--kill-node``): the longest gap per monitor between two consecutive
-  probes (arrivals at its target, the later one in the window, or to the window's end
-  when it was not probed again), as p50 / p99 / max over the killed node's monitors and
-  over all, against the bound of the issue: lease + one interval; the wait from the
-  kill to each of the killed node's monitors' first probe; when the others held every
-  bucket again; the longest gap between stored checks (whole seconds).
+- ``failover`` (``--kill-node``): the longest gap per monitor between two consecutive probes
+  (arrivals at its target, the later one in the window, or to the window's end when it was
+  not probed again), as p50 / p99 / max over the killed node's monitors and over all,
+  against the bound of docs/several-nodes.md: lease + one interval; the wait from the kill
+  to each of the killed node's monitors' first probe; when the others held every bucket
+  again; the longest gap between stored checks (whole seconds).
 """
 
 from __future__ import annotations

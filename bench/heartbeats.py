@@ -1,4 +1,5 @@
-"""``uptrio bench heartbeats``: the two goals of heartbeats (issue 16, item 5).
+"""``uptrio bench heartbeats``: the two goals of heartbeats (bench/RESULTS.md, Heartbeats;
+docs/benchmarks.md, The other benchmarks).
 
 **Throughput** (goal: the ping endpoint at ≥ 80 % of a hello-world route of the same
 app). In a new data directory ``uptrio serve`` runs with its engine and the per-key ping
@@ -63,7 +64,8 @@ from .status_pages import run_wrk, wrk_totals
 __all__ = ["GOALS", "HeartbeatBenchOptions", "print_heartbeats", "run_heartbeats_bench"]
 
 GOALS = {"throughput_ratio_min": 0.80, "bytes_per_heartbeat_max": 5 * 1024}
-"""The issue's goals: ping vs /healthz requests/s; RSS per heartbeat held."""
+"""The goals (bench/RESULTS.md, Heartbeats): ping vs /healthz requests/s; RSS per heartbeat
+held."""
 
 _FLAGS = ("--pings-per-minute", "1000000000", "--shutdown-seconds", "10")
 

@@ -1,5 +1,5 @@
-"""``uptrio bench history``: how fast availability is answered over long histories, and
-what history costs on disk (extensions part 4; issue 11, item 5).
+"""``uptrio bench history``: how fast availability is answered over long histories, and what
+history costs on disk (docs/history.md; bench/RESULTS.md, History).
 
 It makes a data directory, lets ``uptrio tokens create`` start the embedded Postgres and
 migrate it (and mint the token the queries use), bulk-loads a synthetic history with SQL

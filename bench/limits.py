@@ -1,6 +1,6 @@
-"""``uptrio bench limits``: the rate limits across nodes (README, "Several nodes", rate
-limits across nodes): how far the nodes together go over a limit, and what the quota
-leases cost per request, with 1, 2 and 4 nodes.
+"""``uptrio bench limits``: the rate limits across nodes (docs/several-nodes.md, Rate limits
+across nodes): how far the nodes together go over a limit, and what the quota leases cost
+per request, with 1, 2 and 4 nodes.
 
 One embedded Postgres for the whole bench (`open_bench_database`, in a new data
 directory). For each node count N of ``--node-counts`` (default 1,2,4), two clusters of

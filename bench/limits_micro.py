@@ -1,5 +1,5 @@
 """Micro-benchmark: what the rate limiter costs a request in one process, a lease in hand
-against the limiter in memory (README, "Several nodes", rate limits across nodes).
+against the limiter in memory (docs/several-nodes.md, Rate limits across nodes).
 
 White-box (allowed by the import contracts in ``pyproject.toml``): it imports ``web`` and
 ``store`` and calls the limiters in this process, on an embedded Postgres of its own in

@@ -34,10 +34,10 @@ __all__ = [
 ]
 
 BUCKETS = 256
-"""Buckets the monitors are split into (README, Several nodes)."""
+"""Buckets the monitors are split into (docs/several-nodes.md, Buckets)."""
 
 DEFAULT_LEASE_SECONDS = 10.0
-"""``uptrio serve --lease-seconds``'s default (README, Several nodes)."""
+"""``uptrio serve --lease-seconds``'s default (docs/several-nodes.md)."""
 
 
 def node_command(

@@ -125,9 +125,8 @@ class BenchParams:
         progress: show the live display (on stderr).
         keep_data: keep the temporary data directory (the database) after the run.
         profile: sample the service (and the baseline) with py-spy during the window.
-        nodes: ``uptrio serve`` processes on one Postgres (extensions part 6;
-            docs/several-nodes.md): 1 is the single service of every earlier run; more
-            run `bench.cluster`.
+        nodes: ``uptrio serve`` processes on one Postgres (docs/several-nodes.md): 1 is
+            the single service of every earlier run; more run `bench.cluster`.
         kill_node: with ``nodes`` >= 2, the node (1 to ``nodes``) SIGKILLed in the
             middle of the window (`bench.cluster`), or ``None``.
         lease_seconds: the nodes' ``--lease-seconds`` (``None``: the service's default,
@@ -195,9 +194,10 @@ class BenchParams:
 
     @property
     def warmup(self) -> float:
-        """The warm-up in seconds (``warmup_seconds`` or its default: one interval plus
-        2 s, plus 5 s with several nodes, the reconciliation period by which a monitor
-        created through one node reaches its owner; README, Several nodes)."""
+        """The warm-up in seconds (``warmup_seconds`` or its default: one interval plus 2 s,
+        plus 5 s with several nodes, the reconciliation period by which a monitor created
+        through one node reaches its owner; docs/several-nodes.md, Changes made through
+        another node)."""
         if self.warmup_seconds is not None:
             return self.warmup_seconds
         return float(self.interval_seconds) + 2.0 + (5.0 if self.nodes > 1 else 0.0)

@@ -7,8 +7,9 @@ contracts in ``pyproject.toml`` check it).
 
 `run_service_process` runs ``uptrio serve`` on a loopback port the OS picks, with the
 bench's DNS server as its nameserver, its output in ``service.log``; it yields once the
-service listens and stops it on exit with the ladder of DESIGN/STYLE: SIGTERM, up to
-30 s for a clean stop (the store writes every result still queued), then SIGKILL.
+service listens and stops it on exit with the usual ladder (docs/operations.md, Shutdown):
+SIGTERM, up to 30 s for a clean stop (the store writes every result still queued), then
+SIGKILL.
 
 `open_bench_database` gives the bench its own view of the database: with no URL it
 joins the embedded Postgres of the data directory first, through pgserver as the service
@@ -300,10 +301,11 @@ async def _wait_listening(process: trio.Process, log_path: Path, *, timeout_seco
 async def claim_secret(
     data_dir: Path, database_url: str, env: Mapping[str, str] | None = None
 ) -> None:
-    """Make this run's JWT secret (``data_dir``'s, or ``UPTRIO_JWT_SECRET`` in ``env``)
-    the one of the external database at ``database_url``: an earlier run recorded its own
-    there, and a service with another secret refuses to start (README: Several nodes).
-    ``uptrio tokens reset-secret --yes`` (60 s at most) revokes the earlier runs' tokens.
+    """Make this run's JWT secret (``data_dir``'s, or ``UPTRIO_JWT_SECRET`` in ``env``) the
+    one of the external database at ``database_url``: an earlier run recorded its own there,
+    and a service with another secret refuses to start (docs/several-nodes.md, One secret
+    per database). ``uptrio tokens reset-secret --yes`` (60 s at most) revokes the earlier
+    runs' tokens.
 
     Raises:
         subprocess.CalledProcessError: the command failed.

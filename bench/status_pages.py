@@ -1,4 +1,5 @@
-"""``uptrio bench status-pages``: the two goals of the status pages (issue 13, item 6).
+"""``uptrio bench status-pages``: the two goals of the status pages (bench/RESULTS.md,
+Status pages; docs/benchmarks.md, The other benchmarks).
 
 **Cold render** (goal: a 100-component page in at most 50 ms). In a new data directory,
 ``uptrio tokens create`` migrates the database and mints the token; `load_history` writes
@@ -67,7 +68,8 @@ __all__ = [
 ]
 
 GOALS = {"throughput_ratio_min": 0.70, "cold_render_ms_max": 50.0}
-"""The issue's goals: page vs /healthz requests/s, and a cold render's time."""
+"""The goals (bench/RESULTS.md, Status pages): page vs /healthz requests/s, and a cold
+render's time."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """``uptrio bench webhooks``: how late signed webhooks reach a receiver when monitors
-flap, and what events and deliveries cost (issue 12, goal 6).
+flap, and what events and deliveries cost (bench/RESULTS.md, Events and webhooks).
 
 Two runs of `bench.run.run_bench` on the same parameters, one after the other:
 

@@ -1,9 +1,9 @@
 """The heartbeat actor: one trio task per heartbeat that is not paused, owning its status
-and its deadline (extensions part 7).
+and its deadline (docs/heartbeats.md).
 
 A heartbeat is a job that calls us: its actor waits for pings in its
 :class:`~engine.mailbox.Mailbox` until its deadline (trio clock: ``trio.move_on_at``, so
-``MockClock`` drives its tests). Rules (README, Heartbeats):
+``MockClock`` drives its tests). Rules (docs/heartbeats.md, States):
 
 * **success** (``/ping/<key>``): the heartbeat is ``up``; the deadline becomes now +
   ``period_seconds`` + ``grace_seconds``.
@@ -45,7 +45,7 @@ __all__ = ["PING_KINDS", "HeartbeatConfig", "HeartbeatState", "Ping", "Retune", 
 log = structlog.get_logger("uptrio.engine")
 
 PING_KINDS = ("success", "fail", "start")
-"""The kinds of ping (extensions part 7)."""
+"""The kinds of ping (docs/heartbeats.md, The ping endpoints)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -55,10 +55,11 @@ class Ping:
     or gave it up (``recorded`` False: the actor stopped first).
 
     ``stored_at`` (epoch seconds) marks a ping another node received and stored already
-    (extensions part 6: ``store.notify``), or the stored ``last_success_at`` the
-    reconciliation found newer than what the actor knows: the actor applies it as of
-    that time and hands only the move it causes to the store. A stored success older
-    than the actor's latest is ignored (unless the heartbeat is ``pending``)."""
+    (docs/several-nodes.md, Pings on any node; ``store.notify``), or the stored
+    ``last_success_at`` the reconciliation found newer than what the actor knows: the actor
+    applies it as of that time and hands only the move it causes to the store. A stored
+    success older than the actor's latest is ignored (unless the heartbeat is
+    ``pending``)."""
 
     kind: str
     source_ip: str | None
@@ -84,9 +85,9 @@ class HeartbeatConfig:
     grace_seconds: int
     run_epoch: int
     lease_epoch: int | None = None
-    """The lease epoch of its bucket when its actor started (the fence every move it
-    hands to the store carries: extensions part 6, ``store.fencing``), or None: not
-    fenced (a lone engine)."""
+    """The lease epoch of its bucket when its actor started (the fence every move it hands
+    to the store carries: docs/several-nodes.md, Heartbeat fencing; ``store.fencing``), or
+    None: not fenced (a lone engine)."""
 
     @classmethod
     def of(cls, record: HeartbeatRecord, lease_epoch: int | None = None) -> HeartbeatConfig:
@@ -222,9 +223,9 @@ async def run_heartbeat(
     ``trio.Cancelled`` propagates (a ping taken but not yet handed over is settled as not
     recorded).
 
-    Memory (issue 16: a node holds 10,000 of these waiting): one cancel scope per
-    deadline, not per message (a success ping moves the scope's deadline), so a ping
-    leaves no new long-lived object behind; and nothing of a handled message stays
+    Memory (docs/heartbeats.md, Supervision: a node holds 10,000 of these waiting): one
+    cancel scope per deadline, not per message (a success ping moves the scope's deadline),
+    so a ping leaves no new long-lived object behind; and nothing of a handled message stays
     referenced while the actor waits for the next.
     """
     state = HeartbeatState(record, trio.current_time(), time.time(), config)

@@ -1,4 +1,4 @@
-"""The heartbeat actors of one shard, and every ping key in memory (extensions part 7).
+"""The heartbeat actors of one shard, and every ping key in memory (docs/heartbeats.md).
 
 Each shard of the engine (:mod:`engine.shard`) supervises, beside its monitor actors, one
 more child: its :class:`HeartbeatGroup`, whose incarnation loads the shard's heartbeats
@@ -10,14 +10,14 @@ from the database and runs one trio task per heartbeat that is not paused
     └── heartbeats (this group: one child)
         └── hbt_... (a heartbeat actor per task)
 
-Why one child for all of a shard's heartbeats rather than one child each: memory. A
-child of a supervisor costs about 3 KB more than a task in a nursery (its bookkeeping,
-its cancel scope, two more frames; measured with tracemalloc), and issue 16 asks for
-10,000 heartbeats at 5 KB each. What it costs: a heartbeat actor that crashes (a bug:
-it does no I/O) takes its group's other actors with it; the shard's supervisor restarts
-the group with back-off and its restart intensity, and the new incarnation reloads them
-from the database (status, run and last success: their deadlines are recomputed, no
-ping that was acknowledged is lost, a start mark is).
+Why one child for all of a shard's heartbeats rather than one child each: memory. A child of
+a supervisor costs about 3 KB more than a task in a nursery (its bookkeeping, its cancel
+scope, two more frames; measured with tracemalloc), and a node should hold 10,000 heartbeats
+at 5 KB each (docs/heartbeats.md, Supervision). What it costs: a heartbeat actor that
+crashes (a bug: it does no I/O) takes its group's other actors with it; the shard's
+supervisor restarts the group with back-off and its restart intensity, and the new
+incarnation reloads them from the database (status, run and last success: their deadlines
+are recomputed, no ping that was acknowledged is lost, a start mark is).
 
 **The keys.** Every heartbeat, paused or not, has a :class:`HeartbeatHandle` in the
 engine's ``keys`` map (ping key to handle, shared by the shards' groups), so a ping is
@@ -123,7 +123,7 @@ class HeartbeatGroup:
     """The heartbeat actors of one shard (module docstring).
 
     ``buckets()`` gives the buckets whose heartbeats are its own (those of its shard this
-    node holds: extensions part 6); ``keys`` is the engine's shared map of ping keys;
+    node holds: docs/several-nodes.md, Buckets); ``keys`` is the engine's shared map of ping keys;
     ``lease_epoch(heartbeat_id)`` the lease epoch of its bucket, which an actor started
     now carries in its moves (``store.fencing``; None: nothing fenced).
     """
@@ -220,8 +220,8 @@ class HeartbeatGroup:
     def stored_elsewhere(self, heartbeat_id: str, kind: str, wall: float) -> None:
         """A ping of ``kind`` (or a success found by the reconciliation) of heartbeat
         ``heartbeat_id`` was stored at ``wall`` (epoch seconds) by another node
-        (extensions part 6): tell its actor, if it runs here, without waiting (a full
-        mailbox drops it; the reconciliation catches the success up)."""
+        (docs/several-nodes.md, Pings on any node): tell its actor, if it runs here, without
+        waiting (a full mailbox drops it; the reconciliation catches the success up)."""
         handle = self.handles.get(heartbeat_id)
         if handle is None or handle.mailbox is None:
             return  # paused (the ping is stored as it is) or not ours

@@ -6,21 +6,21 @@ the actor keeps answering :class:`Reconfigure` while a probe is in flight. Each 
 becomes a check record, moves the state machine (:mod:`engine.health`) and goes to the
 store actor, together with the status change it caused (one transaction there).
 
-Schedule (DESIGN, :mod:`engine.schedule`): deadlines on the grid ``phase + k *
-interval`` of the trio clock; a probe still running at the next deadline makes that tick
-a missed one (skipped, never piled up); a created or resumed monitor checks at once, one
-started by a (re)load waits for its grid point. Every probe waits for a slot of the
-global ``CapacityLimiter`` (file descriptors are finite), then runs under its own
+Schedule (docs/checks.md, When checks run; :mod:`engine.schedule`): deadlines on the grid
+``phase + k * interval`` of the trio clock; a probe still running at the next deadline makes
+that tick a missed one (skipped, never piled up); a created or resumed monitor checks at
+once, one started by a (re)load waits for its grid point. Every probe waits for a slot of
+the global ``CapacityLimiter`` (file descriptors are finite), then runs under its own
 timeout inside :meth:`engine.probes.Prober.probe`.
 
 The inbox belongs to the engine and outlives an incarnation: a restarted actor reads the
 same inbox, and ignores the results of probes started by an earlier incarnation.
 
 Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
-probe cut short is not a result). A :class:`Drain` (the graceful stop, README "Shutdown")
-starts no new probe and lets the one already sent finish, bounded by its own timeout: its
-check goes to the store before the actor returns. A probe still waiting for a slot of
-the global limiter was not sent: it is dropped.
+probe cut short is not a result). A :class:`Drain` (the graceful stop, docs/operations.md,
+Shutdown) starts no new probe and lets the one already sent finish, bounded by its own
+timeout: its check goes to the store before the actor returns. A probe still waiting for a
+slot of the global limiter was not sent: it is dropped.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class MonitorDeps:
     observer: CheckObserver | None = None
     lease_epoch: Callable[[str], int | None] | None = None
     """The lease epoch of a monitor's bucket when its actor starts (the fence every
-    result it hands to the store carries: extensions part 6), or None: not fenced."""
+    result it hands to the store carries: docs/several-nodes.md, Fencing), or None: not fenced."""
     may_probe: Callable[[int, int | None, float], bool] | None = None
     """Whether this node may probe a monitor of bucket ``b`` it runs under lease epoch
     ``e`` now (``trio.current_time()``, seconds): ``may_probe(b, e, now)``, asked before
@@ -158,9 +158,9 @@ class MonitorDeps:
 def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
     """What to probe for ``monitor``: built once per configuration (start, Reconfigure),
     never per check: assertions compiled here (``probes._assertions``), and the
-    `ssl.SSLContext` of its ``tls_verify`` and ``tls_ca_bundle`` taken from ``tls``
-    (shared with every monitor of the same setting; README, "Private certificate
-    authorities")."""
+    `ssl.SSLContext` of its ``tls_verify`` and ``tls_ca_bundle`` taken from ``tls`` (shared
+    with every monitor of the same setting; docs/checks.md, Private certificate
+    authorities)."""
     return ProbeSpec(
         type=monitor.type,
         url=monitor.url,

@@ -47,7 +47,8 @@ class EngineSettings:
             (docs/several-nodes.md).
         ping_ack_committed: answer a ping only once the batch holding it is committed
             (``--ping-ack committed``), instead of once the store actor has it
-            (``buffered``, the default; README, Heartbeats: the durability choice).
+            (``buffered``, the default; docs/heartbeats.md, No database round
+            trip on a ping, and no ping lost: the durability choice).
     """
 
     max_probes_in_flight: int = 1000

@@ -3,10 +3,10 @@
 Value: ``t=<epoch seconds>,v1=<hex>[,v1=<hex>...]``, each ``<hex>`` the HMAC-SHA256 of
 ``"<t>.<raw body>"`` (the timestamp's decimal digits, a dot, the body's bytes exactly as
 sent) keyed with one of the endpoint's valid secrets (the whole ``whsec_...`` string, as
-UTF-8), one ``v1=`` per valid secret: two during the 24 hours after a rotation, the
-current secret's first. A receiver accepts the delivery when any ``v1`` matches one it
-computes with its secret, and rejects timestamps too far from its clock (replays); the
-README has a receiver's snippet.
+UTF-8), one ``v1=`` per valid secret: two during the 24 hours after a rotation, the current
+secret's first. A receiver accepts the delivery when any ``v1`` matches one it computes with
+its secret, and rejects timestamps too far from its clock (replays); the README (Verifying a
+delivery) has a receiver's snippet.
 """
 
 from __future__ import annotations

@@ -74,14 +74,15 @@ class WebhookSettings:
         per_account_concurrency: attempts in flight at most for one account, all its
             endpoints together (default 8, a quarter of ``concurrency``: an account
             whose receivers all hang holds 8 slots for a timeout, and the other 24 stay
-            free for the other accounts; README "Webhooks": fairness). Never less than
+            free for the other accounts; docs/webhooks.md, Fairness). Never less than
             ``per_endpoint_concurrency`` in effect (:attr:`account_share`).
         per_endpoint_concurrency: attempts in flight at most for one endpoint
             (default 4).
-        timeout_seconds: a whole attempt's deadline, seconds (default 10, extensions
-            part 2): a 2xx must have arrived by then.
+        timeout_seconds: a whole attempt's deadline, seconds (default 10,
+            docs/webhooks.md, Success and retries): a 2xx must have arrived by then.
         retry_base_seconds: the first retry's delay, seconds; each further one doubles,
-            times a random factor in [0.5, 1.5) (default 60, part 2; fractions allowed).
+            times a random factor in [0.5, 1.5) (default 60, fractions allowed;
+            docs/webhooks.md, Success and retries).
         claim_seconds: how long a claimed delivery is reserved for its sender, seconds
             (default 60); past it, an attempt never recorded (the sender died) is
             retried. Must exceed ``timeout_seconds``.

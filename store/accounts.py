@@ -4,8 +4,8 @@ Tokens are created and revoked from the command line (docs/operations.md, Comman
 JWT is never stored: only its ``tok_`` id (the JWT's ``sub``), an optional name,
 permissions, expiry and revocation, so a database leak yields no usable token and revocation
 takes effect on the next request. Nor is the signing secret: only its fingerprint
-(:func:`recorded_fingerprint`), so that every node signs with the same one (README: Several
-nodes).
+(:func:`recorded_fingerprint`), so that every node signs with the same one
+(docs/several-nodes.md, One secret per database).
 """
 
 from __future__ import annotations

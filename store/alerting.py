@@ -22,9 +22,9 @@ connection and in the same transaction:
   by hand is not open, so it is left alone, and the next move into ``down`` opens a new
   one.
 
-The timeline entries written here carry the resource's id in ``generated_by``
-(migration 0015): their texts hold its private name, so a public status page builds its
-own from the component's display name (README "Status pages").
+The timeline entries written here carry the resource's id in ``generated_by`` (migration
+0015): their texts hold its private name, so a public status page builds its own from the
+component's display name (docs/status-pages.md, Incidents a monitor or a heartbeat opened).
 
 The rules are written once (:data:`_ROUND`); what differs between monitors and
 heartbeats is only where a move's resource is read and how the description of the

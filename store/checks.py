@@ -3,8 +3,8 @@ writes, and their reads (docs/history.md).
 
 Writes come from the store actor in batches (:func:`write_check_batch`), in the caller's
 transaction (docs/design-notes.md, Writes: "a status change is written in the same
-transaction as the check that caused it"; part 4: "rollups are written as checks are
-written"). One statement writes the whole batch:
+transaction as the check that caused it"; docs/history.md, Rollups: "written in the
+transaction that writes what they count"). One statement writes the whole batch:
 
 * it inserts every check through ``unnest`` arrays and, from the rows it actually
   inserted (``RETURNING``), counts them into the hourly rollups: checks, failed checks,

@@ -306,16 +306,16 @@ async def open_database(
     Must run inside ``trio_asyncio.open_loop()``. The close is shielded from cancellation
     (as triopg does), so connections are returned even when the service is being cancelled.
 
-    Timeouts, all in seconds, keep a database outage from hanging callers (operations issue,
-    item 5; docs/operations.md, A database outage): ``connect_timeout_seconds`` bounds
-    opening one connection (asyncpg's ``timeout``, armed only when connecting);
-    ``deadline_seconds`` bounds opening the pool and one unit of work, waiting for a pooled
-    connection included (kept on the trio side by :mod:`store.bridge`; the web layer narrows
-    it with `Database.with_deadline`); ``close_seconds`` bounds the close: the pool's
-    graceful close, then (if the server does not answer) its connections are terminated,
-    then the units of work abandoned earlier are waited for, at most ``close_seconds``
-    again. A stopped server fails at once (the socket is refused); one that hangs within
-    these bounds. The pool reconnects by itself when the server is back.
+    Timeouts, all in seconds, keep a database outage from hanging callers
+    (docs/operations.md, A database outage): ``connect_timeout_seconds`` bounds opening one
+    connection (asyncpg's ``timeout``, armed only when connecting); ``deadline_seconds``
+    bounds opening the pool and one unit of work, waiting for a pooled connection included
+    (kept on the trio side by :mod:`store.bridge`; the web layer narrows it with
+    `Database.with_deadline`); ``close_seconds`` bounds the close: the pool's graceful
+    close, then (if the server does not answer) its connections are terminated, then the
+    units of work abandoned earlier are waited for, at most ``close_seconds`` again. A
+    stopped server fails at once (the socket is refused); one that hangs within these
+    bounds. The pool reconnects by itself when the server is back.
 
     asyncpg's own timeouts per statement or per unit of work (``command_timeout``,
     ``acquire(timeout=)``) are not used, nor its idle-connection timer

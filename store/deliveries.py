@@ -96,8 +96,8 @@ class ClaimedDelivery:
 
     Attributes:
         id: the ``whd_`` id.
-        account_id: the account the delivery belongs to (its fair share, README
-            "Webhooks": fairness).
+        account_id: the account the delivery belongs to (its fair share,
+            docs/webhooks.md, Fairness).
         endpoint_id: the ``we_`` id.
         url: the endpoint's url as it was at the claim.
         secrets: the secrets valid at the claim (current first; :func:`valid_secrets`).
@@ -175,8 +175,8 @@ RETURNING d.id AS delivery_id, d.attempts, d.give_up_at, d.next_attempt_at AS cl
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Share:
-    """How much of a sender one endpoint and one account may hold (README "Webhooks":
-    fairness), and what they hold now.
+    """How much of a sender one endpoint and one account may hold (docs/webhooks.md,
+    Fairness), and what they hold now.
 
     Attributes:
         per_endpoint: attempts in flight at most for one endpoint.
@@ -299,8 +299,8 @@ class Attempt:
     def outcome(self, retry_base_seconds: float) -> tuple[str, float | None]:
         """The delivery's status and ``next_attempt_at`` (epoch seconds, or None) after
         this attempt: ``succeeded``; else a retry :func:`retry_delay_seconds` after the
-        attempt *ended* (so a 10 s timeout does not eat into a back-off, README
-        "Webhooks": success and retries), or ``failed`` once that would fall after
+        attempt *ended* (so a 10 s timeout does not eat into a back-off,
+        docs/webhooks.md, Success and retries), or ``failed`` once that would fall after
         ``give_up_at`` (docs/webhooks.md). Pure."""
         if self.succeeded:
             return "succeeded", None

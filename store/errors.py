@@ -55,8 +55,8 @@ class IntegrityConflict(StoreError):
 
 class TimelineFull(StoreError):
     """An incident's timeline already holds its limit of entries
-    (``store.incidents.MAX_UPDATES``; README "Events, incidents opened by monitors,
-    timelines"): the entry was refused and the transaction rolls back.
+    (``store.incidents.MAX_UPDATES``; docs/incidents.md, Timelines): the entry was refused
+    and the transaction rolls back.
 
     Attributes:
         incident_id: the incident.

@@ -8,12 +8,12 @@ appended on create (its message: the description), on every status change (resol
 the resolution message) and by :func:`post_update`. Incidents opened and resolved by
 monitors are written by :mod:`store.alerting` the same way, in the store actor's batch.
 
-A timeline holds at most :data:`MAX_UPDATES` entries (README "Events, incidents opened
-by monitors, timelines"): past it, :func:`post_update` and a status change other than a
-move into ``resolved`` raise :class:`~store.errors.TimelineFull`. A move into
-``resolved`` is always taken, so that an incident can always be closed; it cannot be
-moved out again past the limit, so a timeline never grows past it by more than that
-closing entry and the engine's (which writes one on opening and one on recovery).
+A timeline holds at most :data:`MAX_UPDATES` entries (docs/incidents.md, Timelines): past
+it, :func:`post_update` and a status change other than a move into ``resolved`` raise
+:class:`~store.errors.TimelineFull`. A move into ``resolved`` is always taken, so that an
+incident can always be closed; it cannot be moved out again past the limit, so a timeline
+never grows past it by more than that closing entry and the engine's (which writes one on
+opening and one on recovery).
 """
 
 from __future__ import annotations

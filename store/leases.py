@@ -1,4 +1,4 @@
-"""Nodes and their bucket leases (docs/several-nodes.md; README: Several nodes).
+"""Nodes and their bucket leases (docs/several-nodes.md, Buckets and Leases).
 
 Monitors and heartbeats are split into :data:`BUCKETS` buckets by :func:`bucket_of` (the
 first byte of the md5 of the id; the ``bucket`` column of migration 0008 computes the same).
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 BUCKETS = 256
-"""The fixed number of buckets (README: Several nodes; fixed, so a bucket's monitors
+"""The fixed number of buckets (docs/several-nodes.md, Buckets; fixed, so a bucket's monitors
 never move between buckets; 256 leaves a fair share for up to 256 nodes)."""
 
 RELEASE_PER_ROUND = 32

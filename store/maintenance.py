@@ -17,7 +17,7 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
   their webhook deliveries, and heartbeats' pings older than ``ping_retention_days``, in
   bulk (:func:`purge_before`);
 * forgets the nodes stopped or expired for ``node_retention_days``
-  (:func:`store.leases.prune_nodes`; README: Several nodes).
+  (:func:`store.leases.prune_nodes`; docs/several-nodes.md, Operations).
 
 A failure (the database away) is logged and tried again at the next round; the actor
 never crashes the service for it.

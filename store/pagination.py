@@ -3,9 +3,9 @@
 A list is ordered by one sort column and then by the table's ``seq`` (insertion order), so
 the order is total and stable. A page after a cursor is "rows whose ``(key, seq)`` come
 after the cursor row's", which stays correct when rows are inserted or deleted between
-pages: no offsets. The cursor is an object id (spec); its sort key is read from the row, or
-from ``cursor_tombstones`` when the row was deleted since (kept 24 hours), so deleting the
-last object of a page does not break the next request.
+pages: no offsets. The cursor is an object id (docs/api.md, Conventions and decisions); its
+sort key is read from the row, or from ``cursor_tombstones`` when the row was deleted since
+(kept 24 hours), so deleting the last object of a page does not break the next request.
 
 ``ending_before`` pages are fetched in reverse order and flipped back, so a page always
 reads in the list's order; ``has_more`` says whether more rows lie beyond the page in the

@@ -1,6 +1,5 @@
 """Quota leases for the rate limits across nodes (docs/api.md, Rate limits;
-docs/several-nodes.md: "rate limits hold for the whole service"; README, "Several nodes",
-rate limits across nodes).
+docs/several-nodes.md, Rate limits across nodes: they hold for the whole service).
 
 Table ``rate_limit_quota`` (migration 0011): one row per ``(limit window name, key)``
 holding what is charged to each slice of the window that still counts. A node leases a

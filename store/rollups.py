@@ -19,11 +19,12 @@ sparsely, one integer per non-empty bucket: ``bucket * 65536 + count`` (a monito
 at most once a second: at most 3,600 checks an hour), merged by ``histogram_merge``.
 
 **Status periods.** A monitor's status holds since ``monitors.status_since`` (NULL: since
-``created``). A move (a status change in a batch, a pause, a resume) closes the period
-it ends: :data:`CLOSE_PERIODS` splits it at hour boundaries and adds its seconds to the
-rows of those hours, in the move's own transaction. ``pending`` periods count nowhere
-(they are "unknown" to the availability endpoint). The open period is added when read
-(``store.history``, ``store.status_pages``). Two rules make the periods honest (part 4):
+``created``). A move (a status change in a batch, a pause, a resume) closes the period it
+ends: :data:`CLOSE_PERIODS` splits it at hour boundaries and adds its seconds to the rows of
+those hours, in the move's own transaction. ``pending`` periods count nowhere (they are
+"unknown" to the availability endpoint). The open period is added when read
+(``store.history``, ``store.status_pages``). Two rules make the periods honest
+(docs/history.md, Availability):
 
 * **Backdating.** A move into ``down`` holds from the first failed check of its episode
   (the failed checks after the monitor's last good one, within the period the move ends),

@@ -4,10 +4,10 @@ page shows.
 
 **CRUD** follows the other account-owned tables (:mod:`store.owned`): keyset pages by
 ``created``, ``updated`` or ``name``, PATCH as lock-diff-write, delete with a cursor
-tombstone. The spec's event types do not include status pages: nothing here writes an
-event. ``slug`` is unique over the service (constraint ``status_pages_slug_key``,
-:data:`SLUG_CONSTRAINT`): a create or rename that runs into it raises
-``IntegrityConflict`` whose ``constraint`` names it, also when two requests race.
+tombstone. Status pages have no events (docs/status-pages.md, API; docs/incidents.md,
+Events): nothing here writes an event. ``slug`` is unique over the service (constraint
+``status_pages_slug_key``, :data:`SLUG_CONSTRAINT`): a create or rename that runs into it
+raises ``IntegrityConflict`` whose ``constraint`` names it, also when two requests race.
 
 **The public read** (:func:`public_page`) takes a slug and answers from five queries on
 one connection, never reading raw checks (docs/status-pages.md, Built for the stampede):
@@ -22,7 +22,7 @@ one connection, never reading raw checks (docs/status-pages.md, Built for the st
    ``incidents_by_monitors``): the open ones and those resolved in the last
    :data:`RESOLVED_WINDOW_SECONDS`, at most :data:`MAX_INCIDENTS` of each;
 5. the latest entries of their timelines (``incident_updates``, by the index on
-   ``(incident_id, seq)``), bounded (README "Status pages"): at most
+   ``(incident_id, seq)``), bounded (docs/status-pages.md, Bounds): at most
    :data:`UPDATES_PER_INCIDENT` of each incident, and at most
    :data:`UPDATE_BYTES_PER_PAGE` bytes of messages in all, given out in the order the
    page shows them (open incidents newest first, then resolved ones, each incident's
@@ -178,9 +178,9 @@ async def delete_status_page(
     now: int,
     cause: EventCause | None = None,
 ) -> bool:
-    """Delete the account's status page (no event: the spec's event types have none for
-    status pages, so ``cause`` is unused). Must run in a transaction. False when the
-    account has no such page."""
+    """Delete the account's status page (no event: status pages have none,
+    docs/status-pages.md, API; so ``cause`` is unused). Must run in a transaction. False
+    when the account has no such page."""
     return await delete_owned(
         connection, table="status_pages", account_id=account_id, row_id=page_id, now=now
     )

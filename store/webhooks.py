@@ -36,12 +36,12 @@ __all__ = [
 ]
 
 MAX_ENDPOINTS = 16
-"""Webhook endpoints an account may have, enabled or not (README, Webhooks: as Stripe
-allows per account). Each event writes one delivery per subscribed endpoint in its own
-transaction, so this bounds what one event costs the engine's writes (16 rows), and the
-sender's claim looks at every endpoint that has work: a bound per account keeps both
-cheap, and one account's dead receivers few. A team that needs more fans out from a
-receiver of its own."""
+"""Webhook endpoints an account may have, enabled or not (docs/webhooks.md, At most 16
+endpoints per account: as Stripe allows). Each event writes one delivery per subscribed
+endpoint in its own transaction, so this bounds what one event costs the engine's writes (16
+rows), and the sender's claim looks at every endpoint that has work: a bound per account
+keeps both cheap, and one account's dead receivers few. A team that needs more fans out from
+a receiver of its own."""
 
 ROTATION_GRACE_SECONDS = 24 * 3600
 """How long a rotated-out secret still signs deliveries, seconds (docs/webhooks.md)."""
@@ -62,7 +62,8 @@ _ENDPOINT_COLUMNS = [
 ]
 _ENDPOINT_SELECT = ", ".join(f"t.{c}" for c in _ENDPOINT_COLUMNS)
 UPDATABLE = frozenset({"url", "enabled_events", "description", "status", "metadata"})
-"""Columns :func:`update_endpoint` may change (the PATCH fields of part 2)."""
+"""Columns :func:`update_endpoint` may change (the PATCH fields of docs/webhooks.md,
+Endpoints and deliveries)."""
 
 
 def new_secret() -> str:

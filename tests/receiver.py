@@ -121,6 +121,6 @@ def signatures(header: str) -> tuple[int, list[str]]:
 
 
 def expected_signature(secret: str, timestamp: int, body: bytes) -> str:
-    """HMAC-SHA256 of ``"<t>.<body>"`` with ``secret``, hex: the spec's rule, written
-    again here so the test does not trust the code under test."""
+    """HMAC-SHA256 of ``"<t>.<body>"`` with ``secret``, hex: the rule of README, Verifying a
+    delivery, written again here so the test does not trust the code under test."""
     return hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()

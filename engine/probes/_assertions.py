@@ -16,7 +16,8 @@ source             property                        compared value
 ``json_body``      a JSONPath (``$.status``)       the value found there (jsonpath-ng)
 ================== =============================== =====================================
 
-Comparisons and their type rules (decided here; README "Assertions"):
+Comparisons and their type rules (decided here; docs/checks.md, Assertions and TLS
+expiry):
 
 - A value is *numeric* when it is a JSON number (not ``true``/``false``) or text holding a
   decimal number (``"12"``, ``" -0.5 "``, ``"1e3"``). Its *text* is itself for a string,

@@ -1,7 +1,6 @@
 """How an http monitor verifies https targets: ``tls_verify`` and ``tls_ca_bundle``.
 
-The contract is docs/checks.md, "Private certificate authorities" (README, "Private
-certificate authorities"):
+The contract is docs/checks.md, "Private certificate authorities":
 
 - ``tls_verify`` true and no bundle: the prober's own `ssl.SSLContext` (the system's
   CAs, host names checked), shared by every such monitor.

@@ -1,9 +1,10 @@
-"""``uptrio bench --nodes 2`` and ``--kill-node`` at a tiny scale (issue 14, item 7): the
-real command, two real ``uptrio serve`` processes on the bench's embedded Postgres,
-checked for the report's shape and for what the figures must say: with two nodes every
-monitor is probed by exactly one node (each node counts exactly the arrivals at its own
-monitors' targets, no slot gets two arrivals, no check is stored twice), and after a
-SIGKILL the killed node's monitors are probed again by the other. It asserts no speed.
+"""``uptrio bench --nodes 2`` and ``--kill-node`` at a tiny scale (docs/benchmarks.md,
+``uptrio bench``): the real command, two real ``uptrio serve`` processes on the bench's
+embedded Postgres, checked for the report's shape and for what the figures must say: with
+two nodes every monitor is probed by exactly one node (each node counts exactly the arrivals
+at its own monitors' targets, no slot gets two arrivals, no check is stored twice), and
+after a SIGKILL the killed node's monitors are probed again by the other. It asserts no
+speed.
 
 20 http monitors every second, 2 s leases, a 6 s warm-up (a monitor created through the
 node that does not hold its bucket reaches its owner by reconciliation, every 5 s).

@@ -1,7 +1,7 @@
-"""The README's stories of extensions part 7, told through the API with a real engine and
-real local targets: a keyword assertion failing when the page changes, a JSONPath
-assertion failing when a health endpoint reports ``degraded``, and https monitors whose
-certificates (made by the test's CA) expire in 3 and in 60 days.
+"""The stories of docs/checks.md, Assertions and TLS expiry, told through the API with a
+real engine and real local targets: a keyword assertion failing when the page changes, a
+JSONPath assertion failing when a health endpoint reports ``degraded``, and https monitors
+whose certificates (made by the test's CA) expire in 3 and in 60 days.
 
 The engine's prober trusts the test CA (the ``ssl_context`` seam of `Prober`); intervals
 are 1 s on the real clock, as in tests/engine/test_story.py, since every check is real I/O.

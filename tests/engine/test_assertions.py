@@ -1,6 +1,7 @@
 """Assertions, request headers and body, and TLS certificate expiry on the http probe
-(extensions part 7), against real local targets that serve the bodies, headers and
-certificates each test wants (tests/targets.py; certificates made by trustme).
+(docs/checks.md, Assertions and TLS expiry), against real local targets that serve the
+bodies, headers and certificates each test wants (tests/targets.py; certificates made by
+trustme).
 
 Every source and comparison is run through a real probe; the pure rules (what the API
 refuses) are checked on the shared validation functions, which the API tests

@@ -1,5 +1,6 @@
 """Supervision in the running engine: a probe that raises (a bug) restarts its own actor
-only, and restart intensity escalates as in Erlang/OTP (engine issue, items 4 and 8).
+only, and restart intensity escalates as in Erlang/OTP (docs/operations.md, The supervision
+tree).
 
 The probe bug is made by a :class:`Prober` whose ``probe`` raises for one URL; every
 other monitor probes a real local target. Real clock: the database and sockets are real.

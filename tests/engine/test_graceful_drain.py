@@ -1,7 +1,7 @@
-"""The engine's graceful stop (issue 15, item 4): :meth:`engine.Engine.stop` lets a probe
-already sent finish and hands its check to the store; a probe still waiting for a slot
-of the global limiter was never sent and never is; commands are answered meanwhile but
-start nothing; a pause still stops its actor at once.
+"""The engine's graceful stop (docs/operations.md, Shutdown): :meth:`engine.Engine.stop`
+lets a probe already sent finish and hands its check to the store; a probe still waiting for
+a slot of the global limiter was never sent and never is; commands are answered meanwhile
+but start nothing; a pause still stops its actor at once.
 
 Real clock: the database and the loopback target (``tests.targets.HttpTarget``, slow
 mode: it answers a while after the request arrives) are real I/O.

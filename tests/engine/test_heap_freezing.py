@@ -1,7 +1,7 @@
 """The engine freezes the heap once its monitors are loaded and then, on a clock, collects
 the young generation and freezes what survived; it gives the frozen objects back to the
-collector when it stops (`engine.heap.keep_heap_frozen`; bench/RESULTS.md, issue 14,
-says why).
+collector when it stops (`engine.heap.keep_heap_frozen`; bench/RESULTS.md, Why freeze the
+heap, says why).
 
 Whether an object is frozen is read from the collector itself: ``gc.get_objects()``
 lists the objects of the three generations, not those of the permanent one.

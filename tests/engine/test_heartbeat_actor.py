@@ -1,4 +1,5 @@
-"""The heartbeat actor alone, on trio's MockClock (extensions part 7; engine.heartbeat).
+"""The heartbeat actor alone, on trio's MockClock (docs/heartbeats.md, States;
+engine.heartbeat).
 
 The actor's only outside world is the store actor's inbox: the test builds a real
 ``StoreWriter`` on a memory channel and reads what the actor hands over (pings and

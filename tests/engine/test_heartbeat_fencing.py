@@ -1,9 +1,9 @@
-"""Heartbeat actors carry their bucket's lease epoch (extensions part 6; issue 14, item
-2): a heartbeat group started with the lease actor's ``epoch_of`` gives every actor it
+"""Heartbeat actors carry their bucket's lease epoch (docs/several-nodes.md, Heartbeat
+fencing): a heartbeat group started with the lease actor's ``epoch_of`` gives every actor it
 starts the epoch of its bucket, every move the actor hands to the store carries it (the
-store refuses it once another node holds the bucket: tests/store/test_fencing.py), and
-an update of the same run keeps it. The store actor's inbox is a memory channel read by
-the test; the heartbeat is loaded from the real database.
+store refuses it once another node holds the bucket: tests/store/test_fencing.py), and an
+update of the same run keeps it. The store actor's inbox is a memory channel read by the
+test; the heartbeat is loaded from the real database.
 """
 
 from __future__ import annotations

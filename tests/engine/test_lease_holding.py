@@ -1,8 +1,8 @@
-"""May this node probe? (``engine.leases.Holding.may_probe``; README: Several nodes): a
-lease is known held for ``lease_seconds`` after the renewal that extended it started, on
-the monotonic clock; past that only while the database is unreachable and the lease actor
-keeps trying; never after a pause that outlived both; and only for a bucket held at the
-epoch its actor runs under. Pure: ``autojump_clock`` drives
+"""May this node probe? (``engine.leases.Holding.may_probe``; docs/several-nodes.md, A node
+probes only what it knows it holds): a lease is known held for ``lease_seconds`` after the
+renewal that extended it started, on the monotonic clock; past that only while the database
+is unreachable and the lease actor keeps trying; never after a pause that outlived both; and
+only for a bucket held at the epoch its actor runs under. Pure: ``autojump_clock`` drives
 trio's clock."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The listener actor (``engine.listener``; extensions part 6): changes committed by
-another node reach this engine's actors through ``NOTIFY`` in well under the
-reconciliation's period (set to a minute here, so only the listener can explain what
-happens); after its connection is ended it reconnects and reconciles what it missed; a
-ping stored by another node moves the heartbeat, and a stored success whose
-notification was lost is caught up by the reconciliation.
+"""The listener actor (``engine.listener``; docs/several-nodes.md, Changes made through
+another node): changes committed by another node reach this engine's actors through
+``NOTIFY`` in well under the reconciliation's period (set to a minute here, so only the
+listener can explain what happens); after its connection is ended it reconnects and
+reconciles what it missed; a ping stored by another node moves the heartbeat, and a stored
+success whose notification was lost is caught up by the reconciliation.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The reconciliation (``engine.reconcile``; extensions part 6, issue 14 item 3): per
-bucket, the settings digests stored against those of the running actors, then monitor
-by monitor only in the buckets that differ. A node that is up to date reads no monitor
-again; a change written behind its back (no notification, no listener) is found in its
-bucket alone and reaches the actor. The database is real; the probes are recorded, not
-sent."""
+"""The reconciliation (``engine.reconcile``; docs/several-nodes.md, A lost notification
+delays, never loses): per bucket, the settings digests stored against those of the running
+actors, then monitor by monitor only in the buckets that differ. A node that is up to date
+reads no monitor again; a change written behind its back (no notification, no listener) is
+found in its bucket alone and reaches the actor. The database is real; the probes are
+recorded, not sent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The engine's stories, told through the API with real targets (engine issue, item 8).
+"""The engine's stories, told through the API with real targets (docs/checks.md,
+docs/incidents.md).
 
 A real engine (sharded supervisors, monitor actors, the store actor) runs on the test's
 fresh database; requests go through the real app; targets are local servers on
@@ -250,9 +251,10 @@ async def test_monitors_resume_from_their_stored_status_after_an_engine_restart(
 async def test_down_incident_webhook_up_resolved_story(
     api: Api, db: Database, tcp_target: TcpTarget, nursery: trio.Nursery
 ) -> None:
-    """Issue 12's story through the API: a target stops, the monitor goes down, an
-    incident opens, signed webhooks tell a receiver; the target comes back, the incident
-    resolves and the receiver hears it; the incident's timeline tells it all."""
+    """The README's story (README, From nothing to an alert) through the API: a target
+    stops, the monitor goes down, an incident opens, signed webhooks tell a receiver; the
+    target comes back, the incident resolves and the receiver hears it; the incident's
+    timeline tells it all."""
     with trio.fail_after(40):
         receiver = Receiver()
         await nursery.start(receiver.serve)

@@ -224,7 +224,7 @@ def _dns(name: str) -> ProbeSpec:
 
 
 async def test_dns_checks_screen_the_addresses_the_nameserver_answers() -> None:
-    # issue 15, item 2: a dns monitor must not learn which internal names exist
+    # docs/api.md, Target policy: a dns monitor must not learn which internal names exist
     records = {
         "internal.test": ["10.1.2.3"],
         "loop.test": ["127.0.0.1", "::1"],

@@ -1,7 +1,6 @@
-"""Private certificate authorities on the http probe (extensions part 7; README "Private
-certificate authorities"): ``tls_verify`` and ``tls_ca_bundle``, against real local
-https targets whose certificates come from CAs made here by trustme, which the system
-does not trust.
+"""Private certificate authorities on the http probe (docs/checks.md, Private certificate
+authorities): ``tls_verify`` and ``tls_ca_bundle``, against real local https targets whose
+certificates come from CAs made here by trustme, which the system does not trust.
 
 The prober is the default one (system CAs) throughout: only a monitor's bundle, or
 ``tls_verify`` false, gets a check through. Then the contexts' sharing (one per

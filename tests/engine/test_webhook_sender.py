@@ -1,5 +1,4 @@
-"""The webhook sender (engine.run_webhook_sender; extensions part 2) against real
-receivers.
+"""The webhook sender (engine.run_webhook_sender; docs/webhooks.md) against real receivers.
 
 Rules: loopback only (receivers on 127.0.0.1, port 0; the one non-loopback url, a
 metadata address, is refused before any connection), the real Postgres of the conftest,

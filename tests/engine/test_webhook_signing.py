@@ -1,5 +1,6 @@
 """The pure parts of webhook delivery: the ``Uptrio-Signature`` value and the back-off
-(extensions part 2), checked against an independent computation."""
+(docs/webhooks.md, The request, and Success and retries), checked against an independent
+computation."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A probe in flight when the service is told to stop is finished and stored (issue 15,
-item 4).
+"""A probe in flight when the service is told to stop is finished and stored
+(docs/operations.md, Shutdown).
 
 The real tree (``web.process.service``) on the test's fresh database, with the real prober and
 an http monitor whose target (``tests.targets.HttpTarget``, 127.0.0.1, port 0) answers

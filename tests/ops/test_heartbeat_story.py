@@ -1,8 +1,8 @@
-"""A heartbeat's whole story through the real service tree (extensions part 7, issue 16's
-"done when"): created through the API, up with a ping to its ping_url, down when its
-period and grace pass without a ping, up again with the next ping; the incident opens and
-resolves, and a real webhook receiver gets heartbeat.down and incident.created, then
-heartbeat.up and incident.resolved.
+"""A heartbeat's whole story through the real service tree (docs/heartbeats.md: its worked
+example): created through the API, up with a ping to its ping_url, down when its period and
+grace pass without a ping, up again with the next ping; the incident opens and resolves, and
+a real webhook receiver gets heartbeat.down and incident.created, then heartbeat.up and
+incident.resolved.
 
 web.process.service.open_service runs store, engine, webhook sender and web server on the test's
 database, on 127.0.0.1 port 0. A period is at least 30 s, so the silence is not waited

@@ -1,4 +1,5 @@
-"""A database that hangs instead of refusing, under load (issue 15, item 1).
+"""A database that hangs instead of refusing, under load (docs/operations.md, A database
+outage).
 
 The real tree (``web.process.service``: store actor, engine, Hypercorn on 127.0.0.1, port 0) runs
 on a Postgres of the test's own, composed as ``uptrio serve`` composes it: the default
@@ -14,7 +15,8 @@ probing (the targets go down meanwhile) and the store buffers; once the server
 continues, every check probed is stored exactly once, none dropped, every monitor is
 stored ``down``, and the API answers 200 again, without a restart.
 
-The figures of the issue (a 15 s freeze under 1,000 monitors) come from the same test::
+The figures of docs/operations.md, A database outage (a 15 s freeze under 1,000 monitors)
+come from the same test::
 
     UPTRIO_HUNG_SECONDS=15 UPTRIO_HUNG_MONITORS=1000 \\
         .venv/bin/pytest tests/ops/test_hung_database.py -s

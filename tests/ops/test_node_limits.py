@@ -1,8 +1,8 @@
-"""Rate limits across two real ``uptrio serve`` processes on one Postgres (spec part 8,
-extensions part 6: "rate limits hold for the whole service"; README, "Several nodes",
-rate limits across nodes): one token's requests sent through both nodes, the 429s
-counted. A node refuses as soon as the other used the budget, and requests spread over
-both are admitted up to the limit and not one more (the quota is leased, not synced).
+"""Rate limits across two real ``uptrio serve`` processes on one Postgres (docs/api.md, Rate
+limits; docs/several-nodes.md, Rate limits across nodes): one token's requests sent through
+both nodes, the 429s counted. A node refuses as soon as the other used the budget, and
+requests spread over both are admitted up to the limit and not one more (the quota is
+leased, not synced).
 
 The two-node fixture is tests/ops/test_nodes.py's; the per-token limit is lowered with
 ``--token-requests-per-minute`` so few requests reach it.

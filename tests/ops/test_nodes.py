@@ -1,8 +1,8 @@
-"""Several real ``uptrio serve`` processes on one Postgres (extensions part 6; issue 14,
-items 1, 2 and 6): every monitor is probed by exactly one node (the target counts the
-arrivals per monitor's path), a joining node gets half the buckets, and a node killed
-with SIGKILL has its monitors probed again by the other within the lease plus one
-interval, with no check stored twice; ``uptrio nodes list`` shows the split.
+"""Several real ``uptrio serve`` processes on one Postgres (docs/several-nodes.md): every
+monitor is probed by exactly one node (the target counts the arrivals per monitor's path), a
+joining node gets half the buckets, and a node killed with SIGKILL has its monitors probed
+again by the other within the lease plus one interval, with no check stored twice; ``uptrio
+nodes list`` shows the split.
 
 Both nodes use the session's embedded Postgres (a fresh database, ``--database-url``),
 data directories of their own, one JWT secret, and 2 s leases; the monitors (http, every

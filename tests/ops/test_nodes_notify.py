@@ -1,7 +1,8 @@
 """Commands and pings made through one node reach the owner of the bucket within a second
-(extensions part 6; issue 14, items 3 and 6), with two real ``uptrio serve`` processes
-on one Postgres (the fixture of ``tests/ops/test_nodes.py``: 2 s leases, 40 http
-monitors every second on a local target that counts arrivals per monitor's path).
+(docs/several-nodes.md, Changes made through another node, Pings on any node), with two real
+``uptrio serve`` processes on one Postgres (the fixture of ``tests/ops/test_nodes.py``: 2 s
+leases, 40 http monitors every second on a local target that counts arrivals per monitor's
+path).
 
 Without ``LISTEN``/``NOTIFY`` these changes would reach the owner only by its
 reconciliation, every 5 s: each test's window is shorter than that. A node added: the
@@ -139,13 +140,14 @@ async def test_a_node_added_then_changes_and_pings_through_it_reach_the_owner_in
             # every 3 s from a second after the PATCH: 1 or 2 in 3.9 s (every 1 s: 4)
             assert _arrivals(target, patched, settled, settled + 3.9) <= 2
             assert _arrivals(target, paused, paused_at + _NOTIFIED_SECONDS) == 0
-            # nor is a check stored that started after the pause response (a probe a
-            # started before it was told is refused by the store). Checks are stamped to
-            # the second, so only a later second is surely after the response: a probe
-            # started in the pause's own second before the pause committed, and stored by
-            # a batch whose statement began before that commit, started before the
-            # response and may be stored (spec 3.1; the store's refusal of the pause's
-            # own second is tested in tests/store/test_check_batches.py).
+            # nor is a check stored that started after the pause response (a probe a started
+            # before it was told is refused by the store). Checks are stamped to the second,
+            # so only a later second is surely after the response: a probe started in the
+            # pause's own second before the pause committed, and stored by a batch whose
+            # statement began before that commit, started before the response and may be
+            # stored (docs/several-nodes.md, A pause through another node; the store's
+            # refusal of the pause's own second is tested in
+            # tests/store/test_check_batches.py).
             after = await db.run(_checks_started_after, ids[target.url(paused)], paused_second)
             assert after == 0
             assert _arrivals(target, deleted, deleted_at + _NOTIFIED_SECONDS) == 0

@@ -1,10 +1,10 @@
-"""A database outage while monitors run (README: Operations, a database outage).
+"""A database outage while monitors run (docs/operations.md, A database outage).
 
 A dedicated embedded Postgres in the test's temporary directory (the session's server,
-shared by the other tests, is never stopped) is stopped for 5 s with ``pg_ctl stop -m
-fast`` and started again, while the real tree (web.process.service) runs 20 monitors every
-second and the real app answers API requests. The node holds bucket leases of 1.5 s, as
-every ``uptrio serve`` does (extensions part 6), so the outage outlives three of them:
+shared by the other tests, is never stopped) is stopped for 5 s with ``pg_ctl stop -m fast``
+and started again, while the real tree (web.process.service) runs 20 monitors every second
+and the real app answers API requests. The node holds bucket leases of 1.5 s, as every
+``uptrio serve`` does (docs/several-nodes.md, Leases), so the outage outlives three of them:
 its own leases, which no other node claimed meanwhile, still take every buffered check.
 
 The story: probes go on and statuses move in memory; the store buffers (and, with a

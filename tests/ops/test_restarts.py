@@ -1,4 +1,5 @@
-"""Operator restarts of the supervision tree under load (operations issue, items 1, 6, 7).
+"""Operator restarts of the supervision tree under load (docs/operations.md, The supervision
+tree).
 
 The real tree (web.process.service: root over maintenance, store, engine, webhooks, web) runs on
 the test's fresh database with 300 monitors checking every second; a prober without I/O

@@ -1,5 +1,5 @@
-"""The real ``uptrio serve`` with 1,000 tcp monitors: supervisors through the admin
-socket, metrics, logs, SIGTERM and SIGKILL (operations issue, items 1, 2, 4, 6, 7).
+"""The real ``uptrio serve`` with 1,000 tcp monitors: supervisors through the admin socket,
+metrics, logs, SIGTERM and SIGKILL (docs/operations.md).
 
 Subprocesses on a temporary data directory (their embedded Postgres lives there; the
 test joins the same server to insert monitors and to read what was stored). The tcp

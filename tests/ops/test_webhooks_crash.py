@@ -1,5 +1,6 @@
-"""At least once across a SIGKILL (extensions part 2): the real ``uptrio serve`` is killed
-while a delivery's attempt is in flight, and the restarted service delivers the event.
+"""At least once across a SIGKILL (docs/webhooks.md, At least once, in no particular order):
+the real ``uptrio serve`` is killed while a delivery's attempt is in flight, and the
+restarted service delivers the event.
 
 A receiver on 127.0.0.1 (port 0) holds the first request open without answering, so the
 sender is mid-attempt when the test kills the service (the event itself was committed

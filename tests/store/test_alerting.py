@@ -1,5 +1,6 @@
-"""Incidents opened and resolved by monitors, and the engine's events, written in the
-store actor's batch transaction (extensions parts 1 and 3; store.alerting)."""
+"""Incidents opened and resolved by monitors, and the engine's events, written in the store
+actor's batch transaction (docs/incidents.md, Incidents opened by monitors and Events;
+store.alerting)."""
 
 from __future__ import annotations
 

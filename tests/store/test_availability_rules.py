@@ -1,10 +1,9 @@
-"""Availability that is honest (extensions part 4; README, "History: partitions, rollups,
-retention"): down time starts at the first failed check of its episode, and time in
-which no check was recorded for more than two intervals is unknown, the present
-included. Histories are written through the store actor's real batch path at chosen
-epoch seconds, batch by batch as the engine hands them over, and read back from the
-availability read, the rollups and the log. Real embedded Postgres, a fresh database
-per test.
+"""Availability that is honest (docs/history.md, Availability): down time starts at the
+first failed check of its episode, and time in which no check was recorded for more than two
+intervals is unknown, the present included. Histories are written through the store actor's
+real batch path at chosen epoch seconds, batch by batch as the engine hands them over, and
+read back from the availability read, the rollups and the log. Real embedded Postgres, a
+fresh database per test.
 """
 
 from __future__ import annotations

@@ -96,7 +96,8 @@ async def test_status_change_of_an_old_epoch_or_a_paused_monitor_is_ignored(
 
 async def test_a_check_started_after_a_pause_is_refused(db: Database) -> None:
     """A pause made through another node: the owner may start a probe before it is told
-    (extensions part 6); that check is not stored, one started before the pause is."""
+    (docs/several-nodes.md, A pause through another node); that check is not stored, one
+    started before the pause is."""
     with trio.fail_after(10):
         monitor_id = await _monitor(db)
         now = int(time.time())

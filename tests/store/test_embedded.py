@@ -1,6 +1,6 @@
-"""The embedded Postgres and its data directory (README: Operations, "The data directory"):
-the directory stays closed to other users after the server starts, and a server whose
-holder was killed (SIGKILL) is adopted and stopped by the next clean stop.
+"""The embedded Postgres and its data directory (docs/operations.md, The data directory):
+the directory stays closed to other users after the server starts, and a server whose holder
+was killed (SIGKILL) is adopted and stopped by the next clean stop.
 
 pgserver counts the processes holding a server in ``pgdata/.handle_pids.json`` and stops
 the server when the last one releases it; a holder killed with SIGKILL never removes

@@ -1,9 +1,10 @@
-"""Fencing (extensions part 6; store.fencing) of heartbeats' status moves and of checks
-after an outage: a node's store actor applies a heartbeat's move only while the node
-holds the heartbeat's bucket at the lease epoch the move carries; once another node took
-the bucket (a new epoch), the stale node's moves are refused and counted, while the pings
-it received are still stored (a ping is a fact from outside). Real Postgres; node ``b``
-taking the bucket is its lease row's update, as ``store.leases.renew_leases`` claims.
+"""Fencing (docs/several-nodes.md, Fencing and Heartbeat fencing; store.fencing) of
+heartbeats' status moves and of checks after an outage: a node's store actor applies a
+heartbeat's move only while the node holds the heartbeat's bucket at the lease epoch the
+move carries; once another node took the bucket (a new epoch), the stale node's moves are
+refused and counted, while the pings it received are still stored (a ping is a fact from
+outside). Real Postgres; node ``b`` taking the bucket is its lease row's update, as
+``store.leases.renew_leases`` claims.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""History (extensions part 4): partitioned checks, rollups written with the checks,
-status periods, availability, retention, and the migration that moves old checks.
+"""History (docs/history.md): partitioned checks, rollups written with the checks, status
+periods, availability, retention, and the migration that moves old checks.
 
 Histories are built through the real store (``write_check_batch``, pause and resume) at
 chosen epoch seconds, and the figures asserted exactly; percentiles are compared with a

@@ -1,4 +1,5 @@
-"""A database that hangs instead of refusing (issue 15, item 1), at the store's boundary.
+"""A database that hangs instead of refusing (docs/operations.md, A database outage), at the
+store's boundary.
 
 A server of the test's own (``tests.postgres``) has every process stopped with SIGSTOP:
 its sockets accept and then nothing answers, not even a cancel request. Every call on a

@@ -1,6 +1,6 @@
-"""Work done once across several nodes on one database (extensions part 6): the job
-lease (store.maintenance.claim_job) and the maintenance actor that needs it. Real
-Postgres; two actors in one process stand for two nodes."""
+"""Work done once across several nodes on one database (docs/several-nodes.md): the job
+lease (store.maintenance.claim_job) and the maintenance actor that needs it. Real Postgres;
+two actors in one process stand for two nodes."""
 
 from __future__ import annotations
 

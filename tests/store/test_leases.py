@@ -1,4 +1,4 @@
-"""Bucket leases in the store (extensions part 6; issue 14, item 1): the bucket Python
+"""Bucket leases in the store (docs/several-nodes.md, Buckets and Leases): the bucket Python
 computes is the one SQL stores, fair shares as nodes come and go, epochs that grow with
 every claim, expiry by the database's clock, and a graceful stop giving back at once."""
 

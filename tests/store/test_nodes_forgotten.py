@@ -1,6 +1,7 @@
-"""Nodes that stopped long ago leave ``uptrio nodes list`` (README: Several nodes): the
-maintenance round forgets a node stopped or expired for ``node_retention_days`` (3),
-with its lapsed leases, and keeps the live ones and those stopped recently."""
+"""Nodes that stopped long ago leave ``uptrio nodes list`` (docs/several-nodes.md,
+Operations): the maintenance round forgets a node stopped or expired for
+``node_retention_days`` (3), with its lapsed leases, and keeps the live ones and those
+stopped recently."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Changes told to every node through Postgres ``NOTIFY`` (``store.notify``; extensions
-part 6): a committed change is told, a rolled back one is not; a ping stored by a node
-that does not run the heartbeat is told with its kind and time; a listening connection
-that the server ends is noticed."""
+"""Changes told to every node through Postgres ``NOTIFY`` (``store.notify``;
+docs/several-nodes.md, Changes made through another node): a committed change is told, a
+rolled back one is not; a ping stored by a node that does not run the heartbeat is told with
+its kind and time; a listening connection that the server ends is noticed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Pings and heartbeats' status moves in the store actor's batch (extensions part 7;
-store.pings, store.alerting): the rows, the incident a down opens and an up resolves,
-the heartbeat.* events, idempotent retries, and the run epoch guarding a pause."""
+"""Pings and heartbeats' status moves in the store actor's batch (docs/heartbeats.md;
+store.pings, store.alerting): the rows, the incident a down opens and an up resolves, the
+heartbeat.* events, idempotent retries, and the run epoch guarding a pause."""
 
 from __future__ import annotations
 

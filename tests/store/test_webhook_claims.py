@@ -1,7 +1,7 @@
-"""The sender's claim (``store.deliveries.claim_due``; README "Webhooks", fairness) on the
+"""The sender's claim (``store.deliveries.claim_due``; docs/webhooks.md, Fairness) on the
 real Postgres: deliveries are shared round-robin between accounts first, then between an
-account's endpoints, within per-account and per-endpoint caps of attempts in flight, and
-an account's backlog, however long, never hides another account's due delivery.
+account's endpoints, within per-account and per-endpoint caps of attempts in flight, and an
+account's backlog, however long, never hides another account's due delivery.
 
 Endpoints and events are written through the store (the fan-out trigger of migration
 0004 makes the deliveries); nothing is sent.

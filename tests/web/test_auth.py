@@ -1,6 +1,6 @@
-"""Authentication (spec 5; DESIGN: tokens): HS256 JWTs whose ``sub`` is a ``tok_`` record;
-every failure is a 401 ``authentication_error`` with a precise code. Tokens are forged
-with pyjwt.
+"""Authentication (docs/api.md, Conventions and decisions: token): HS256 JWTs whose ``sub``
+is a ``tok_`` record; every failure is a 401 ``authentication_error`` with a precise code.
+Tokens are forged with pyjwt.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ async def test_expired_tokens_are_401_token_expired(
         expired = await make_token(expires_in=-120)
         assert_error(await Api(client, expired).get("/monitors"), 401, "token_expired")
         # exp within the 30 s leeway: accepted by the JWT layer and the record alike
-        # (issue 15; tests/web/test_auth_edges.py has the cases)
+        # (docs/api.md, Conventions and decisions: token; tests/web/test_auth_edges.py has
+        # the cases)
         recent = await make_token(expires_in=-5)
         assert (await Api(client, recent).get("/monitors"))[0] == 200
         # a JWT without exp whose record has expired

@@ -1,6 +1,7 @@
-"""Rough edges of authentication found by issue 15 (item 5), each refused or fixed:
+"""Rough edges of authentication, each refused or fixed (docs/api.md, Conventions and
+decisions: token, repeated header):
 
-- the token record's expiry has the same 30 s leeway as the JWT's ``exp`` (README);
+- the token record's expiry has the same 30 s leeway as the JWT's ``exp``;
 - ``exp`` and ``nbf`` must be JSON numbers (RFC 7519 NumericDate), not numeric strings;
 - two ``Authorization`` headers (or two ``Idempotency-Key``, two ``Service-Version``)
   are a 400 ``duplicate_header``, not "the first one wins";

@@ -1,6 +1,6 @@
 """GET /monitors/:id/availability and the new filters of GET /monitors/:id/checks
-(extensions part 4), through the real app on a real database, with the app's clock
-fixed so a history written through the store has exact figures."""
+(docs/history.md, Availability), through the real app on a real database, with the app's
+clock fixed so a history written through the store has exact figures."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ async def test_availability_of_a_known_history(
             assert figures == [2 * HOUR - 600, 600, 0] and body["unknown_seconds"] == 0
             assert body["uptime_percent"] == (2 * HOUR - 600) * 100 / (2 * HOUR)
             assert (body["checks"], body["failed_checks"]) == (24, 2)
-            # the down opened an incident (extensions part 3), counted where it opened
+            # the down opened an incident (docs/incidents.md, Incidents opened by monitors),
+            # counted where it opened
             assert body["longest_down_seconds"] == 600 and body["incidents"] == 1
             assert body["response_time_ms"]["mean"] == 1.5
             assert abs(body["response_time_ms"]["p99"] - 1.5) <= 0.075
@@ -124,7 +125,7 @@ async def test_availability_of_a_known_history(
             code, body, _ = await api.get(f"/monitors/{mid}/availability")  # the last 30 days
             assert code == 200 and (body["start"], body["end"]) == (now - 30 * 86_400, now)
             # Its last check was at created + 2 h - 300 s (interval 300 s): the hour since
-            # then has no check, so it is unknown (extensions part 4), not up.
+            # then has no check, so it is unknown (docs/history.md, Availability), not up.
             assert body["unknown_seconds"] == 30 * 86_400 - 2 * HOUR
             code, body, _ = await api.get(
                 f"/monitors/{mid}/availability", query={"granularity": "day"}

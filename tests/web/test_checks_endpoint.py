@@ -1,4 +1,5 @@
-"""GET /monitors/:id/checks (engine issue, item 7), on checks written by the store."""
+"""GET /monitors/:id/checks (docs/checks.md, The checks of a monitor), on checks written by
+the store."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The ``uptrio`` command line (README: Command line, Several nodes): log flags before or
-after the command, token names, ``nodes forget``, a closed stdout, the refusal of a
-JWT secret that is not the database's and ``tokens reset-secret``.
+"""The ``uptrio`` command line (docs/operations.md, Command line; docs/several-nodes.md):
+log flags before or after the command, token names, ``nodes forget``, a closed stdout, the
+refusal of a JWT secret that is not the database's and ``tokens reset-secret``.
 
 The commands run in this process (``web.process.cli.tokens.tokens_command`` and
 ``nodes.nodes_command``, as ``main`` runs them) against a fresh database (``--database-url``),

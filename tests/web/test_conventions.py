@@ -1,6 +1,6 @@
-"""Conventions shared by every request (spec 2.4, 4, 7, 9; DESIGN: 400 or 422):
-Request-Id and Service-Version on every response, version pinning and override, the
-Content-Type rule, unreadable bodies, ids, timestamps and explicit nulls.
+"""Conventions shared by every request (docs/api.md, Conventions and decisions; docs/api.md,
+Error codes): Request-Id and Service-Version on every response, version pinning and
+override, the Content-Type rule, unreadable bodies, ids, timestamps and explicit nulls.
 """
 
 from __future__ import annotations

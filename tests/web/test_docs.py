@@ -1,4 +1,4 @@
-"""The API reference viewer at ``GET /docs`` (README, "API reference"): no token, every
+"""The API reference viewer at ``GET /docs`` (docs/api.md, API reference): no token, every
 file it names served by the service itself from relative URLs (no CDN: it works with no
 network), a Content-Security-Policy that allows only this origin, and its files cached
 (ETag, 304, gzip). Rendering in a real browser: tests/browser/test_docs_browser.py.

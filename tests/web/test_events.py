@@ -1,4 +1,4 @@
-"""``GET /events`` and ``GET /events/:id`` (extensions part 1): the event each API
+"""``GET /events`` and ``GET /events/:id`` (docs/incidents.md, Events): the event each API
 mutation writes, its shape, filters, pagination and the permission filter."""
 
 from __future__ import annotations

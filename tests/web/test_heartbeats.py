@@ -1,5 +1,5 @@
-"""Heartbeats through the API (extensions part 7): CRUD, pause and resume, the
-conventions of the spec (ids, metadata, bounds, pagination, idempotency, errors), their
+"""Heartbeats through the API (docs/heartbeats.md, API): CRUD, pause and resume, the
+conventions of docs/api.md (ids, metadata, bounds, pagination, idempotency, errors), their
 events, and the ping URL. Real app, real Postgres, no engine (the pings are
 tests/web/test_pings.py's); a time limit inside each test.
 """

@@ -1,5 +1,5 @@
-"""Hostile bodies and parameters (OWASP API3/API4/API8; DESIGN: 400 or 422): every bad
-input is a 400 or 422 naming its field where there is one, never a 500.
+"""Hostile bodies and parameters (OWASP API3/API4/API8; docs/api.md, Hostile input): every
+bad input is a 400 or 422 naming its field where there is one, never a 500.
 
 - unknown fields and mass assignment (``id``, ``object``, ``status``, ``created``,
   ``account``...) are 422 ``parameter_unknown``; wrong JSON types 422 ``invalid_type``;
@@ -71,7 +71,8 @@ async def test_mass_assignment_is_422_on_create_and_update(api: Api) -> None:
             patched = await api.patch(f"/monitors/{monitor['id']}", json={field: "x"})
             assert_error(patched, 422, "parameter_unknown", param=field)
             if field == "status":
-                continue  # an incident's status is set by its creator (spec 4.2)
+                # an incident's status is set by its creator (docs/incidents.md, Incidents)
+                continue
             response = await api.post("/incidents", json={"title": "a", field: 1})
             assert_error(response, 422, "parameter_unknown", param=field)
             patched = await api.patch(f"/incidents/{incident['id']}", json={field: 1})

@@ -1,7 +1,7 @@
-"""The http monitor fields of extensions part 7 through the API: ``request_headers``,
-``request_body``, ``assertions``, ``tls_expiry_days``, ``tls_verify`` and
-``tls_ca_bundle`` (defaults, null on other types, the
-422s of the README's error table, PATCH rules), ``tls_expires_at`` on checks, and the
+"""The http monitor fields of docs/checks.md (Assertions and TLS expiry, Private certificate
+authorities) through the API: ``request_headers``, ``request_body``, ``assertions``,
+``tls_expiry_days``, ``tls_verify`` and ``tls_ca_bundle`` (defaults, null on other types,
+the 422s of docs/api.md, Error codes, PATCH rules), ``tls_expires_at`` on checks, and the
 migration that gives existing monitors the defaults. (Null on the other types:
 tests/web/test_monitors.py.)
 """

@@ -1,8 +1,8 @@
 """Requests as they arrive on the socket, against the service's own web server
-(``web.process.service.open_service``: Hypercorn configured as ``uptrio serve`` configures it):
-every answer is in the error shape with a Request-Id, none is a redirect, whatever the
-path, the method's case or the framing, over HTTP/1.1 and HTTP/2 (README, "What the
-HTTP server refuses before the API").
+(``web.process.service.open_service``: Hypercorn configured as ``uptrio serve`` configures
+it): every answer is in the error shape with a Request-Id, none is a redirect, whatever the
+path, the method's case or the framing, over HTTP/1.1 and HTTP/2 (docs/api.md, What the HTTP
+server refuses before the API).
 
 - paths the API does not serve (``//``, ``..%2f``, a trailing slash) are 404
   ``route_not_found``, never a 308 to a path the client did not ask for;
@@ -265,7 +265,7 @@ async def test_a_head_over_16_kib_is_431_however_it_arrives(
     db: Database, make_token: MakeToken
 ) -> None:
     # h11 bounds a head only while it is incomplete; one sent whole was served, and so
-    # was any over HTTP/2 (the README promises 431 above 16 KiB)
+    # was any over HTTP/2 (docs/api.md promises 431 above 16 KiB)
     with trio.fail_after(30):
         token = await make_token()
         auth = [("authorization", f"Bearer {token}")]

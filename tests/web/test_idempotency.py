@@ -1,7 +1,7 @@
-"""Idempotency keys on POST (spec 4.5; web/http/idempotency.py): replay, reuse, keys in use,
-failures not stored, 24-hour expiry with an injected clock, replay after a restart, 50
-concurrent identical POSTs, atomicity of the write and the stored response, and the
-engine told exactly once, after the commit.
+"""Idempotency keys on POST (docs/api.md, Idempotency keys; web/http/idempotency.py):
+replay, reuse, keys in use, failures not stored, 24-hour expiry with an injected clock,
+replay after a restart, 50 concurrent identical POSTs, atomicity of the write and the stored
+response, and the engine told exactly once, after the commit.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Incident timelines and the incident fields of extensions part 3: ``monitors``,
-``monitor``, ``postmortem``, ``POST`` and ``GET /incidents/:id/updates``."""
+"""Incident timelines and the incident fields of docs/incidents.md (Incidents, Timelines):
+``monitors``, ``monitor``, ``postmortem``, ``POST`` and ``GET /incidents/:id/updates``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Incident endpoints (spec 4.2) and DESIGN's decisions on them: defaults, resolve and
-``incident_not_open``, PATCH status moves and ``resolved_at``, ``resolution_message``,
-lengths, metadata.
+"""Incident endpoints and the decisions on them (docs/incidents.md, Incidents): defaults,
+resolve and ``incident_not_open``, PATCH status moves and ``resolved_at``,
+``resolution_message``, lengths, metadata.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Account isolation (DESIGN: another account's resource is 404 ``resource_missing``,
-exactly as if it did not exist): every endpoint, both resources, lists and cursors.
+"""Account isolation (docs/api.md, Error codes: another account's resource is 404
+``resource_missing``, exactly as if it did not exist): every endpoint, both resources, lists
+and cursors.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Monitor endpoints (spec 4.1) and DESIGN's decisions on them: statuses, defaults, the
-pause/resume no-ops, PATCH semantics, lengths and bounds, metadata limits and merging.
+"""Monitor endpoints and the decisions on them (docs/api.md, Conventions and decisions):
+statuses, defaults, the pause/resume no-ops, PATCH semantics, lengths and bounds, metadata
+limits and merging.
 
 Every test runs the real app on a fresh embedded-Postgres database; a ``trio.fail_after``
 inside each test makes a hang fail fast.
@@ -89,7 +90,7 @@ HTTP_ONLY: dict[str, Any] = {
     "assertions": [],
     "tls_expiry_days": 14,
 }
-"""http-only fields (spec 4.1, extensions part 7) with a non-null value for each."""
+"""http-only fields (docs/api.md, Conventions and decisions) with a non-null value for each."""
 
 
 async def test_non_http_monitors_show_null_http_fields(api: Api) -> None:
@@ -163,7 +164,7 @@ async def test_pause_on_paused_and_resume_on_unpaused_are_noops(api: Api, db: Da
         status, got, _ = await api.get(path)
         assert got == body
 
-        # resume: back to pending (DESIGN), updated changes
+        # resume: back to pending (docs/checks.md, Up and down), updated changes
         status, body, _ = await api.post(f"{path}/resume")
         assert status == 200 and body["status"] == "pending" and body["updated"] > OLD
 

@@ -1,6 +1,6 @@
-"""The OpenAPI document at ``GET /openapi.json`` (DESIGN: Web): served without a token,
-OpenAPI 3.1, every route of the table with its parameters, request body, success and
-error responses, and every ``$ref`` resolvable.
+"""The OpenAPI document at ``GET /openapi.json`` (docs/api.md, API reference): served
+without a token, OpenAPI 3.1, every route of the table with its parameters, request body,
+success and error responses, and every ``$ref`` resolvable.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ async def test_openapi_document_describes_every_route_without_auth(
         expected = {(re.sub(r"<(\w+)>", r"{\1}", r.path), r.method.lower()) for r in ROUTES}
         documented = {(path, method) for path, ops in doc["paths"].items() for method in ops}
         assert documented == expected
-        # spec part 4; extensions parts 1 (events, 2), 2 (webhooks, 7), 3 (incident updates, 2)
-        # 4 (availability) and 5 (status pages, 5)
+        # monitors 9 (checks and availability included), incidents 8 (updates included),
+        # heartbeats 8, webhook endpoints 7, status pages 5, events 2
         assert len(expected) == 39
 
         for route in ROUTES:
@@ -123,7 +123,7 @@ _INTERNAL = re.compile(
     re.IGNORECASE,
 )
 """What an API reader cannot follow: the project's own documents and their numbering
-(``spec 4.1``, ``extensions part 7``, ``DESIGN``, an issue), its internals (engine,
+(section numbers of documents outside the repository, an issue), its internals (engine,
 store, actors, migrations, module names, Sphinx roles, RST's double backticks) and
 pydantic's."""
 

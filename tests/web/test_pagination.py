@@ -1,4 +1,5 @@
-"""Cursor pagination (spec 4.4) and list query parameters (DESIGN: sort values, 400s).
+"""Cursor pagination and list query parameters (docs/api.md, Conventions and decisions:
+sort, cursors; docs/api.md, Error codes).
 
 The order of a list is its sort key, then insertion order (``seq``): objects created in
 the same second tie on ``created``, so the tests give ``created`` and ``updated`` values

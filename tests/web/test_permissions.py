@@ -1,6 +1,6 @@
-"""The permission matrix (spec 5.4-5.5): a token holding one permission can call exactly
-the endpoints that need it and gets 403 ``permission_error`` / ``missing_permission``
-on every other endpoint, without side effects.
+"""The permission matrix (docs/api.md, API reference: each operation's permission): a token
+holding one permission can call exactly the endpoints that need it and gets 403
+``permission_error`` / ``missing_permission`` on every other endpoint, without side effects.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             allowed = (needed,) if isinstance(needed, str) else needed
             if permission in allowed and name in NEEDS_READING_ITS_EVENTS:
                 # the endpoint subscribes to "*": its events need every read permission
-                # too (README, Webhooks: permissions), which this token lacks
+                # too (docs/webhooks.md, Permissions), which this token lacks
                 assert_error(response, 403, "missing_permission", param="enabled_events")
             elif permission in allowed:
                 assert response[0] == success, (name, response[1])

@@ -1,7 +1,7 @@
-"""The public ping endpoints with a real engine (extensions part 7): a ping brings a
-heartbeat up, /fail takes it down at once with its incident, /start gives the next ping a
-duration; unknown keys get 404; a flood on one key gets 429 while other keys go on; a
-paused heartbeat's pings are recorded; the pings list. Real app, real engine and store
+"""The public ping endpoints with a real engine (docs/heartbeats.md, The ping endpoints): a
+ping brings a heartbeat up, /fail takes it down at once with its incident, /start gives the
+next ping a duration; unknown keys get 404; a flood on one key gets 429 while other keys go
+on; a paused heartbeat's pings are recorded; the pings list. Real app, real engine and store
 actor, real Postgres; no deadline is waited for here (tests/engine/test_heartbeat_actor.py
 drives those with MockClock).
 """

@@ -1,7 +1,8 @@
-"""Rate limits (spec 8; web/http/limits/rolling.py, web/http/limits/throttle.py): the rolling
-windows' exact boundaries with an injected clock, a burst across a window boundary, the hourly limit
-after ten full minutes, the account limit shared by tokens, isolation between accounts, the headers
-on every authenticated response, and failed authentication limited per client address.
+"""Rate limits (docs/api.md, Rate limits; web/http/limits/rolling.py,
+web/http/limits/throttle.py): the rolling windows' exact boundaries with an injected clock,
+a burst across a window boundary, the hourly limit after ten full minutes, the account limit
+shared by tokens, isolation between accounts, the headers on every authenticated response,
+and failed authentication limited per client address.
 
 The limiter's clock is injected (a list holding "now", in seconds) so nothing waits; the
 API tests use small limits where the default ones would need thousands of requests,

@@ -1,4 +1,5 @@
-"""Rough edges of request input, each with its own answer (README "Request safety"):
+"""Rough edges of request input, each with its own answer (docs/api.md, Hostile input and
+Conventions and decisions):
 
 - validation messages are Uptrio's words, not pydantic's (``Input should be a valid
   integer``);
@@ -7,8 +8,9 @@
   on which value wins);
 - ``sort=`` (empty) and a query value that is not UTF-8 (``search=%FF``) are 400
   ``invalid_parameter`` naming the parameter;
-- an ``Idempotency-Key`` may be any printable text, ``ключ`` included, as the README says;
-- the rate limits of spec part 8 are operator settings (``uptrio serve`` flags);
+- an ``Idempotency-Key`` may be any printable text, ``ключ`` included (docs/api.md,
+  Idempotency keys);
+- the rate limits (docs/api.md, Rate limits) are operator settings (``uptrio serve`` flags);
 - NUL (U+0000) is refused in every query parameter (``/events?type=%00`` was a 500), path
   id and header, never reaching Postgres;
 - no message shows pydantic's internals (``interval_seconds.constrained-int``).
@@ -217,7 +219,7 @@ async def test_the_rate_limits_are_operator_settings(
                 assert status == 200, n
                 assert headers["X-RateLimit-Limit"] == "3"
             assert_error(await api.get("/monitors"), 429, "rate_limited", type="rate_limit_error")
-            # the defaults are spec part 8's
+            # the defaults are those of docs/api.md, Rate limits
             defaults = service_settings(build_parser().parse_args(["serve"])).web
             assert (
                 defaults.token_requests_per_minute,

@@ -1,4 +1,4 @@
-"""Schemathesis against the service's own ``/openapi.json`` (DESIGN: Web).
+"""Schemathesis against the service's own ``/openapi.json`` (docs/api.md, API reference).
 
 The real service runs as ``uptrio serve --no-engine`` in a subprocess, on a loopback port
 chosen by the OS, with its embedded Postgres in a temporary data directory (schemathesis
@@ -140,7 +140,7 @@ def _sent(case: Any, param: str | None) -> Any:
 def semantic_refusals_only(ctx: Any, response: Any, case: Any) -> bool | None:
     """Check: a schema-valid request refused with 400 or 422 names a rule the schema
     cannot state (:data:`SEMANTIC_REFUSALS`), or a value holding NUL (U+0000, which
-    Postgres cannot store: refused wherever it is sent, README "Request safety")."""
+    Postgres cannot store: refused wherever it is sent, docs/api.md, Hostile input)."""
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return None
@@ -170,8 +170,8 @@ SETTINGS = settings(
 
 def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[str, str]) -> None:
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    # spec part 4; extensions parts 1 (events, 2), 2 (webhooks, 7), 3 (incident updates, 2)
-    # 4 (availability) and 5 (status pages, 5)
+    # monitors 9 (checks and availability included), incidents 8 (updates included),
+    # heartbeats 8, webhook endpoints 7, status pages 5, events 2
     assert len(operations) == 39
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):

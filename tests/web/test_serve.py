@@ -71,7 +71,7 @@ async def test_uptrio_serve_answers_manages_tokens_and_stops_on_sigterm(tmp_path
             base = await _read_until(process.stdout, r"listening on (http://127\.0\.0\.1:\d+)", out)
             first = await _read_until(process.stdout, r"\n\n(ey[\w-]+\.[\w-]+\.[\w-]+)\n", out)
             assert (data_dir / "first-token").read_text().strip() == first
-            # README, Operations: the data directory and its files are the owner's alone
+            # docs/operations.md, The data directory: it and its files are the owner's alone
             assert _mode(data_dir / "first-token") == _mode(data_dir / "jwt-secret") == 0o600
             assert _mode(data_dir) == DATA_DIR_MODE  # 0700; 0711 as root (store.datadir)
             (warning,) = [

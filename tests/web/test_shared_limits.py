@@ -1,6 +1,6 @@
-"""Rate limits that hold across nodes by quota leasing (extensions part 6; README,
-"Several nodes", rate limits across nodes; web/http/limits/quota.py, store/rate_limits.py): several
-limiters, or several apps, stand for several nodes and lease from the real Postgres table.
+"""Rate limits that hold across nodes by quota leasing (docs/several-nodes.md, Rate limits
+across nodes; web/http/limits/quota.py, store/rate_limits.py): several limiters, or several
+apps, stand for several nodes and lease from the real Postgres table.
 
 The alternating and concurrent tests run on the wall clock (real slices, real
 exchanges); the others move an epoch-seconds clock by hand, so nothing waits. The whole

@@ -1,6 +1,7 @@
-"""Status pages through the API (extensions part 5): CRUD, the conventions of the spec
-(ids, metadata, pagination, idempotency, errors) and the rules of README "Status pages"
-(slugs, components). Real app, real Postgres; a time limit inside each test.
+"""Status pages through the API (docs/status-pages.md, API): CRUD, the conventions of
+docs/api.md (ids, metadata, pagination, idempotency, errors) and the rules of
+docs/status-pages.md (slugs, components). Real app, real Postgres; a time limit inside each
+test.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The public status page ``GET /status/<slug>`` and its ``summary.json`` (extensions
-part 5): content, daily bars from rollups, what never leaks, the cache and its headers,
-404s. Real app on real Postgres, status moves written by the store's batch path; the
-clock (wall and cache) is injected, so nothing sleeps. A time limit inside each test.
+"""The public status page ``GET /status/<slug>`` and its ``summary.json``
+(docs/status-pages.md, The public page): content, daily bars from rollups, what never leaks,
+the cache and its headers, 404s. Real app on real Postgres, status moves written by the
+store's batch path; the clock (wall and cache) is injected, so nothing sleeps. A time limit
+inside each test.
 """
 
 from __future__ import annotations

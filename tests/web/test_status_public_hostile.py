@@ -1,11 +1,11 @@
-"""What an account cannot make its public status page do (README "Status pages"): grow
-without bound (the latest updates of each incident within a byte budget), stall the
-event loop (renders on worker threads), answer outside the error shape (503 when the page
-cannot be read and no copy is cached), or show a private name (titles and recovery
-messages of incidents a monitor or a heartbeat opened are built from the display name
-and the stored opener, whatever the name's length, a rename or a person's edit). Real
-app on real Postgres, moves written by the store's batch path; the clock is injected. A
-time limit inside each test.
+"""What an account cannot make its public status page do (docs/status-pages.md, Bounds and
+Abuse): grow without bound (the latest updates of each incident within a byte budget), stall
+the event loop (renders on worker threads), answer outside the error shape (503 when the
+page cannot be read and no copy is cached), or show a private name (titles and recovery
+messages of incidents a monitor or a heartbeat opened are built from the display name and
+the stored opener, whatever the name's length, a rename or a person's edit). Real app on
+real Postgres, moves written by the store's batch path; the clock is injected. A time limit
+inside each test.
 """
 
 from __future__ import annotations

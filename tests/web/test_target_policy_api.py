@@ -146,8 +146,8 @@ async def test_deny_private_refuses_at_patch_and_other_fields_still_change(
 async def test_dns_monitors_are_screened_with_the_configured_nameserver(
     deps: Dependencies, make_token: MakeToken
 ) -> None:
-    # issue 15, item 2: `--deny-private-targets --dns-nameserver IP:PORT` screens a dns
-    # monitor's name with the answers of that nameserver (the one its checks ask), not
+    # docs/api.md, Target policy: `--deny-private-targets --dns-nameserver IP:PORT` screens
+    # a dns monitor's name with the answers of that nameserver (the one its checks ask), not
     # with the system resolver
     records = {
         "internal.test": ["10.1.2.3"],

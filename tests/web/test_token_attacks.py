@@ -1,5 +1,6 @@
-"""Tokens under attack (spec 5.5; web/http/auth.py): every forged, tampered, malformed, stale
-or unknown token is a 401 ``authentication_error``, never a 500 and never a 200.
+"""Tokens under attack (docs/api.md, Conventions and decisions: token; web/http/auth.py):
+every forged, tampered, malformed, stale or unknown token is a 401 ``authentication_error``,
+never a 500 and never a 200.
 
 Tokens are built by hand (base64url segments and HMACs), so the cases cover what a JWT
 library would refuse to produce: ``alg: none``, other algorithms, swapped payloads and

@@ -1,7 +1,7 @@
-"""Webhook endpoints through the API (extensions part 2): create, read, list, update,
-delete, rotate the secret, list deliveries; validation, isolation between accounts,
-idempotency. Deliveries are made by the database's fan-out trigger when events are
-written (``POST /incidents``, ``POST /monitors``); nothing is sent here (no sender runs).
+"""Webhook endpoints through the API (docs/webhooks.md): create, read, list, update, delete,
+rotate the secret, list deliveries; validation, isolation between accounts, idempotency.
+Deliveries are made by the database's fan-out trigger when events are written (``POST
+/incidents``, ``POST /monitors``); nothing is sent here (no sender runs).
 """
 
 from __future__ import annotations
@@ -347,7 +347,7 @@ async def test_an_account_has_at_most_16_endpoints(
     api: Api, api_for: Callable[..., Awaitable[Api]]
 ) -> None:
     with trio.fail_after(30):
-        assert MAX_ENDPOINTS == 16  # the README's figure
+        assert MAX_ENDPOINTS == 16  # docs/webhooks.md's figure
         # created concurrently: the count and the insert are one step
         results: list[int] = []
 

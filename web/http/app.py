@@ -2,17 +2,17 @@
 chain, errors and headers (the routes and pages it serves are the caller's:
 ``web.process.app.create_app``).
 
-Every response carries ``Request-Id`` (``req_...``) and ``Service-Version``, errors
-included (spec 2.4, 9.4). Failures become the error shape of :mod:`web.http.errors` in
-one place: :class:`web.http.errors.ApiError` from the chain, store errors translated at
-this boundary, Quart's routing errors (404, 405, 408, 413) mapped, and anything
-unexpected a 500 ``internal_error`` that is logged with its Request-Id. What the HTTP
-server refuses before the app gets the same shape from :mod:`web.http.protocols`.
+Every response carries ``Request-Id`` (``req_...``) and ``Service-Version``, errors included
+(docs/api.md, Conventions and decisions and Error codes). Failures become the error shape of
+:mod:`web.http.errors` in one place: :class:`web.http.errors.ApiError` from the chain, store
+errors translated at this boundary, Quart's routing errors (404, 405, 408, 413) mapped, and
+anything unexpected a 500 ``internal_error`` that is logged with its Request-Id. What the
+HTTP server refuses before the app gets the same shape from :mod:`web.http.protocols`.
 
-Routing never redirects (README, "API decisions": unknown path): werkzeug's
+Routing never redirects (docs/api.md, Conventions and decisions: unknown path): werkzeug's
 ``merge_slashes`` is off, so ``/monitors//checks`` or ``/monitors/..%2f/pause`` (which
-decodes to ``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path the
-client did not ask for, and any other routing redirect is turned into that 404 too.
+decodes to ``/monitors/..//pause``) is a 404 ``route_not_found`` rather than a 308 to a path
+the client did not ask for, and any other routing redirect is turned into that 404 too.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def api_app(
         g.request_id = new_id("req")
         g.version = CURRENT_VERSION
         g.extra_headers = {}
-        if head_bytes(request.scope) > MAX_HEAD_BYTES:  # README: over 16 KiB, 431
+        if head_bytes(request.scope) > MAX_HEAD_BYTES:  # docs/api.md: over 16 KiB, 431
             if str(request.scope.get("http_version", "")).startswith("1"):
                 g.extra_headers["Connection"] = "close"
             return _error_response(refusal(431))

@@ -1,4 +1,5 @@
-"""Bearer-token authentication and per-resource permissions (spec 5; DESIGN: tokens).
+"""Bearer-token authentication and per-resource permissions (docs/api.md, Conventions and
+decisions: token).
 
 A token is an HS256 JWT: ``sub`` is its ``tok_`` id, ``aud`` is :data:`AUDIENCE`, ``iat``
 is required, ``exp`` is enforced when present. The algorithm is pinned (``alg: none`` or
@@ -10,8 +11,8 @@ applies from the next request on.
 The signing secret is ``UPTRIO_JWT_SECRET`` when set, else a random secret generated once
 into ``<data-dir>/jwt-secret`` with mode 0600. Several processes sharing a database must
 share the secret: the database keeps its fingerprint (:func:`secret_fingerprint`), and a
-process with another secret refuses to run (``web.process.startup.check_secret``; README:
-Several nodes).
+process with another secret refuses to run (``web.process.startup.check_secret``;
+docs/several-nodes.md, One secret per database).
 """
 
 from __future__ import annotations
@@ -58,18 +59,20 @@ PERMISSIONS = (
     "heartbeats.update",
     "heartbeats.delete",
 )
-"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2;
-``status_pages.*``: extensions part 5; ``heartbeats.*``: extensions part 7)."""
+"""The permission strings in use (docs/api.md, API reference: each operation's permission;
+``webhooks.*``: docs/webhooks.md, Permissions; ``status_pages.*``: docs/status-pages.md,
+API; ``heartbeats.*``: docs/heartbeats.md, API)."""
 
 EVENT_READ_PERMISSIONS = {
     "monitor": "monitors.read",
     "incident": "incidents.read",
     "heartbeat": "heartbeats.read",
 }
-"""The read permission that shows an event, by the first part of its type (extensions
-part 1: "read permission of the event's resource"; ``incident.update_posted`` is an
-incident's). ``GET /events`` lists only the events a token may read, and a webhook
-endpoint may subscribe only to them (README, Webhooks: permissions)."""
+"""The read permission that shows an event, by the first part of its type
+(docs/incidents.md, Events: a token sees the events of the resources it may read;
+``incident.update_posted`` is an incident's). ``GET /events`` lists only the events a token
+may read, and a webhook endpoint may subscribe only to them (docs/webhooks.md,
+Permissions)."""
 
 
 def readable_event_kinds(permissions: list[str]) -> list[str]:
@@ -222,9 +225,9 @@ def _reason(exc: jwt.PyJWTError) -> str:
 
 
 def expired(expires_at: int | None, now: float) -> bool:
-    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for
-    never) has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp``
-    gets (README: 30 s leeway)."""
+    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for never)
+    has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp`` gets
+    (docs/api.md, Conventions and decisions: token, 30 s leeway)."""
     return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 

@@ -52,20 +52,20 @@ class WebSettings:
     Attributes:
         max_body_bytes: largest request body read, in bytes (default 1 MiB).
         token_requests_per_minute: requests one token may make per rolling minute
-            (spec 8: 1,000).
+            (default 1,000; docs/api.md, Rate limits).
         token_requests_per_hour: requests one token may make per rolling hour
-            (spec 8: 10,000).
+            (default 10,000; docs/api.md, Rate limits).
         account_requests_per_minute: requests all tokens of one account may make per
-            rolling minute (spec 8: 5,000).
+            rolling minute (default 5,000; docs/api.md, Rate limits).
         auth_failures_per_minute: failed authentications (401) one client address may
             cause per rolling minute before its requests get 429 (default 60).
         idempotency_retention_seconds: how long an idempotency key's response is kept
-            and replayed, in seconds (spec 4.5, 8: 24 hours).
+            and replayed, in seconds (default 24 hours; docs/api.md, Idempotency keys).
         body_timeout_seconds: longest wait for a request's whole body, in seconds
             (default 10; Quart's ``BODY_TIMEOUT``, whose own default of 60 s let a body
-            trickled at a byte a second hold a connection for a minute; README "Request
-            safety"); past it the answer is 408 ``body_timeout`` and the connection is
-            closed.
+            trickled at a byte a second hold a connection for a minute; docs/api.md, Time
+            limits on a connection); past it the answer is 408 ``body_timeout`` and the
+            connection is closed.
         public_url: the base of heartbeats' ``ping_url`` (``--public-url``, e.g.
             ``https://uptrio.example.com``); None: the base URL each API request came to
             (its scheme and ``Host``), and the address the service listens on in webhook
@@ -98,8 +98,9 @@ class Dependencies:
             (``engine.EngineHandle.apply``; :func:`apply_nothing` without an engine).
         ping: the actor a ping key leads to, or None (``engine.EngineHandle.ping``;
             :func:`no_pings` without an engine).
-        rate_limiter: the rate limits (spec 8; :mod:`web.http.limits.quota`): leased from the
-            database across nodes under ``uptrio serve``, in memory by default.
+        rate_limiter: the rate limits (docs/api.md, Rate limits; :mod:`web.http.limits.quota`):
+            leased from the database across nodes under ``uptrio serve``, in memory by
+            default.
         target_policy: which addresses monitors may point at (:mod:`engine.policy`).
         history: retention of checks and rollups (``store.MaintenanceSettings``), for the
             availability endpoint's "unknown" past the cutoffs.

@@ -1,4 +1,4 @@
-"""The API's one error type and its response shape (spec 7; DESIGN: error object).
+"""The API's one error type and its response shape (docs/api.md, Error codes).
 
 Every failure a client can cause becomes an :class:`ApiError` somewhere in the web layer and
 is turned into a response in one place (:func:`error_body`), in the shape::
@@ -6,12 +6,12 @@ is turned into a response in one place (:func:`error_body`), in the shape::
     {"error": {"type": "invalid_request_error", "code": "parameter_missing",
                "message": "...", "param": "name", "request_id": "req_..."}}
 
-``type`` is one of spec 7's types; ``code`` is a stable snake_case value from
-:data:`CODES` (listed in the README with when each occurs); ``param`` names the offending
-field or query parameter, else None. Lower layers' errors are translated at the boundary:
-``store.CursorNotFound`` becomes ``cursor_not_found``, ``store.DatabaseUnavailable``
-becomes ``database_unavailable``, ``store.TimelineFull`` ``too_many_updates``, anything
-unexpected ``internal_error`` (500, logged).
+``type`` is one of the types of docs/api.md, Error codes; ``code`` is a stable snake_case
+value from :data:`CODES` (listed in docs/api.md, Error codes, with when each occurs);
+``param`` names the offending field or query parameter, else None. Lower layers' errors are
+translated at the boundary: ``store.CursorNotFound`` becomes ``cursor_not_found``,
+``store.DatabaseUnavailable`` becomes ``database_unavailable``, ``store.TimelineFull``
+``too_many_updates``, anything unexpected ``internal_error`` (500, logged).
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ CODES: dict[str, tuple[int, str]] = {
         "down) and no copy of it is cached; retry after Retry-After seconds.",
     ),
 }
-"""Every error code: its HTTP status and when it occurs (copied into the README)."""
+"""Every error code: its HTTP status and when it occurs (copied into docs/api.md, Error codes)."""
 
 
 class ApiError(Exception):
@@ -264,7 +264,7 @@ class ApiError(Exception):
 
     @property
     def type(self) -> str:
-        """The spec 7 error type of this error."""
+        """The error type of this error (docs/api.md, Error codes)."""
         return TYPES_BY_STATUS[self.status]
 
 

@@ -1,4 +1,5 @@
-"""Idempotency keys on POST requests (spec 4.5): a retry replays the first response.
+"""Idempotency keys on POST requests (docs/api.md, Idempotency keys): a retry replays the
+first response.
 
 A POST may carry ``Idempotency-Key``. The key is scoped to the account; the request is
 identified by its *fingerprint*: SHA-256 of the method, the path and the body as canonical
@@ -15,8 +16,8 @@ JSON (keys sorted, no whitespace), so key order and spacing do not matter. Rules
 - an expired key runs anew (:func:`run_idempotency_purge` deletes old keys every hour,
   but a key older than the retention is ignored whether purged yet or not);
 - a key that is empty, longer than 255 characters or holds control characters is a 400
-  ``idempotency_key_invalid``. The spec recommends a UUID v4; any other text is
-  accepted, in UTF-8 or Latin-1 (:func:`parse_key`). The header is ignored on GET, PATCH and DELETE.
+  ``idempotency_key_invalid``. A UUID v4 is recommended; any other text is accepted, in
+  UTF-8 or Latin-1 (:func:`parse_key`). The header is ignored on GET, PATCH and DELETE.
 
 Atomicity (why a crash leaves either nothing or the whole result). The middleware opens
 one database transaction (:meth:`store.Database.open_transaction`) and, for the length of
@@ -80,7 +81,7 @@ log = structlog.get_logger("uptrio.web")
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
-"""Longest key accepted, in characters (spec 4.5, 8)."""
+"""Longest key accepted, in characters (docs/api.md, Idempotency keys)."""
 
 IN_USE_RETRY_AFTER_SECONDS = 1
 """``Retry-After`` of a 409 ``idempotency_key_in_use``, in seconds."""
@@ -89,13 +90,13 @@ IN_USE_RETRY_AFTER_SECONDS = 1
 def parse_key(raw: str) -> str:
     """Validate an ``Idempotency-Key`` header value and return the key.
 
-    Header values arrive as the server decoded them, byte for byte as Latin-1. The bytes
-    are read as UTF-8 when they are UTF-8 (``ключ``, as curl or any UTF-8 client sends
-    it), else as Latin-1 (obs-text, RFC 9110, 5.5: a browser's ``é``), so that "any
-    printable text" (README) holds whatever the client's encoding; the control-character
-    rule is then judged on the text, not on the bytes of a UTF-8 sequence (issue 15:
-    ``ключ`` held bytes 0x80-0x9F and was refused). The same bytes always give the same
-    key.
+    Header values arrive as the server decoded them, byte for byte as Latin-1. The bytes are
+    read as UTF-8 when they are UTF-8 (``ключ``, as curl or any UTF-8 client sends it), else
+    as Latin-1 (obs-text, RFC 9110, 5.5: a browser's ``é``), so that "any printable text"
+    (docs/api.md, Idempotency keys) holds whatever the client's encoding; the
+    control-character rule is then judged on the text, not on the bytes of a UTF-8 sequence
+    (``ключ`` holds bytes 0x80-0x9F, C1 control characters if read byte by byte). The same
+    bytes always give the same key.
 
     Raises:
         ApiError: 400 ``idempotency_key_invalid`` when it is empty (or only spaces),
@@ -170,8 +171,8 @@ class _NotStored(Exception):
 
 
 async def idempotency_keys(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: idempotency keys on POST (module docstring; spec 4.5). Runs after
-    authentication (the key's scope is the account) and authorization.
+    """Middleware: idempotency keys on POST (module docstring; docs/api.md, Idempotency
+    keys). Runs after authentication (the key's scope is the account) and authorization.
 
     Raises:
         ApiError: 400 ``idempotency_key_invalid``; 409 ``idempotency_key_reused`` or
@@ -252,8 +253,9 @@ async def run_idempotency_purge(
     clock: Callable[[], float] = time.time,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Delete idempotency keys older than ``retention_seconds`` (spec 4.5: 24 hours) now
-    and then every ``every_seconds`` (default 1 hour), until cancelled. Ready at once.
+    """Delete idempotency keys older than ``retention_seconds`` (docs/api.md, Idempotency
+    keys: 24 hours) now and then every ``every_seconds`` (default 1 hour), until cancelled.
+    Ready at once.
 
     ``clock`` is wall time in epoch seconds. Correctness does not depend on this task: a
     key past its retention is ignored by the middleware even before it is purged; the

@@ -1,4 +1,4 @@
-"""Reading a request body as JSON, strictly (DESIGN: 400 or 422; issue 15).
+"""Reading a request body as JSON, strictly (docs/api.md, Error codes and Hostile input).
 
 :func:`parse_json` accepts UTF-8 JSON only, and refuses with a 400 what two JSON parsers
 could read differently or what costs more than it is worth to read:

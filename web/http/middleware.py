@@ -27,8 +27,9 @@ __all__ = [
 
 
 async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: a valid, known, unrevoked, unexpired bearer token (spec 5), else 401;
-    two ``Authorization`` headers are a 400 ``duplicate_header``."""
+    """Middleware: a valid, known, unrevoked, unexpired bearer token (docs/api.md,
+    Conventions and decisions: token), else 401; two ``Authorization`` headers are a 400
+    ``duplicate_header``."""
     if ctx.route.permission is None:
         return await call_next(ctx)
     token_id = verify_token(ctx.deps.jwt_secret, bearer_token(ctx.header("Authorization")))
@@ -44,14 +45,16 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 
 
 async def negotiate_version(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: the request's API version (spec 9), echoed on every response."""
+    """Middleware: the request's API version (docs/api.md, Conventions and decisions:
+    ``Service-Version``), echoed on every response."""
     pinned = ctx.token.api_version if ctx.token is not None else None
     ctx.version = resolve_version(ctx.header(HEADER), pinned)
     return await call_next(ctx)
 
 
 async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: the route's permission must be granted (spec 5.5), else 403."""
+    """Middleware: the route's permission must be granted (docs/api.md, Error codes:
+    ``missing_permission``), else 403."""
     if ctx.route.permission is not None and ctx.token is not None:
         require_permission(ctx.token.permissions, ctx.route.permission)
     return await call_next(ctx)
@@ -60,8 +63,8 @@ async def authorize(ctx: RequestContext, call_next: Handler) -> ApiResponse:
 async def reject_unknown_query(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     """Middleware: a query parameter, path segment or header holding U+0000 is refused
     (:func:`web.http.params.refuse_nul`); a query parameter the route does not document is a
-    400 ``unknown_parameter`` on every endpoint, not only on lists (DESIGN: 400 or 422);
-    one that is not UTF-8 a 400 ``invalid_parameter``."""
+    400 ``unknown_parameter`` on every endpoint, not only on lists (docs/api.md, Error
+    codes); one that is not UTF-8 a 400 ``invalid_parameter``."""
     refuse_nul(ctx.query, ctx.path_params, ctx.headers.items())
     check_names(ctx.query, [name for name, _, _ in ctx.route.query])
     check_utf8(ctx.raw_query)

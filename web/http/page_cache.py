@@ -1,5 +1,5 @@
-"""The per-process cache of rendered public status pages (extensions part 5; DESIGN:
-"an in-memory cache refreshed at most every 10 s per page").
+"""The per-process cache of rendered public status pages (docs/status-pages.md, Built for
+the stampede: rendered at most once per 10 s per page).
 
 One :class:`PageCache` per process, made at start-up and passed to the app in
 :class:`web.http.deps.Dependencies` (no globals). It maps a slug to its last
@@ -12,7 +12,7 @@ The cache holds at most ``max_bytes`` (``--status-cache-bytes``, default
 plain and gzipped), its slug and :data:`ENTRY_OVERHEAD_BYTES`; past it, the least
 recently read copies are dropped first. A copy larger than the whole budget is still
 kept, alone, so that its page is rendered once per 10 s like any other (a page is
-bounded: README "Status pages").
+bounded: docs/status-pages.md, Bounds).
 
 Behaviour under a stampede (single flight):
 

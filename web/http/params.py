@@ -1,4 +1,5 @@
-"""Query parameters of list endpoints (spec 4.1, 4.2, 4.4; DESIGN: sort values, 400s).
+"""Query parameters of list endpoints (docs/api.md, Conventions and decisions: sort,
+cursors, search, repeated parameters; docs/api.md, Error codes).
 
 Every bad query parameter is a 400 ``invalid_request_error`` naming it in ``param``: an
 unknown name (``unknown_parameter``), a repeated, empty (``sort=``), malformed or not
@@ -38,7 +39,7 @@ def choice(*allowed: str) -> Parser:
 
 
 def boolean(name: str, raw: str) -> bool:
-    """``true`` or ``false`` (spec 2.4: lowercase booleans)."""
+    """``true`` or ``false`` (lowercase only)."""
     if raw not in ("true", "false"):
         raise ApiError("invalid_parameter", f"{name} must be true or false", param=name)
     return raw == "true"
@@ -114,10 +115,11 @@ def check_names(args: Mapping[str, list[str]], allowed: Iterable[str]) -> None:
 
 
 def check_utf8(query_string: bytes) -> None:
-    """Raise 400 ``invalid_parameter`` naming the first query parameter whose name or
-    value is not UTF-8 once percent-decoded (``search=%FF``). werkzeug keeps such bytes
+    """Raise 400 ``invalid_parameter`` naming the first query parameter whose name or value
+    is not UTF-8 once percent-decoded (``search=%FF``). werkzeug keeps such bytes
     percent-encoded (``"%FF"``, three characters), which would search for the wrong text
-    (issue 15); RFC 3986 leaves the encoding to the application, and this API's is UTF-8.
+    (docs/api.md, Conventions and decisions: a non-UTF-8 query parameter is a 400); RFC 3986
+    leaves the encoding to the application, and this API's is UTF-8.
     """
     for pair in query_string.split(b"&"):
         name, _, value = pair.replace(b"+", b" ").partition(b"=")
@@ -156,10 +158,10 @@ def refuse_nul(
     path_params: Mapping[str, str],
     headers: Iterable[tuple[str, str]],
 ) -> None:
-    """The one check of U+0000 in the text a request carries outside its body (a JSON
-    body's strings are checked by ``web.http.validation.validate``, at any depth): no NUL
-    reaches the database, where it would fail the statement (a 500) instead of being
-    refused (README, Request safety: hostile input).
+    """The one check of U+0000 in the text a request carries outside its body (a JSON body's
+    strings are checked by ``web.http.validation.validate``, at any depth): no NUL reaches
+    the database, where it would fail the statement (a 500) instead of being refused
+    (docs/api.md, Hostile input).
 
     Raises:
         ApiError: 400 ``invalid_parameter`` naming a query parameter whose name or value
@@ -196,11 +198,11 @@ def cursor(args: Mapping[str, list[str]], name: str, prefix: str) -> str | None:
 
 def page_args(args: Mapping[str, list[str]], prefix: str) -> tuple[int, str | None, str | None]:
     """``limit`` (1-100, default 10), ``starting_after`` and ``ending_before`` (ids of
-    ``prefix``) of a list request (spec 4.4).
+    ``prefix``) of a list request (docs/api.md, Conventions and decisions: cursors).
 
     Raises:
         ApiError: 400 ``invalid_parameter``; ``cursor_conflict`` when both cursors are
-            sent (spec 4.4 rule 3).
+            sent (docs/api.md, Error codes).
     """
     raw_limit = single(args, "limit")
     limit = 10 if raw_limit is None else integer(1, 100)("limit", raw_limit)
@@ -260,7 +262,7 @@ def parse_list_query(
 
 
 CREATED_BOUNDS = ("created[gt]", "created[gte]", "created[lt]", "created[lte]")
-"""Bounds on ``created`` a time-ordered list takes (extensions parts 1 and 4)."""
+"""Bounds on ``created`` a time-ordered list takes (docs/incidents.md, Events; docs/history.md)."""
 EPOCH = integer(0, 10**11 - 1)
 """A query parameter holding epoch seconds."""
 

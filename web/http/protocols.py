@@ -1,6 +1,6 @@
 """Hypercorn as Uptrio runs it: its settings, and its HTTP/1.1 and HTTP/2 protocols
-answering in the API's error shape (README, "What the HTTP server refuses before the
-API").
+answering in the API's error shape (docs/api.md, What the HTTP server refuses before the
+API).
 
 :func:`hypercorn_config` is the one place the web server's settings are made (the
 service's tree passes the binds and its graceful-stop deadline). Beside them:

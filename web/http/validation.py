@@ -1,6 +1,7 @@
-"""A request body validated against its pydantic model, with the first error turned into
-a 422 in Uptrio's words (DESIGN: 400 or 422): ``param`` names the field, the code comes
-from :data:`web.http.errors.CODES`, and the message never is pydantic's own."""
+"""A request body validated against its pydantic model, with the first error turned into a
+422 in Uptrio's words (docs/api.md, Error codes and Hostile input): ``param`` names the
+field, the code comes from :data:`web.http.errors.CODES`, and the message never is
+pydantic's own."""
 
 from __future__ import annotations
 
@@ -32,10 +33,10 @@ _PYDANTIC_CODES = {
 
 
 def _message(error: Any, code: str, param: str | None) -> str:
-    """Uptrio's words for a pydantic error (issue 15: pydantic's own, such as ``Input
-    should be a valid integer``, are not part of this API). Errors raised by our own
-    validators (``PydanticCustomError`` with a code of :data:`web.http.errors.CODES`) keep
-    their message."""
+    """Uptrio's words for a pydantic error (docs/api.md, Hostile input: pydantic's own, such
+    as ``Input should be a valid integer``, are not part of this API). Errors raised by our
+    own validators (``PydanticCustomError`` with a code of :data:`web.http.errors.CODES`)
+    keep their message."""
     kind = error["type"]
     limits = error.get("ctx") or {}
     name = param or "the body"

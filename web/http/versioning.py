@@ -1,4 +1,4 @@
-"""Date-based API versions (spec 9).
+"""Date-based API versions (docs/api.md, Conventions and decisions: ``Service-Version``).
 
 An account is pinned to :data:`CURRENT_VERSION` when its first token is created; a request
 may ask for another known version with ``Service-Version: YYYY-MM-DD``; every response
@@ -14,7 +14,7 @@ import re
 from .errors import ApiError
 
 CURRENT_VERSION = "2026-11-20"
-"""The version new accounts are pinned to (DESIGN: current version)."""
+"""The version new accounts are pinned to (docs/api.md, Conventions and decisions)."""
 
 KNOWN_VERSIONS = frozenset({CURRENT_VERSION})
 """Every version this server can answer in."""

@@ -1,5 +1,5 @@
 """The admin interface: a Unix socket in the data directory, mode 0600, speaking JSON
-lines (operations issue, item 1).
+lines (docs/operations.md, The supervision tree).
 
 Who may use it: whoever may open ``<data-dir>/admin.sock``, that is the service's own
 user (the socket is created 0600, through a private name renamed into place, so it is

@@ -1,5 +1,5 @@
-"""The service's Prometheus metrics, served at ``GET /metrics`` (README: Operations,
-Metrics and health; Several nodes).
+"""The service's Prometheus metrics, served at ``GET /metrics`` (docs/operations.md, Metrics
+and health; docs/several-nodes.md, Operations).
 
 One :class:`Metrics` per service, with its own ``CollectorRegistry`` passed explicitly
 (prometheus-client's default global registry is never used, so two services in one
@@ -150,14 +150,14 @@ class Metrics:
     ) -> None:
         """Read ``engine`` (missed checks, statuses, engine restarts), ``writer``
         (queue depth, rows written and dropped) and ``holding`` (this node's buckets and
-        lease renewal, extensions part 6) when scraped."""
+        lease renewal, docs/several-nodes.md, Operations) when scraped."""
         self.engine_statistics = engine
         self.writer = writer
         self.holding = holding
 
     def attach_limits(self, limits: QuotaLimiter) -> None:
-        """Read ``limits``' statistics (its lease exchanges, README: Several nodes) when
-        scraped."""
+        """Read ``limits``' statistics (its lease exchanges, docs/several-nodes.md, Rate
+        limits across nodes) when scraped."""
         self.limits = limits
 
     def count_restart(self, supervisor: str) -> None:
@@ -266,13 +266,13 @@ class _ScrapeCollector(Collector):
         yield CounterMetricFamily(
             "uptrio_fenced_writes_refused",
             "Check rows and status changes refused: this node no longer held their bucket "
-            "at their lease epoch (extensions part 6).",
+            "at their lease epoch.",
             value=refused,
         )
         yield CounterMetricFamily(
             "uptrio_checks_withheld",
             "Grid points not probed: this node could not know it still held the bucket "
-            "(its lease lapsed on its own clock, as after a pause; README: Several nodes).",
+            "(its lease lapsed on its own clock, as after a pause).",
             value=engine.withheld if engine is not None else 0,
         )
         yield CounterMetricFamily(
@@ -301,7 +301,7 @@ class _ScrapeCollector(Collector):
         holding = metrics.holding
         yield GaugeMetricFamily(
             "uptrio_node_buckets_held",
-            "Buckets (of 256) this node holds a lease on (extensions part 6).",
+            "Buckets (of 256) this node holds a lease on.",
             value=len(holding.held) if holding is not None else 0,
         )
         yield GaugeMetricFamily(

@@ -1,8 +1,8 @@
-"""Operational endpoints, and the log line and metrics of every request (operations
-issue, items 2 to 4).
+"""Operational endpoints, and the log line and metrics of every request (docs/operations.md,
+Metrics and health, Logs).
 
-Three endpoints live beside the API, **outside the spec's API** (spec part 4 does not list
-them): no authentication, no rate limit, no idempotency, not in ``/openapi.json``, and no
+Three endpoints live beside the API, **outside the API** (docs/operations.md, Metrics and
+health): no authentication, no rate limit, no idempotency, not in ``/openapi.json``, and no
 ``/v1``-style versioning. They are plain Quart routes, not pipeline routes, so none of the
 API's middlewares runs for them:
 
@@ -63,11 +63,11 @@ class Operations:
         engine_state: ``"running"``, ``"starting"`` (between two incarnations of the
             engine, or not started yet) or ``"disabled"`` (no engine configured).
         buckets_state: ``"ok"`` once this node holds its share of the buckets or knows
-            there is none left to claim (extensions part 6), ``"claiming"`` before,
-            ``"disabled"`` without an engine.
+            there is none left to claim (docs/several-nodes.md, Operations), ``"claiming"``
+            before, ``"disabled"`` without an engine.
         readiness_timeout_seconds: how long ``/readyz`` waits for the database, seconds
-            (issue 15, item 1: a database that hangs is given up on at once, its
-            connection terminated; see ``store.bridge``).
+            (docs/operations.md, A database outage: a database that hangs is given up
+            on at once, its connection terminated; see ``store.bridge``).
     """
 
     metrics: Metrics = field(default_factory=Metrics)

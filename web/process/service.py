@@ -282,7 +282,7 @@ def _web_server(
 
 
 def _buckets_state(holding: Holding) -> str:
-    """``/readyz``'s ``buckets`` check (extensions part 6)."""
+    """``/readyz``'s ``buckets`` check (docs/several-nodes.md, Operations)."""
     return "ok" if holding.ready else "claiming"
 
 

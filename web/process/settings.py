@@ -54,8 +54,8 @@ class ServiceSettings:
             process then exits with an error).
         root_backoff: back-off before the root restarts a crashed child.
         leases: this node's name and lease (``--node-name``, ``--lease-seconds``): a
-            lease actor then holds its share of the buckets (extensions part 6), or None
-            (tests, embedders): no lease actor, the engine runs every bucket.
+            lease actor then holds its share of the buckets (docs/several-nodes.md, Leases),
+            or None (tests, embedders): no lease actor, the engine runs every bucket.
     """
 
     store: StoreSettings = field(default_factory=StoreSettings)

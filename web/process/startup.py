@@ -51,7 +51,7 @@ class SecretMismatch(Exception):
 def open_data_dir(data_dir: Path) -> None:
     """Create the data directory, or set an existing one to its mode
     (``store.secure_data_dir``: 0700, 0711 as root); logs a warning when other users
-    could list or change it (README: Operations, "The data directory")."""
+    could list or change it (docs/operations.md, The data directory)."""
     before = secure_data_dir(data_dir)
     if before & OPEN_TO_OTHERS:
         log.warning(
@@ -66,8 +66,8 @@ def open_data_dir(data_dir: Path) -> None:
 
 async def check_secret(db: Database, secret: bytes, data_dir: Path) -> None:
     """Compare the fingerprint of ``secret`` (``web.http.auth.secret_fingerprint``) with the
-    one the database keeps, recording it when there is none yet (the first process on
-    the database; README: Several nodes).
+    one the database keeps, recording it when there is none yet (the first process on the
+    database; docs/several-nodes.md, One secret per database).
 
     Raises:
         SecretMismatch: the database keeps another secret's fingerprint.
@@ -141,7 +141,7 @@ def announce(
     binds: list[str], data_dir: Path, first: str | None, embedded_url: str | None = None
 ) -> None:
     """Print where the service listens, the embedded server's URL (``embedded_url``,
-    which has no password: other nodes join with ``--database-url``, extensions part 6)
+    which has no password: other nodes join with ``--database-url``, docs/several-nodes.md)
     and, on the very first start, the token ``first``."""
     log.info("listening", binds=binds, data_dir=str(data_dir))
     print(f"Uptrio is listening on {', '.join(binds)}", flush=True)

@@ -1,5 +1,5 @@
 """The API reference at ``GET /docs``: Swagger UI reading ``/openapi.json``, every file
-served by the service itself (README, "API reference").
+served by the service itself (docs/api.md, API reference).
 
 No network beyond the service: Swagger UI's files come from the ``flask-swagger-ui``
 package (its ``dist`` folder: the swagger-ui-dist release it tracks; no Flask code of it

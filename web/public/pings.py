@@ -1,5 +1,6 @@
-"""The public ping endpoints of heartbeats (extensions part 7): ``GET``, ``HEAD`` or
-``POST`` ``/ping/<key>`` (a success), ``/ping/<key>/fail`` and ``/ping/<key>/start``.
+"""The public ping endpoints of heartbeats (docs/heartbeats.md, The ping endpoints):
+``GET``, ``HEAD`` or ``POST`` ``/ping/<key>`` (a success), ``/ping/<key>/fail`` and
+``/ping/<key>/start``.
 
 No authentication: the key is the secret (128 random bits). They are plain Quart routes
 beside the API, like the status pages' (:mod:`web.public.status_pages`): outside
@@ -7,18 +8,19 @@ beside the API, like the status pages' (:mod:`web.public.status_pages`): outside
 no version negotiation, no idempotency keys). Every answer carries ``Request-Id`` and
 ``Service-Version`` as all do (:mod:`web.http.app`).
 
-A ping costs no database round trip on its way (issue 16): the key is looked up in the
-engine's memory (the engine's ``ping`` verb, ``engine.EngineHandle.ping``), the ping is
-handed to the heartbeat's actor, and the 200 goes once the actor has handed the ping (and
-the move it caused) to the store actor, whose buffer writes it within ``--batch-age-ms`` and
-keeps it through a database outage (README, Heartbeats: the durability choice).
+A ping costs no database round trip on its way (docs/heartbeats.md, No database round trip
+on a ping, and no ping lost): the key is looked up in the engine's memory (the engine's
+``ping`` verb, ``engine.EngineHandle.ping``), the ping is handed to the heartbeat's actor,
+and the 200 goes once the actor has handed the ping (and the move it caused) to the store
+actor, whose buffer writes it within ``--batch-age-ms`` and keeps it through a database
+outage (docs/heartbeats.md, same section: the durability choice).
 
 A ping of a heartbeat this node does not run (another node holds its bucket:
-extensions part 6) is found in the database instead (the key's heartbeat id is then
-kept in memory, at most :data:`_REMOTE_KEYS` of them), stored in a transaction of its
-own that also tells the owner (``store.notify.store_ping_elsewhere``: the owner's actor
-moves the deadline and decides the status move), and answered once committed; a
-heartbeat deleted meanwhile is 404, and a database that does not answer 500
+docs/several-nodes.md, Pings on any node) is found in the database instead (the key's
+heartbeat id is then kept in memory, at most :data:`_REMOTE_KEYS` of them), stored in a
+transaction of its own that also tells the owner (``store.notify.store_ping_elsewhere``: the
+owner's actor moves the deadline and decides the status move), and answered once committed;
+a heartbeat deleted meanwhile is 404, and a database that does not answer 500
 (``ping_not_recorded``). The per-key rate limit is this node's.
 
 Answers:

@@ -1,5 +1,5 @@
-"""The public status pages (extensions part 5): ``GET /status/<slug>`` (HTML) and
-``GET /status/<slug>/summary.json``, no authentication.
+"""The public status pages (docs/status-pages.md, The public page): ``GET /status/<slug>``
+(HTML) and ``GET /status/<slug>/summary.json``, no authentication.
 
 They are plain Quart routes beside the API, like the operational ones (:mod:`web.process.ops`):
 outside ``/openapi.json``, and none of the API's middlewares runs for them, so the
@@ -28,12 +28,12 @@ Responses:
   the copy is served.
 
 Rendering (:func:`render_page`) reads the page with ``store.status_pages.public_page``
-(rollups and incidents, never raw checks; bounded, README "Status pages"), then on a
-worker thread (``trio.to_thread``, at most ``deps.status_render_limiter`` at once: 2)
-shapes it with :func:`web.public.status_view.summary`, renders the Jinja2 template
+(rollups and incidents, never raw checks; bounded, docs/status-pages.md, Bounds), then on a
+worker thread (``trio.to_thread``, at most ``deps.status_render_limiter`` at once: 2) shapes
+it with :func:`web.public.status_view.summary`, renders the Jinja2 template
 ``web/public/templates/status_page.html`` (autoescaped) and the JSON, and gzips and hashes
-both: the CPU work of a big page never holds the event loop that runs probes and the
-API (only the GIL's switch interval, 5 ms, separates them).
+both: the CPU work of a big page never holds the event loop that runs probes and the API
+(only the GIL's switch interval, 5 ms, separates them).
 """
 
 from __future__ import annotations
@@ -88,13 +88,13 @@ _ENV = Environment(
 
 
 def _bars(days: list[dict[str, Any]]) -> Markup:
-    """The ``<li>`` of a component's daily bars, built here rather than in the template:
-    for 9,000 bars (100 components x 90 days) the template loop took 43 ms and this 16 ms
-    (measured on identical output), and a cold render must stay small (README "Status
-    pages", bench/RESULTS.md). Each bar carries its date and percentage as text
-    (extensions part 5: not by colour alone), in a visually hidden span and its ``title``.
-    Dates, levels and percentages are made by :mod:`web.public.status_view` from numbers; they
-    are escaped all the same."""
+    """The ``<li>`` of a component's daily bars, built here rather than in the template: for
+    9,000 bars (100 components x 90 days) the template loop took 43 ms and this 16 ms
+    (measured on identical output), and a cold render must stay small (docs/status-pages.md,
+    Built for the stampede; bench/RESULTS.md, Status pages). Each bar carries its date and
+    percentage as text (docs/status-pages.md, The public page: not by colour alone), in a
+    visually hidden span and its ``title``. Dates, levels and percentages are made by
+    :mod:`web.public.status_view` from numbers; they are escaped all the same."""
     parts = []
     for d in days:
         percent = d["uptime_percent"]

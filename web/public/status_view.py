@@ -1,6 +1,7 @@
-"""What a public status page shows, as plain data (extensions part 5): pure functions
-from a ``store.status_pages.PublicPage`` to the summary that ``summary.json`` serves and
-the HTML template renders. No I/O, no clock: tested without either.
+"""What a public status page shows, as plain data (docs/status-pages.md, What is shown, and
+what never is): pure functions from a ``store.status_pages.PublicPage`` to the summary that
+``summary.json`` serves and the HTML template renders. No I/O, no clock: tested without
+either.
 
 **Public, and nothing else.** A component shows its display name and group, never its
 monitor's name, url, id, type or metadata. An incident shows its title, status,
@@ -20,9 +21,9 @@ wrote on the opener's moves (``generated``; the store never reads their messages
 ``"<display name> is up again after <duration>"`` for a recovery
 (:func:`public_message`), nothing for the opening one.
 
-**Bounds** (README "Status pages"): each incident shows its latest timeline entries
-within the budgets of ``store.status_pages`` (10 per incident, 256 KiB of messages per
-page) and how many it left out (``updates_omitted``).
+**Bounds** (docs/status-pages.md, Bounds): each incident shows its latest timeline entries
+within the budgets of ``store.status_pages`` (10 per incident, 256 KiB of messages per page)
+and how many it left out (``updates_omitted``).
 
 **Component states** (``data-state`` in the HTML), from the monitor's status:
 

@@ -1,6 +1,6 @@
-"""One node's lease on one window of one key, and the decisions read from it (pure: no
-I/O, no clock of its own): the bookkeeping of :class:`web.http.limits.quota.QuotaLimiter` (README,
-"Several nodes", rate limits across nodes).
+"""One node's lease on one window of one key, and the decisions read from it (pure: no I/O,
+no clock of its own): the bookkeeping of :class:`web.http.limits.quota.QuotaLimiter`
+(docs/several-nodes.md, Rate limits across nodes).
 
 A :class:`Lease` holds what the node may still admit in its slice, what it owes the
 database (unused parts to give back, requests admitted alone to charge) and what the

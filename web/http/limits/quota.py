@@ -1,6 +1,5 @@
-"""Rate limits that hold across nodes: quota leased from Postgres (spec part 8; extensions
-part 6: "rate limits hold for the whole service"; README, "Several nodes", rate limits
-across nodes).
+"""Rate limits that hold across nodes: quota leased from Postgres (docs/api.md, Rate limits;
+docs/several-nodes.md, Rate limits across nodes: they hold for the whole service).
 
 :class:`QuotaLimiter` is what the middlewares ask (:mod:`web.http.limits.throttle`). Its windows
 keep the rolling semantics of :mod:`web.http.limits.rolling` (60 slices; a request counts from its
@@ -24,17 +23,18 @@ nodes' leases of its slice are back) before it asks again, so a client hammering
 about one statement a second per node. Concurrent requests needing the same lease share one exchange
 (single flight).
 
-The database unreachable (no answer within :data:`LEASE_DEADLINE_SECONDS`; README: the
-choice): **fail open, to this node's share**. For :data:`ALONE_SECONDS` the node asks
-nothing and decides alone from its own requests of the window (counted in
-:attr:`QuotaLimiter.local` whatever decided them), against ``ceil(limit / live nodes)``,
-as Doorman's clients fall back to their "safe capacity": a database hiccup does not turn
-into 429s that lie about a client's usage, and the nodes together still stay near the
-limit. What it admitted alone is charged to the database at its next exchange (a debt);
-a lease's unused part whose giving back failed is not sent again (the answer may have
-been lost after the commit), so an exchange that fails only ever makes the count err
-towards refusing. A statement is never cut off by the request that started it (it is
-shielded, within its deadline), so a grant is never lost with a cancelled request.
+The database unreachable (no answer within :data:`LEASE_DEADLINE_SECONDS`;
+docs/several-nodes.md, Rate limits with the database unreachable: the choice): **fail open,
+to this node's share**. For :data:`ALONE_SECONDS` the node asks nothing and decides alone
+from its own requests of the window (counted in :attr:`QuotaLimiter.local` whatever decided
+them), against ``ceil(limit / live nodes)``, as Doorman's clients fall back to their "safe
+capacity": a database hiccup does not turn into 429s that lie about a client's usage, and
+the nodes together still stay near the limit. What it admitted alone is charged to the
+database at its next exchange (a debt); a lease's unused part whose giving back failed is
+not sent again (the answer may have been lost after the commit), so an exchange that fails
+only ever makes the count err towards refusing. A statement is never cut off by the request
+that started it (it is shielded, within its deadline), so a grant is never lost with a
+cancelled request.
 
 Without a database (tests, embedders) every window is decided by :attr:`QuotaLimiter.local`
 alone, as a lone node always did. Slice numbers are compared across nodes: a shared

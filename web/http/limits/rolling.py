@@ -1,4 +1,5 @@
-"""Rolling-window request counting for the rate limits (spec 8), in memory, per process.
+"""Rolling-window request counting for the rate limits (docs/api.md, Rate limits), in
+memory, per process.
 
 Pure bookkeeping, no I/O and no web imports: :class:`RateLimiter` counts requests per
 ``(window, key)`` and answers whether one more fits. The middlewares of
@@ -23,11 +24,11 @@ Time: the clock is injected (default `trio.current_time`, monotonic seconds); te
 their own function and move it by hand. Results say durations relative to that clock;
 the middleware turns them into epoch seconds for ``X-RateLimit-Reset``.
 
-Several nodes (extensions part 6, "rate limits hold for the whole service"): the windows
-shared by the nodes are leased from the database by :class:`web.http.limits.quota.QuotaLimiter`,
-which keeps these same semantics and uses this limiter for the windows of one node (a
-ping key's) and for a node's own requests (what it decides from when it cannot reach
-the database).
+Several nodes (docs/several-nodes.md, Rate limits across nodes: they hold for the whole
+service): the windows shared by the nodes are leased from the database by
+:class:`web.http.limits.quota.QuotaLimiter`, which keeps these same semantics and uses this
+limiter for the windows of one node (a ping key's) and for a node's own requests (what it
+decides from when it cannot reach the database).
 """
 
 from __future__ import annotations

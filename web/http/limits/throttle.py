@@ -1,4 +1,5 @@
-"""Rate limits as middlewares (spec 8): per token, per account, and on failed logins.
+"""Rate limits as middlewares (docs/api.md, Rate limits): per token, per account, and on
+failed logins.
 
 Two middlewares of the chain (:data:`web.http.middleware.DEFAULT_MIDDLEWARES`)::
 
@@ -23,11 +24,11 @@ Two middlewares of the chain (:data:`web.http.middleware.DEFAULT_MIDDLEWARES`)::
   even looked at, so a token cannot be guessed at speed and a 429 reveals nothing about
   the token sent. Requests with a valid token cost nothing here.
 
-The windows are those of the :class:`web.http.limits.quota.QuotaLimiter` of :class:`Dependencies`:
-under ``uptrio serve`` the windows of :data:`SHARED_WINDOWS` are leased from the database,
-so those limits hold for the whole service however many nodes serve it (extensions part
-6); without a database they are counted in memory. The client address is the TCP
-peer's (behind a proxy, the proxy's).
+The windows are those of the :class:`web.http.limits.quota.QuotaLimiter` of
+:class:`Dependencies`: under ``uptrio serve`` the windows of :data:`SHARED_WINDOWS` are
+leased from the database, so those limits hold for the whole service however many nodes
+serve it (docs/several-nodes.md, Rate limits across nodes); without a database they are
+counted in memory. The client address is the TCP peer's (behind a proxy, the proxy's).
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ MINUTE_SECONDS = 60.0
 HOUR_SECONDS = 3600.0
 
 SHARED_WINDOWS = ("token/minute", "token/hour", "account/minute", "auth-failures/minute")
-"""The windows counted across nodes (extensions part 6): spec part 8's three and failed
-logins. Pings' per-key window stays per node (one key per heartbeat, and a ping to its
-owner answers without the database: a limit that only protects this node)."""
+"""The windows counted across nodes (docs/several-nodes.md, Rate limits across nodes): the
+three of docs/api.md, Rate limits, and failed logins. Pings' per-key window stays per node
+(one key per heartbeat, and a ping to its owner answers without the database: a limit that
+only protects this node)."""
 
 
 def rate_limit_headers(decision: Decision, wall_now: float) -> dict[str, str]:
@@ -75,7 +77,8 @@ def _refusal(ctx: RequestContext, decision: Decision, what: str) -> ApiError:
 
 
 async def rate_limit(ctx: RequestContext, call_next: Handler) -> ApiResponse:
-    """Middleware: the per-token and per-account limits (module docstring; spec 8).
+    """Middleware: the per-token and per-account limits (module docstring; docs/api.md, Rate
+    limits).
 
     Raises:
         ApiError: 429 ``rate_limited`` when a window is full.

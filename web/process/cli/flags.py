@@ -88,7 +88,7 @@ _LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 def log_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     """``--log-format`` and ``--log-level``: on ``uptrio`` itself with their defaults, and
     on each command without (``argparse.SUPPRESS``), so that given after the command
-    (``uptrio serve --log-format console``, as the README writes it) they count, and
+    (``uptrio serve --log-format console``, as docs/operations.md writes it) they count, and
     given before it they are not overwritten by the command's defaults."""
     parser.add_argument(
         "--log-format",

@@ -17,15 +17,15 @@ __all__ = ["add_command", "nodes_command"]
 
 
 async def nodes_command(args: argparse.Namespace) -> int:
-    """``uptrio nodes list``: every node sharing the database, with the buckets it holds
-    and the active monitors and heartbeats in them, its state (live, stopped, expired)
-    and how long ago it last renewed its leases, by the database's clock (extensions
-    part 6). Exit status 0.
+    """``uptrio nodes list``: every node sharing the database, with the buckets it holds and
+    the active monitors and heartbeats in them, its state (live, stopped, expired) and how
+    long ago it last renewed its leases, by the database's clock (docs/several-nodes.md,
+    Operations). Exit status 0.
 
     ``uptrio nodes forget NAME``: take a node that is not live (stopped, or expired)
     off the list (``store.leases.forget_node``); exit status 1 for a live node or an
     unknown name. Nodes stopped or expired for three days go by themselves (the
-    maintenance round, README: Several nodes)."""
+    maintenance round, docs/several-nodes.md, Operations)."""
     async with trio_asyncio.open_loop(), open_store(store_location(args)) as db:
         if args.nodes == "forget":
             return _forgot(args.name, await db.transaction(leases.forget_node, args.name))

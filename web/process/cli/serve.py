@@ -227,19 +227,19 @@ _SAFETY_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         "--token-requests-per-minute",
         positive_int,
         _WEB.token_requests_per_minute,
-        "requests per token per rolling minute (spec 8)",
+        "requests per token per rolling minute",
     ),
     (
         "--token-requests-per-hour",
         positive_int,
         _WEB.token_requests_per_hour,
-        "requests per token per rolling hour (spec 8)",
+        "requests per token per rolling hour",
     ),
     (
         "--account-requests-per-minute",
         positive_int,
         _WEB.account_requests_per_minute,
-        "requests per account, all tokens, per rolling minute (spec 8)",
+        "requests per account, all tokens, per rolling minute",
     ),
     (
         "--auth-failures-per-minute",
@@ -314,7 +314,7 @@ _WEBHOOK_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
         "(a crash) is retried after it, s",
     ),
 ]
-"""The webhook sender's flags of ``uptrio serve`` (extensions part 2), in the same form."""
+"""The webhook sender's flags of ``uptrio serve`` (docs/webhooks.md, Flags), in the same form."""
 
 
 def serve_flags(serve: argparse.ArgumentParser) -> None:

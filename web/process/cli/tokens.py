@@ -40,9 +40,9 @@ async def tokens_command(args: argparse.Namespace) -> int:
     permissions, 1: no such token, a JWT secret that is not the database's
     (``web.process.startup.check_secret``), or ``reset-secret`` without ``--yes``). ``tokens
     list`` shows each token's name (``--name`` at creation) last, ``-`` for none.
-    ``reset-secret --yes`` records this process's secret as the database's (a new
-    secret, or the first node's one lost) and revokes every token (README: Several
-    nodes)."""
+    ``reset-secret --yes`` records this process's secret as the database's (a new secret, or
+    the first node's one lost) and revokes every token (docs/several-nodes.md, One secret
+    per database)."""
     location = store_location(args)
     secret = load_secret(location.data_dir)
     if args.tokens == "reset-secret" and not args.yes:
