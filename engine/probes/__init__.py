@@ -19,7 +19,9 @@ one of `ERROR_CODES` (table in ``_result.py``); it raises only for bugs, and let
 - ``_result``: `ProbeSpec`, `ProbeResult`, the error codes;
 - ``_prober``: `Prober`, the timeout and the translation of failures into results;
 - ``_tcp``: resolution, the address policy, TCP connects (happy eyeballs), the tcp type;
-- ``_http``: the http type (h11 over trio streams, redirects, TLS);
+- ``_http``: the http type (connections over trio, redirects, TLS);
+- ``_http_response``: reading an http check's response (a fast path for the common head,
+  h11 for the rest, the body up to its limit);
 - ``_request``: what an http check sends (its url's rules, its request), and the rules
   on a monitor's request headers;
 - ``_assertions``: what makes an http response up: status rule, assertions (their rules,
@@ -41,7 +43,8 @@ from ._assertions import (
     compile_assertions,
 )
 from ._dns import nameserver_resolver
-from ._http import ASSERTION_BODY_BYTES, BODY_LIMIT_BYTES, MAX_REDIRECTS
+from ._http import MAX_REDIRECTS
+from ._http_response import ASSERTION_BODY_BYTES, BODY_LIMIT_BYTES
 from ._probe_type import ProbeType
 from ._prober import Prober
 from ._registry import PROBE_TYPES, http_fields_apply, parse_target

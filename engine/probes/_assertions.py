@@ -246,7 +246,7 @@ class Response:
     """What the probe keeps of a final response for assertions: ``status``,
     ``response_time_ms`` (milliseconds), ``headers`` (h11's: lower-case names, bytes) and,
     with ``keep_body``, ``body`` (at most 1 MiB; ``truncated`` when there was more). The
-    http probe fills it while it reads (``_http._read_with_h11``)."""
+    http probe fills it while it reads (``_http_response._read_with_h11``)."""
 
     keep_body: bool = False
     status: int = 0

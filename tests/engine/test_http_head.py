@@ -1,6 +1,6 @@
-"""The http probe's fast path for response heads agrees with h11 (engine/probes/_http.py).
+"""The http probe's fast path for response heads agrees with h11 (engine/probes/_http_response.py).
 
-`_read_response` parses the common response itself and hands everything else to h11;
+`read_response` parses the common response itself and hands everything else to h11;
 these tests generate responses (valid, odd and broken heads, every body framing, split
 into arbitrary reads) and check that the outcome, (status, Location) or the failure's
 error code and status, is what h11 alone makes of the same bytes. The reads never wait,
@@ -17,12 +17,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.probes._http import (
+from engine.probes._http_response import (
     _RECEIVE_BYTES,
     BODY_LIMIT_BYTES,
-    _read_response,
     _read_with_h11,
     _simple_head,
+    read_response,
 )
 from engine.probes._result import ProbeFailure
 
@@ -61,7 +61,7 @@ def _reader(reads: list[bytes]) -> Any:
 def _outcomes(method: str, reads: list[bytes]) -> tuple[Outcome, Outcome]:
     """(the probe's outcome, h11's alone) for the same reads."""
     request = h11.Request(method=method, target="/", headers=[("Host", "a")])
-    probe = _drive(_read_response(_reader(reads), request, "target"))
+    probe = _drive(read_response(_reader(reads), request, "target"))
 
     async def by_h11() -> tuple[int, str | None]:
         receive = _reader(reads)
