@@ -42,6 +42,15 @@ import trio
 from .analysis import phases_by_index, quiet_offset
 from .api import ApiLatencies, CreateOutcome, TokenPool, create_monitors, read_load
 from .display import Display
+from .measure import (
+    PhaseRecord,
+    Sampler,
+    next_quiet,
+    server_version,
+    sleep_until_wall,
+    snapshot_cpu,
+    stored_checks,
+)
 from .metrics import MetricsSnapshot, scrape
 from .nodes import (
     BUCKETS,
@@ -56,16 +65,7 @@ from .nodes import (
 )
 from .plan import BenchParams, MonitorPlan
 from .procstats import CpuSnapshot, MemorySample, ProcessGroup
-from .run import (
-    PhaseRecord,
-    RunExtension,
-    Sampler,
-    next_quiet,
-    server_version,
-    sleep_until_wall,
-    snapshot_cpu,
-    stored_checks,
-)
+from .run import RunExtension
 from .service import (
     BenchDatabase,
     ServiceProcess,

@@ -48,10 +48,10 @@ import httpx
 import trio
 import trio_asyncio
 
+from .measure import snapshot_cpu
 from .metrics import MetricsSnapshot, counter_delta, scrape
 from .nodes import wait_ready
 from .procstats import ProcessGroup
-from .run import snapshot_cpu
 from .service import (
     BenchDatabase,
     ServiceProcess,

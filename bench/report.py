@@ -23,8 +23,9 @@ import psutil
 
 from .analysis import Distribution, arrival_series, distribution, per_monitor_counts, window_figures
 from .cluster_report import cluster_section
+from .measure import PhaseRecord
 from .metrics import counter_delta, gauge_value, histogram_delta, histogram_summary
-from .run import PhaseRecord, RunRecord
+from .run import RunRecord
 
 __all__ = ["GOALS", "GOAL_LOAD", "build_report", "machine_info", "missing_figures"]
 
