@@ -1,0 +1,259 @@
+"""Running a parsed ``uptrio bench`` command: `main` dispatches on its action (one run,
+``sweep``, ``history``, ``status-pages``, ``webhooks``, ``heartbeats``, ``limits``;
+docs/benchmarks.md, "`uptrio bench`" and "The other benchmarks") and turns the
+arguments into each benchmark's parameters (`params_from_args` for the runs of
+``uptrio bench`` itself, the options of the others).
+
+`bench.cli` builds the parser and points it here. Like it, this module imports the
+standard library only at import time (the ``uptrio`` command loads it on every start);
+the harness itself, and its extras, are imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EXTRAS", "main", "params_from_args"]
+
+
+def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> Any:
+    """The `bench.plan.BenchParams` of parsed ``args`` for ``monitors`` monitors."""
+    from .plan import BenchParams, parse_type_mix
+
+    return BenchParams(
+        monitors=monitors,
+        type_mix=parse_type_mix(args.type),
+        interval_seconds=args.interval,
+        timeout_seconds=args.timeout,
+        duration_seconds=args.duration,
+        warmup_seconds=args.warmup,
+        failing_share=args.failing,
+        slow_share=args.slow,
+        refusing_share=args.refusing,
+        flapping_share=args.flapping,
+        slow_seconds=args.slow_seconds,
+        failure_threshold=args.failure_threshold,
+        http_target=args.http_target,
+        http_workers=args.http_workers,
+        create_concurrency=args.create_concurrency,
+        api_rps=args.api_rps,
+        max_probes_in_flight=args.max_probes_in_flight,
+        batch_size=args.batch_size,
+        batch_age_ms=args.batch_age_ms,
+        serve_args=tuple(args.serve_arg),
+        service_log_level=args.service_log_level,
+        database_url=args.database_url,
+        baseline=args.baseline,
+        seed=args.seed,
+        output_dir=output,
+        progress=not args.no_progress,
+        keep_data=args.keep_data,
+        profile=args.profile,
+        nodes=args.nodes,
+        kill_node=args.kill_node,
+        lease_seconds=args.lease_seconds,
+    )
+
+
+def _params(args: argparse.Namespace, runs: list[tuple[int, Path]]) -> list[Any] | None:
+    """`params_from_args` for each ``(monitors, output)`` of ``runs``; None, with the
+    reason on stderr, when the parameters are invalid."""
+    try:
+        return [params_from_args(args, monitors, output) for monitors, output in runs]
+    except ValueError as exc:
+        print(f"uptrio bench: {exc}", file=sys.stderr)
+        return None
+
+
+EXTRAS = frozenset({"rich", "psutil", "matplotlib", "numpy"})
+"""What ``pip install -e '.[bench]'`` brings beyond the service's own dependencies."""
+
+
+def _status_pages(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench status-pages`` (bench.status_pages)."""
+    import trio
+
+    from .status_pages import PageBenchOptions, print_status_pages, run_status_pages_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-status-pages"
+    if not 1 <= args.components <= 100 or args.pages < 1 or args.monitors < args.components:
+        print(
+            "uptrio bench: --components 1 to 100, at most --monitors; --pages at least 1",
+            file=sys.stderr,
+        )
+        return 2
+    options = PageBenchOptions(
+        components=args.components,
+        days=args.days,
+        pages=args.pages,
+        seconds=args.wrk_seconds,
+        rounds=args.wrk_rounds,
+        connections=args.wrk_connections,
+        threads=args.wrk_threads,
+    )
+    params = params_from_args(args, args.monitors, base)
+    report = trio.run(run_status_pages_bench, params, options, base)
+    print_status_pages(report)
+    print(f"report: {base / 'status-pages.json'}")
+    return 0
+
+
+def _heartbeats(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench heartbeats`` (bench.heartbeats)."""
+    import trio
+
+    from .heartbeats import HeartbeatBenchOptions, print_heartbeats, run_heartbeats_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-heartbeats"
+    if args.heartbeats < 1 or not 30 <= args.period <= 2_592_000 or args.rounds < 0:
+        print(
+            "uptrio bench: --heartbeats at least 1, --rounds at least 0, --period 30 to 2,592,000",
+            file=sys.stderr,
+        )
+        return 2
+    options = HeartbeatBenchOptions(
+        heartbeats=args.heartbeats,
+        period=args.period,
+        grace=args.grace,
+        rounds=args.rounds,
+        seconds=args.wrk_seconds,
+        wrk_rounds=args.wrk_rounds,
+        connections=args.wrk_connections,
+        threads=args.wrk_threads,
+        keep_data=args.keep_data,
+    )
+    report = trio.run(run_heartbeats_bench, options, base)
+    print_heartbeats(report)
+    print(f"report: {base / 'heartbeats.json'}")
+    return 0
+
+
+def _limits(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench limits`` (bench.limits)."""
+    import trio
+
+    from .limits import LimitsBenchOptions, print_limits, run_limits_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-limits"
+    if args.limit < 1 or args.over < 0 or args.senders < 1:
+        print("uptrio bench: --limit and --senders at least 1, --over at least 0", file=sys.stderr)
+        return 2
+    options = LimitsBenchOptions(
+        node_counts=tuple(args.node_counts),
+        limit=args.limit,
+        over=args.over,
+        senders=args.senders,
+        seconds=args.wrk_seconds,
+        connections=args.wrk_connections,
+        threads=args.wrk_threads,
+    )
+    print_limits(trio.run(run_limits_bench, options, base))
+    print(f"report: {base / 'limits.json'}")
+    return 0
+
+
+def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
+    (0 when the run completed, whatever it measured; 2 for bad parameters or when the
+    harness's extras are not installed)."""
+    import trio
+
+    try:
+        from .output import print_table, write_chart, write_json
+        from .report import build_report
+        from .run import run_bench
+    except ModuleNotFoundError as exc:
+        if exc.name not in EXTRAS:
+            raise
+        print(
+            f"uptrio bench: the harness needs {exc.name}; install its extras with "
+            "pip install -e '.[bench]'",
+            file=sys.stderr,
+        )
+        return 2
+
+    argv = list(sys.argv if argv is None else argv)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if args.action == "history":
+        from .history import print_history, run_history_bench
+
+        base = args.output or Path("bench-results") / f"{stamp}-history"
+        report = trio.run(
+            run_history_bench,
+            args.monitors,
+            args.days,
+            args.raw_days,
+            args.raw_interval,
+            args.requests,
+            base,
+            args.seed,
+        )
+        print_history(report)
+        print(f"report: {base / 'history.json'}")
+        return 0
+    if args.action == "status-pages":
+        return _status_pages(args, stamp)
+    if args.action == "heartbeats":
+        return _heartbeats(args, stamp)
+    if args.action == "limits":
+        return _limits(args, stamp)
+    if args.action == "webhooks":
+        from .webhooks import print_comparison, run_webhooks_bench
+
+        base = args.output or Path("bench-results") / f"{stamp}-webhooks-{args.monitors}"
+        webhook_plans = _params(args, [(args.monitors, base)])
+        if webhook_plans is None:
+            return 2
+        result = trio.run(
+            functools.partial(
+                run_webhooks_bench,
+                webhook_plans[0],
+                argv,
+                base,
+                drain_seconds=args.drain,
+                chart=not args.no_chart,
+            )
+        )
+        print_comparison(result)
+        print(f"report: {base / 'webhooks.json'}")
+        return 0
+    if args.action == "sweep":
+        from .sweep import run_sweep
+
+        base = args.output or Path("bench-results") / f"{stamp}-sweep"
+        plans = _params(args, [(n, base / f"{n}") for n in args.counts])
+        if plans is None:
+            return 2
+        run_sweep(plans, base, argv, chart=not args.no_chart)
+        return 0
+    output = args.output or Path("bench-results") / f"{stamp}-{args.monitors}-{args.type}"
+    single = _params(args, [(args.monitors, output)])
+    if single is None:
+        return 2
+    if single[0].nodes > 1:
+        from .cluster import cluster_phase
+
+        record = trio.run(
+            functools.partial(run_bench, service_phase=cluster_phase), single[0], argv
+        )
+    else:
+        record = trio.run(run_bench, single[0], argv)
+    report = build_report(record)
+    report["files"] = {"json": str(output / "report.json")}
+    if not args.no_chart:
+        write_chart(report, output / "chart.png")
+        report["files"]["chart"] = str(output / "chart.png")
+    report["files"]["service_log"] = str(output / "service.log")
+    write_json(report, output / "report.json")
+    print_table(report)
+    if "nodes" in report:
+        from .cluster_report import print_nodes
+
+        print_nodes(report)
+    print(f"report: {output / 'report.json'}")
+    return 0
