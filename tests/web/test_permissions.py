@@ -13,8 +13,7 @@ import trio
 
 from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect
-from web.http.auth import PERMISSIONS
-from web.routes import ROUTES
+from web.routes import PERMISSIONS, ROUTES
 
 EVENT_READERS = ("monitors.read", "incidents.read", "heartbeats.read")
 ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [

@@ -1,4 +1,6 @@
-"""Bearer-token authentication and per-resource permissions (spec 5; DESIGN: tokens).
+"""Bearer-token authentication and per-resource permissions (docs/api.md, "Conventions and
+decisions": token; the permissions themselves are derived from the resources:
+``web.routes.PERMISSIONS``).
 
 A token is an HS256 JWT: ``sub`` is its ``tok_`` id, ``aud`` is :data:`AUDIENCE`, ``iat``
 is required, ``exp`` is enforced when present. The algorithm is pinned (``alg: none`` or
@@ -23,6 +25,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import jwt
@@ -36,40 +39,15 @@ ALGORITHM = "HS256"
 LEEWAY_SECONDS = 30
 """Clock skew tolerated on ``iat``, ``nbf`` and ``exp`` (seconds)."""
 
-PERMISSIONS = (
-    "monitors.read",
-    "monitors.create",
-    "monitors.update",
-    "monitors.delete",
-    "incidents.read",
-    "incidents.create",
-    "incidents.update",
-    "incidents.delete",
-    "webhooks.read",
-    "webhooks.create",
-    "webhooks.update",
-    "webhooks.delete",
-    "status_pages.read",
-    "status_pages.create",
-    "status_pages.update",
-    "status_pages.delete",
-    "heartbeats.read",
-    "heartbeats.create",
-    "heartbeats.update",
-    "heartbeats.delete",
-)
-"""The permission strings in use (spec 5.4; ``webhooks.*``: extensions part 2;
-``status_pages.*``: extensions part 5; ``heartbeats.*``: extensions part 7)."""
-
 EVENT_READ_PERMISSIONS = {
     "monitor": "monitors.read",
     "incident": "incidents.read",
     "heartbeat": "heartbeats.read",
 }
-"""The read permission that shows an event, by the first part of its type (extensions
-part 1: "read permission of the event's resource"; ``incident.update_posted`` is an
+"""The read permission that shows an event, by the first part of its type (docs/incidents.md,
+"Events": the read permission of the event's resource; ``incident.update_posted`` is an
 incident's). ``GET /events`` lists only the events a token may read, and a webhook
-endpoint may subscribe only to them (README, Webhooks: permissions)."""
+endpoint may subscribe only to them (docs/webhooks.md, "Permissions")."""
 
 
 def readable_event_kinds(permissions: list[str]) -> list[str]:
@@ -239,19 +217,21 @@ def require_permission(permissions: list[str], needed: str | tuple[str, ...]) ->
         )
 
 
-def parse_permissions(text: str) -> list[str]:
-    """Parse ``monitors.read,incidents.create,...`` (or ``all``) for the command line.
+def parse_permissions(text: str, known: Sequence[str]) -> list[str]:
+    """Parse ``monitors.read,incidents.create,...`` (or ``all``: every one of ``known``)
+    for the command line (docs/operations.md, "Command line"); ``known`` is
+    ``web.routes.PERMISSIONS``, whose order the result keeps.
 
     Raises:
         ValueError: an unknown permission, or none at all.
     """
     if text.strip() == "all":
-        return list(PERMISSIONS)
+        return list(known)
     wanted = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in PERMISSIONS]
+    unknown = [p for p in wanted if p not in known]
     if unknown or not wanted:
         raise ValueError(
             f"unknown permission(s) {', '.join(unknown) or '(none given)'}; "
-            f"known: {', '.join(PERMISSIONS)}, or all"
+            f"known: {', '.join(known)}, or all"
         )
-    return sorted(set(wanted), key=PERMISSIONS.index)
+    return sorted(set(wanted), key=list(known).index)

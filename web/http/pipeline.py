@@ -79,7 +79,7 @@ class RequestContext:
 
     @property
     def cause(self) -> EventCause:
-        """What an event this request causes names as its ``request`` (extensions part 1):
+        """What an event this request causes names as its ``request`` (docs/incidents.md, "Events"):
         the Request-Id and the Idempotency-Key sent, if any."""
         return EventCause(
             request_id=self.request_id, idempotency_key=self.headers.get("Idempotency-Key")
@@ -88,7 +88,7 @@ class RequestContext:
     @property
     def ping_base(self) -> str:
         """The base of a heartbeat's ``ping_url``: ``--public-url``, else the base URL
-        this request came to (README, Heartbeats)."""
+        this request came to (docs/heartbeats.md, "The ping URL")."""
         return self.deps.settings.public_url or self.base_url
 
     def header(self, name: str) -> str | None:
@@ -96,7 +96,8 @@ class RequestContext:
 
         Raises:
             ApiError: 400 ``duplicate_header`` (``param`` = ``name``) when it was sent more
-                than once: two readers could take different ones (issue 15).
+                than once: two readers could take different ones (docs/api.md,
+                "Conventions and decisions": repeated header).
         """
         values = self.headers.getlist(name)
         if len(values) > 1:
@@ -129,7 +130,7 @@ class RequestContext:
         return data
 
     def json_body(self, model: type[M], *, optional: bool = False) -> M:
-        """Parse and validate the body as ``model`` (DESIGN: 400 or 422).
+        """Parse and validate the body as ``model`` (docs/api.md, "Error codes": 400 or 422).
 
         ``optional`` accepts an empty body as ``{}`` (pause, resume, resolve), with no
         Content-Type needed.
@@ -165,6 +166,9 @@ class Route:
     response_model: type[BaseModel] | None = None
     query: Sequence[tuple[str, str, str]] = ()
     """Query parameters for the OpenAPI document: ``(name, JSON type, description)``."""
+    cursor: str | None = None
+    """For a list: the prefix of its objects' ids (``mon``), which its ``starting_after``
+    and ``ending_before`` take; the OpenAPI document gives them that pattern."""
 
 
 def chain(middlewares: Sequence[Middleware], handler: Handler) -> Handler:

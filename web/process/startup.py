@@ -18,7 +18,6 @@ import trio
 from store import DATA_DIR_MODE, OPEN_TO_OTHERS, Database, accounts, secure_data_dir
 
 from ..http.auth import (
-    PERMISSIONS,
     SECRET_ENV,
     SECRET_FILE,
     issue_token,
@@ -26,6 +25,7 @@ from ..http.auth import (
     secret_source,
 )
 from ..http.versioning import CURRENT_VERSION
+from ..routes import PERMISSIONS
 
 __all__ = [
     "FIRST_ACCOUNT",
@@ -141,7 +141,7 @@ def announce(
     binds: list[str], data_dir: Path, first: str | None, embedded_url: str | None = None
 ) -> None:
     """Print where the service listens, the embedded server's URL (``embedded_url``,
-    which has no password: other nodes join with ``--database-url``, extensions part 6)
+    which has no password: other nodes join with ``--database-url``: docs/several-nodes.md)
     and, on the very first start, the token ``first``."""
     log.info("listening", binds=binds, data_dir=str(data_dir))
     print(f"Uptrio is listening on {', '.join(binds)}", flush=True)
