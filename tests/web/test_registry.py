@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import web.routes
+from store import has_prefix, new_id
 from web.routes import PERMISSIONS, RESOURCES, ROUTES, Resource
 from web.routes.openapi import cursor_pattern, openapi_document
 
@@ -94,6 +95,8 @@ def _new_id_arguments() -> list[tuple[str, ast.expr]]:
 
 def test_every_id_the_routes_mint_has_a_registered_prefix() -> None:
     prefixes = {r.prefix for r in RESOURCES}
+    for prefix in prefixes:  # the store mints only the prefixes it knows (store/ids.py)
+        assert has_prefix(new_id(prefix), prefix), prefix
     calls = _new_id_arguments()
     assert len(calls) >= len(_by_path()) - 1, "events are minted by the store, not a route"
     for where, argument in calls:
