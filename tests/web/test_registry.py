@@ -138,3 +138,13 @@ def test_the_documents_id_list_names_every_prefix() -> None:
     text = openapi_document(ROUTES)["info"]["description"]
     for resource in RESOURCES:
         assert f"`{resource.prefix}_`" in text, resource.prefix
+
+
+def test_query_schemas_and_links_name_what_exists() -> None:
+    """A misspelt parameter or operation would drop out of the document silently."""
+    names = {route.name for route in ROUTES}
+    for route in ROUTES:
+        assert set(route.query_schema) <= {name for name, _, _ in route.query}, route.name
+        assert set(route.links) <= names, route.name
+        if route.links:
+            assert route.method == "POST" and route.success_status == 201, route.name

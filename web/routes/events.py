@@ -97,6 +97,14 @@ RESOURCE = Resource(
                 ("type", "string", "An event type, or a prefix ending in * (monitor.*)."),
                 *CREATED_QUERY,
             ),
+            # ASCII, 1-100 characters, a * only at the end (list_events checks the same)
+            query_schema={
+                "type": {
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "pattern": "^[\\x00-\\x29\\x2b-\\x7f]{0,99}\\*?$",
+                }
+            },
         ),
         Route(
             name="get_event",

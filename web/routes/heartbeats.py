@@ -197,6 +197,10 @@ RESOURCE = Resource(
                 ("status", "string", "Filter: pending, up, down, paused."),
                 ("sort", "string", "created, updated or name; leading - for descending."),
             ),
+            query_schema={
+                "status": {"enum": ["pending", "up", "down", "paused"]},
+                "sort": {"pattern": "^-?(created|updated|name)$"},
+            },
         ),
         Route(
             name="create_heartbeat",
@@ -208,6 +212,14 @@ RESOURCE = Resource(
             success_status=201,
             request_model=HeartbeatCreate,
             response_model=HeartbeatObject,
+            links=(
+                "get_heartbeat",
+                "update_heartbeat",
+                "delete_heartbeat",
+                "pause_heartbeat",
+                "resume_heartbeat",
+                "list_pings",
+            ),
         ),
         Route(
             name="get_heartbeat",
@@ -269,6 +281,7 @@ RESOURCE = Resource(
                 ("kind", "string", "Filter: success, fail, start."),
                 *CREATED_QUERY,
             ),
+            query_schema={"kind": {"enum": ["success", "fail", "start"]}},
         ),
     ),
 )

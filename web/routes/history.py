@@ -186,6 +186,7 @@ RESOURCE = replace(
                 ),
                 ("granularity", "string", "hour or day: adds a series."),
             ),
+            query_schema={"granularity": {"enum": ["hour", "day"]}},
         ),
     ),
 )

@@ -13,16 +13,17 @@ timeline entry.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from store import IncidentRecord, incidents, new_id
 
-from ..api.common import merge_metadata
+from ..api.common import Severity, merge_metadata
 from ..api.incidents import (
     IncidentCreate,
     IncidentList,
     IncidentObject,
     IncidentResolve,
+    IncidentStatus,
     IncidentUpdate,
     IncidentUpdateCreate,
     IncidentUpdateList,
@@ -233,6 +234,11 @@ RESOURCE = Resource(
                 ("resolved", "boolean", "Filter: true for resolved, false for open."),
                 ("sort", "string", "created, updated or title; leading - for descending."),
             ),
+            query_schema={
+                "status": {"enum": list(get_args(IncidentStatus))},
+                "severity": {"enum": list(get_args(Severity))},
+                "sort": {"pattern": "^-?(created|updated|title)$"},
+            },
         ),
         Route(
             name="create_incident",
@@ -244,6 +250,7 @@ RESOURCE = Resource(
             success_status=201,
             request_model=IncidentCreate,
             response_model=IncidentObject,
+            links=("get_incident", "update_incident", "delete_incident", "resolve_incident"),
         ),
         Route(
             name="get_incident",

@@ -27,14 +27,14 @@ certificate authorities"). All six are null on the other types (a non-null value
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from engine import PROBE_TYPES, InvalidTarget, TargetPolicy, http_fields_apply, parse_target
 from store import MonitorRecord, PageRequest, monitors, new_id
 
 from ..api.common import merge_metadata
 from ..api.http_checks import stored_assertions
-from ..api.monitors import MonitorCreate, MonitorList, MonitorObject, MonitorUpdate
+from ..api.monitors import MonitorCreate, MonitorList, MonitorObject, MonitorStatus, MonitorUpdate
 from ..api.objects import list_object, monitor_object
 from ..http.errors import ApiError
 from ..http.params import choice, parse_list_query, text
@@ -298,6 +298,12 @@ RESOURCE = Resource(
                 ("search", "string", "Case-insensitive substring of the name."),
                 ("sort", "string", "created, updated or name; leading - for descending."),
             ),
+            query_schema={
+                "status": {"enum": list(get_args(MonitorStatus))},
+                "type": {"enum": list(PROBE_TYPES)},
+                "search": {"minLength": 1, "maxLength": 200},
+                "sort": {"pattern": "^-?(created|updated|name)$"},
+            },
         ),
         Route(
             name="create_monitor",
@@ -309,6 +315,14 @@ RESOURCE = Resource(
             success_status=201,
             request_model=MonitorCreate,
             response_model=MonitorObject,
+            links=(
+                "get_monitor",
+                "update_monitor",
+                "delete_monitor",
+                "pause_monitor",
+                "resume_monitor",
+                "list_checks",
+            ),
         ),
         Route(
             name="get_monitor",

@@ -8,28 +8,28 @@ from the code.
 Its texts are for a reader of the API (docs/api.md, "API reference"): the models' docstrings
 and field descriptions become the schemas' descriptions, so they say what a field means
 to a client, never which spec part, issue or module a rule comes from (their modules'
-docstrings say that); pydantic's generated field titles are left out, and operations are
-grouped by resource (each resource's ``tag`` and ``description``:
-:class:`web.routes.resource.Resource`); a list's cursor parameters take the pattern of
-its route's ``cursor``. tests/web/test_openapi.py walks the whole document for
-such references.
+docstrings say that); pydantic's generated field titles are left out.
+tests/web/test_openapi.py walks the whole document for such references.
+
+What is particular to a resource comes from its declaration (docs/development.md,
+"Adding an API resource"): operations are grouped by resource (its ``tag`` and
+``description``: :class:`web.routes.resource.Resource`), and each route says what its
+query parameters accept beyond their type (``query_schema``), the pattern of its cursors
+(``cursor``) and, for a create, the operations linked from the new object's id
+(``links``): :class:`web.http.pipeline.Route`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import core_schema
 
-from engine import PROBE_TYPES
-
-from ..api.common import ErrorResponse, Severity
-from ..api.incidents import IncidentStatus
-from ..api.monitors import MonitorStatus
+from ..api.common import ErrorResponse
 from ..http.errors import CODES
 from ..http.pipeline import Route
 from ..http.versioning import CURRENT_VERSION, KNOWN_VERSIONS
@@ -72,54 +72,6 @@ _REPLAYED = {
         "the same Idempotency-Key.",
     }
 }
-_QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
-    ("list_monitors", "status"): {"enum": list(get_args(MonitorStatus))},
-    ("list_monitors", "type"): {"enum": list(PROBE_TYPES)},
-    ("list_monitors", "search"): {"minLength": 1, "maxLength": 200},
-    ("list_monitors", "sort"): {"pattern": "^-?(created|updated|name)$"},
-    ("list_incidents", "status"): {"enum": list(get_args(IncidentStatus))},
-    ("list_incidents", "severity"): {"enum": list(get_args(Severity))},
-    ("list_incidents", "sort"): {"pattern": "^-?(created|updated|title)$"},
-    ("list_status_pages", "sort"): {"pattern": "^-?(created|updated|name)$"},
-    ("list_webhook_endpoints", "sort"): {"pattern": "^-?created$"},
-    ("list_webhook_deliveries", "status"): {"enum": ["pending", "succeeded", "failed"]},
-    ("get_availability", "granularity"): {"enum": ["hour", "day"]},
-    ("list_heartbeats", "status"): {"enum": ["pending", "up", "down", "paused"]},
-    ("list_heartbeats", "sort"): {"pattern": "^-?(created|updated|name)$"},
-    ("list_pings", "kind"): {"enum": ["success", "fail", "start"]},
-    # ASCII, 1-100 characters, a * only at the end (web/routes/events.py)
-    ("list_events", "type"): {
-        "minLength": 1,
-        "maxLength": 100,
-        "pattern": "^[\\x00-\\x29\\x2b-\\x7f]{0,99}\\*?$",
-    },
-}
-"""What the query parameters accept beyond their JSON type (web/http/params.py parses them)."""
-_CREATED_LINKS = {
-    "create_monitor": (
-        "get_monitor",
-        "update_monitor",
-        "delete_monitor",
-        "pause_monitor",
-        "resume_monitor",
-        "list_checks",
-    ),
-    "create_incident": ("get_incident", "update_incident", "delete_incident", "resolve_incident"),
-    "create_heartbeat": (
-        "get_heartbeat",
-        "update_heartbeat",
-        "delete_heartbeat",
-        "pause_heartbeat",
-        "resume_heartbeat",
-        "list_pings",
-    ),
-}
-"""OpenAPI links from a create to the operations on the created object (stateful tests).
-None from status pages: their slug is unique over the service, so against the one live
-server of the stateful test a replayed create fails (``slug_taken``) where it first
-succeeded, and hypothesis refuses the run as flaky."""
-
-
 _TAGS = tags_of(RESOURCES)
 """Operation groups by a path's first segment: (name, description), from each
 resource's declaration (:class:`web.routes.resource.Resource`)."""
@@ -209,7 +161,7 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
             schema["pattern"] = cursor_pattern(route.cursor)
         if name.startswith("created["):  # epoch seconds, as web/http/params.py reads them
             schema.update(minimum=0, maximum=99_999_999_999)
-        schema.update(_QUERY_SCHEMAS.get((route.name, name), {}))
+        schema.update(route.query_schema.get(name, {}))
         parameters.append(
             {
                 "name": name,
@@ -246,10 +198,10 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
     success: dict[str, Any] = {"description": route.summary, "headers": headers}
     if route.method == "POST":
         success["headers"] = {**headers, **_REPLAYED}
-    if route.name in _CREATED_LINKS:
+    if route.links:
         success["links"] = {
             target: {"operationId": target, "parameters": {"id": "$response.body#/id"}}
-            for target in _CREATED_LINKS[route.name]
+            for target in route.links
         }
     if route.response_model is not None:
         success["content"] = {

@@ -204,6 +204,7 @@ RESOURCE = Resource(
             summary="List webhook endpoints",
             response_model=WebhookEndpointList,
             query=(*PAGE_QUERY, ("sort", "string", "created or -created (default).")),
+            query_schema={"sort": {"pattern": "^-?created$"}},
         ),
         Route(
             name="create_webhook_endpoint",
@@ -262,6 +263,7 @@ RESOURCE = Resource(
             summary="List a webhook endpoint's deliveries, newest first",
             response_model=WebhookDeliveryList,
             query=(*PAGE_QUERY, ("status", "string", "Filter: pending, succeeded, failed.")),
+            query_schema={"status": {"enum": list(_DELIVERY_STATUSES)}},
         ),
     ),
 )
