@@ -1,7 +1,8 @@
 """The registry of API resources (docs/development.md, "Adding an API resource"): every
 route lies under the resource that declares it and needs one of its permissions, every
 id the routes mint has a registered prefix, and the OpenAPI document's cursor patterns
-and groups are the registry's. Pure checks of the declarations: no database, no server.
+and groups are the registry's. Pure checks of the declarations, but for the last test,
+which asks every list whether it takes the cursors the document names.
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ import ast
 from dataclasses import replace
 from pathlib import Path
 
+import trio
+
 import web.routes
 from store import has_prefix, new_id
+from tests.api import Api
+from tests.web.helpers import assert_error
 from web.routes import PERMISSIONS, RESOURCES, ROUTES, Resource
 from web.routes.openapi import cursor_pattern, openapi_document
 
@@ -148,3 +153,21 @@ def test_query_schemas_and_links_name_what_exists() -> None:
         assert set(route.links) <= names, route.name
         if route.links:
             assert route.method == "POST" and route.success_status == 201, route.name
+
+
+async def test_every_list_takes_the_cursors_its_document_names(api: Api) -> None:
+    """The pattern the OpenAPI document gives a list's cursors (its route's ``cursor``) is
+    the prefix its handler checks: an id of another prefix is refused naming that one.
+    A list of objects under another (``/monitors/<id>/checks``) is asked with a
+    well-formed id of its parent, which the cursor check comes before."""
+    lists = [r for r in ROUTES if r.method == "GET" and r.cursor is not None]
+    assert len(lists) >= len(_by_path()) - 3  # events and webhooks document no pattern yet
+    with trio.fail_after(20):
+        for route in lists:
+            owner = _owner(route.path)
+            assert owner is not None
+            path = route.path.replace("<id>", f"{owner.prefix}_{'a' * 24}")
+            for name in ("starting_after", "ending_before"):
+                response = await api.get(path, query={name: "zz_1"})
+                error = assert_error(response, 400, "cursor_not_found", param=name)
+                assert f"the id of a {route.cursor}_ object" in error["message"], route.name
