@@ -11,9 +11,10 @@ from quart.typing import TestClientProtocol
 
 from engine import Engine, EngineHandle
 from store import AccountRecord, Database, accounts
-from web.http.auth import PERMISSIONS, issue_token
+from web.http.auth import issue_token
 from web.http.deps import Dependencies, WebSettings, apply_nothing, no_pings
 from web.http.versioning import CURRENT_VERSION
+from web.routes import PERMISSIONS
 
 SECRET = b"test-secret-not-for-production-0123456789"
 """The JWT secret of the app in tests."""

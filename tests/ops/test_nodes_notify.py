@@ -25,8 +25,9 @@ import trio
 from store import Database, accounts, leases
 from tests.ops.test_nodes import _BASES, _setup, _two_nodes
 from tests.targets import HttpTarget
-from web.http.auth import PERMISSIONS, issue_token
+from web.http.auth import issue_token
 from web.http.versioning import CURRENT_VERSION
+from web.routes import PERMISSIONS
 
 _SECRET = b"nodes-test-secret"  # the nodes' UPTRIO_JWT_SECRET (tests/ops/test_nodes.py)
 _NOTIFIED_SECONDS = 1.0

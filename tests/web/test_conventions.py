@@ -14,7 +14,7 @@ import trio
 from store import Database, accounts
 from tests.api import Api
 from tests.web.helpers import HTTP_MONITOR, assert_error, create_incident, create_monitor, expect
-from web import versioning
+from web.http import versioning
 from web.http.versioning import CURRENT_VERSION
 
 if TYPE_CHECKING:

@@ -135,7 +135,7 @@ def _contrast(a: str, b: str) -> float:
 
 
 def test_state_colours_meet_wcag_aa_contrast_as_text_and_behind_white_text() -> None:
-    css = resources.files("web").joinpath("templates/_base.html").read_text("utf-8")
+    css = resources.files("web.public").joinpath("templates/_base.html").read_text("utf-8")
     palette = dict(re.findall(r"--([a-z_]+):\s*(#[0-9a-f]{6})", css))
     assert {"operational", "degraded", "partial_outage", "major_outage", "none"} <= set(palette)
     for name, colour in palette.items():

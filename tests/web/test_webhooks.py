@@ -18,7 +18,8 @@ from tests.api import Api
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect, sql
 from web.api.events import EVENT_TYPES
 from web.api.webhooks import WebhookDeliveryList, WebhookEndpointList, WebhookEndpointObject
-from web.http.auth import EVENT_READ_PERMISSIONS, PERMISSIONS
+from web.http.auth import EVENT_READ_PERMISSIONS
+from web.routes import PERMISSIONS
 
 URL = "https://hooks.example.com/uptrio"
 

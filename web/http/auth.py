@@ -1,5 +1,6 @@
-"""Bearer-token authentication and per-resource permissions (docs/api.md, Conventions and
-decisions: token).
+"""Bearer-token authentication and per-resource permissions (docs/api.md, "Conventions and
+decisions": token; the permissions themselves are derived from the resources:
+``web.routes.PERMISSIONS``).
 
 A token is an HS256 JWT: ``sub`` is its ``tok_`` id, ``aud`` is :data:`AUDIENCE`, ``iat``
 is required, ``exp`` is enforced when present. The algorithm is pinned (``alg: none`` or
@@ -11,8 +12,8 @@ applies from the next request on.
 The signing secret is ``UPTRIO_JWT_SECRET`` when set, else a random secret generated once
 into ``<data-dir>/jwt-secret`` with mode 0600. Several processes sharing a database must
 share the secret: the database keeps its fingerprint (:func:`secret_fingerprint`), and a
-process with another secret refuses to run (``web.process.startup.check_secret``;
-docs/several-nodes.md, One secret per database).
+process with another secret refuses to run (``web.process.startup.check_secret``; README:
+Several nodes).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import jwt
@@ -37,42 +39,15 @@ ALGORITHM = "HS256"
 LEEWAY_SECONDS = 30
 """Clock skew tolerated on ``iat``, ``nbf`` and ``exp`` (seconds)."""
 
-PERMISSIONS = (
-    "monitors.read",
-    "monitors.create",
-    "monitors.update",
-    "monitors.delete",
-    "incidents.read",
-    "incidents.create",
-    "incidents.update",
-    "incidents.delete",
-    "webhooks.read",
-    "webhooks.create",
-    "webhooks.update",
-    "webhooks.delete",
-    "status_pages.read",
-    "status_pages.create",
-    "status_pages.update",
-    "status_pages.delete",
-    "heartbeats.read",
-    "heartbeats.create",
-    "heartbeats.update",
-    "heartbeats.delete",
-)
-"""The permission strings in use (docs/api.md, API reference: each operation's permission;
-``webhooks.*``: docs/webhooks.md, Permissions; ``status_pages.*``: docs/status-pages.md,
-API; ``heartbeats.*``: docs/heartbeats.md, API)."""
-
 EVENT_READ_PERMISSIONS = {
     "monitor": "monitors.read",
     "incident": "incidents.read",
     "heartbeat": "heartbeats.read",
 }
-"""The read permission that shows an event, by the first part of its type
-(docs/incidents.md, Events: a token sees the events of the resources it may read;
-``incident.update_posted`` is an incident's). ``GET /events`` lists only the events a token
-may read, and a webhook endpoint may subscribe only to them (docs/webhooks.md,
-Permissions)."""
+"""The read permission that shows an event, by the first part of its type (docs/incidents.md,
+"Events": the read permission of the event's resource; ``incident.update_posted`` is an
+incident's). ``GET /events`` lists only the events a token may read, and a webhook
+endpoint may subscribe only to them (docs/webhooks.md, "Permissions")."""
 
 
 def readable_event_kinds(permissions: list[str]) -> list[str]:
@@ -225,9 +200,9 @@ def _reason(exc: jwt.PyJWTError) -> str:
 
 
 def expired(expires_at: int | None, now: float) -> bool:
-    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for never)
-    has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp`` gets
-    (docs/api.md, Conventions and decisions: token, 30 s leeway)."""
+    """Whether a token record whose expiry is ``expires_at`` (epoch seconds, None for
+    never) has expired at ``now``, with the :data:`LEEWAY_SECONDS` the JWT's ``exp``
+    gets (README: 30 s leeway)."""
     return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 
@@ -242,19 +217,21 @@ def require_permission(permissions: list[str], needed: str | tuple[str, ...]) ->
         )
 
 
-def parse_permissions(text: str) -> list[str]:
-    """Parse ``monitors.read,incidents.create,...`` (or ``all``) for the command line.
+def parse_permissions(text: str, known: Sequence[str]) -> list[str]:
+    """Parse ``monitors.read,incidents.create,...`` (or ``all``: every one of ``known``)
+    for the command line (docs/operations.md, "Command line"); ``known`` is
+    ``web.routes.PERMISSIONS``, whose order the result keeps.
 
     Raises:
         ValueError: an unknown permission, or none at all.
     """
     if text.strip() == "all":
-        return list(PERMISSIONS)
+        return list(known)
     wanted = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in PERMISSIONS]
+    unknown = [p for p in wanted if p not in known]
     if unknown or not wanted:
         raise ValueError(
             f"unknown permission(s) {', '.join(unknown) or '(none given)'}; "
-            f"known: {', '.join(PERMISSIONS)}, or all"
+            f"known: {', '.join(known)}, or all"
         )
-    return sorted(set(wanted), key=PERMISSIONS.index)
+    return sorted(set(wanted), key=list(known).index)

@@ -166,6 +166,16 @@ class Route:
     response_model: type[BaseModel] | None = None
     query: Sequence[tuple[str, str, str]] = ()
     """Query parameters for the OpenAPI document: ``(name, JSON type, description)``."""
+    cursor: str | None = None
+    """For a list: the prefix of its objects' ids (``mon``), which its ``starting_after``
+    and ``ending_before`` take; the OpenAPI document gives them that pattern."""
+    query_schema: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """What query parameters accept beyond their JSON type, by name, for the OpenAPI
+    document: ``{"sort": {"pattern": "^-?(created|updated|name)$"}}`` (the handler parses
+    them: :mod:`web.http.params`)."""
+    links: tuple[str, ...] = ()
+    """For a create: the operations that take the created object's id, which the OpenAPI
+    document links from the response's ``id`` (the stateful API test follows them)."""
 
 
 def chain(middlewares: Sequence[Middleware], handler: Handler) -> Handler:

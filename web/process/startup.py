@@ -18,7 +18,6 @@ import trio
 from store import DATA_DIR_MODE, OPEN_TO_OTHERS, Database, accounts, secure_data_dir
 
 from ..http.auth import (
-    PERMISSIONS,
     SECRET_ENV,
     SECRET_FILE,
     issue_token,
@@ -26,6 +25,7 @@ from ..http.auth import (
     secret_source,
 )
 from ..http.versioning import CURRENT_VERSION
+from ..routes import PERMISSIONS
 
 __all__ = [
     "FIRST_ACCOUNT",

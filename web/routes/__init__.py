@@ -1,21 +1,32 @@
-"""The endpoints of spec part 4, as :class:`web.http.pipeline.Route` tables."""
+"""The API's endpoints (docs/api.md, "API reference"): one module per resource, each
+declaring its :class:`~web.routes.resource.Resource` as ``RESOURCE``, registered by one
+line in :data:`RESOURCES` (docs/development.md, "Adding an API resource").
 
-from .events import ROUTES as EVENT_ROUTES
-from .heartbeats import ROUTES as HEARTBEAT_ROUTES
-from .history import ROUTES as HISTORY_ROUTES
-from .incidents import ROUTES as INCIDENT_ROUTES
-from .monitors import ROUTES as MONITOR_ROUTES
-from .status_pages import ROUTES as STATUS_PAGE_ROUTES
-from .webhooks import ROUTES as WEBHOOK_ROUTES
+The tables the rest of the service reads are derived from :data:`RESOURCES` here, once,
+at import time: :data:`ROUTES` (served by ``web.process.app.create_app`` and documented
+by :mod:`web.routes.openapi`) and :data:`PERMISSIONS`.
+"""
 
-ROUTES = (
-    *MONITOR_ROUTES,
-    *HISTORY_ROUTES,
-    *INCIDENT_ROUTES,
-    *EVENT_ROUTES,
-    *WEBHOOK_ROUTES,
-    *STATUS_PAGE_ROUTES,
-    *HEARTBEAT_ROUTES,
+from . import events, heartbeats, history, incidents, monitors, status_pages, webhooks
+from .resource import Resource, permissions_of, routes_of
+
+RESOURCES: tuple[Resource, ...] = (
+    monitors.RESOURCE,
+    history.RESOURCE,
+    incidents.RESOURCE,
+    events.RESOURCE,
+    webhooks.RESOURCE,
+    status_pages.RESOURCE,
+    heartbeats.RESOURCE,
 )
+"""Every API resource, in the order of the route table and of the OpenAPI document."""
 
-__all__ = ["ROUTES"]
+ROUTES = routes_of(RESOURCES)
+"""Every endpoint of the API, as :class:`web.http.pipeline.Route` entries."""
+
+PERMISSIONS = permissions_of(RESOURCES)
+"""The permission strings a token may hold, each resource's ``read``, ``create``,
+``update`` and ``delete`` in the order of :data:`RESOURCES` (``--permissions all`` grants
+them all: docs/operations.md, "Command line"; what each needs: the OpenAPI document)."""
+
+__all__ = ["PERMISSIONS", "RESOURCES", "ROUTES", "Resource"]

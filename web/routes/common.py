@@ -13,13 +13,15 @@ from store import has_prefix
 from ..api.common import MAX_METADATA_KEYS, EmptyBody, merge_metadata
 from ..http.errors import ApiError
 from ..http.pipeline import ApiResponse, RequestContext
+from .resource import Resource
 
 PAGE_QUERY = (
     ("limit", "integer", "1 to 100, default 10."),
     ("starting_after", "string", "Cursor: objects after this id."),
     ("ending_before", "string", "Cursor: objects before this id."),
 )
-"""The cursor parameters of every list (spec 4.4), for the OpenAPI document."""
+"""The cursor parameters of every list (docs/api.md, "Conventions and decisions":
+cursors), for the OpenAPI document."""
 CREATED_QUERY = (
     ("created[gt]", "integer", "Created after (epoch seconds)."),
     ("created[gte]", "integer", "Created at or after (epoch seconds)."),
@@ -30,21 +32,22 @@ CREATED_QUERY = (
 
 
 def now() -> int:
-    """Wall-clock time as integer epoch seconds (spec 2.4), for stored timestamps."""
+    """Wall-clock time as integer epoch seconds (docs/api.md: times), for stored timestamps."""
     return int(time.time())
 
 
-def path_id(ctx: RequestContext, prefix: str) -> str:
-    """The ``<id>`` of the path; a malformed one is a 404 like an unknown one."""
+def path_id(ctx: RequestContext, resource: Resource) -> str:
+    """The ``<id>`` of the path, an id of ``resource``; a malformed one is a 404 like an
+    unknown one (docs/api.md, "Conventions and decisions")."""
     value = ctx.path_params["id"]
-    if not has_prefix(value, prefix):
-        raise not_found(prefix, value)
+    if not has_prefix(value, resource.prefix):
+        raise not_found(resource, value)
     return value
 
 
 async def get_owned(
     ctx: RequestContext,
-    prefix: str,
+    resource: Resource,
     get: Callable[..., Awaitable[Any]],
     to_object: Callable[[Any], dict[str, Any]],
 ) -> ApiResponse:
@@ -54,15 +57,15 @@ async def get_owned(
     Raises:
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
-    row_id = path_id(ctx, prefix)
+    row_id = path_id(ctx, resource)
     record = await ctx.deps.db.run(get, ctx.account_id, row_id)
     if record is None:
-        raise not_found(prefix, row_id)
+        raise not_found(resource, row_id)
     return ApiResponse(200, to_object(record))
 
 
 async def delete_owned(
-    ctx: RequestContext, prefix: str, delete: Callable[..., Awaitable[bool]]
+    ctx: RequestContext, resource: Resource, delete: Callable[..., Awaitable[bool]]
 ) -> str:
     """DELETE /<resources>/:id: delete the account's row with ``delete(connection,
     account_id, id, now, cause)`` in one transaction; the id deleted.
@@ -70,15 +73,15 @@ async def delete_owned(
     Raises:
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
-    row_id = path_id(ctx, prefix)
+    row_id = path_id(ctx, resource)
     if not await ctx.deps.db.transaction(delete, ctx.account_id, row_id, now(), ctx.cause):
-        raise not_found(prefix, row_id)
+        raise not_found(resource, row_id)
     return row_id
 
 
 async def move_owned(
     ctx: RequestContext,
-    prefix: str,
+    resource: Resource,
     move: Callable[..., Awaitable[tuple[Any, bool]]],
     to_object: Callable[[Any], dict[str, Any]],
 ) -> ApiResponse:
@@ -91,27 +94,20 @@ async def move_owned(
         ApiError: 404 ``resource_missing`` when the account has no such row; as
             :meth:`RequestContext.json_body` for a body other than none or ``{}``.
     """
-    row_id = path_id(ctx, prefix)
+    row_id = path_id(ctx, resource)
     ctx.json_body(EmptyBody, optional=True)
     record, changed = await ctx.deps.db.transaction(move, ctx.account_id, row_id, now(), ctx.cause)
     if record is None:
-        raise not_found(prefix, row_id)
+        raise not_found(resource, row_id)
     if changed:
         await ctx.deps.apply(record.id, record)
     return ApiResponse(200, to_object(record))
 
 
-def not_found(prefix: str, value: str) -> ApiError:
-    """The 404 for an id of ``prefix`` that the account does not have."""
-    kind = {
-        "mon": "monitor",
-        "inc": "incident",
-        "evt": "event",
-        "we": "webhook endpoint",
-        "stp": "status page",
-        "hbt": "heartbeat",
-    }[prefix]
-    return ApiError("resource_missing", f"no such {kind}: {value[:80]!r}", param="id")
+def not_found(resource: Resource, value: str) -> ApiError:
+    """The 404 ``resource_missing`` for ``value``, an id of ``resource`` the account does
+    not have: ``no such monitor: 'mon_x'`` (the id cut at 80 characters)."""
+    return ApiError("resource_missing", f"no such {resource.noun}: {value[:80]!r}", param="id")
 
 
 def patch_changes(
@@ -121,8 +117,8 @@ def patch_changes(
     nullable: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The columns a PATCH body changes on ``current``: fields sent whose value differs,
-    with ``metadata`` merged (spec 2.4 rules 4-5) and its 50-key limit checked after the
-    merge.
+    with ``metadata`` merged (docs/api.md, "Conventions and decisions": metadata) and
+    its 50-key limit checked after the merge.
 
     Raises:
         ApiError: 422 ``invalid_type`` for null sent to a field not in ``nullable``;

@@ -1,4 +1,4 @@
-"""Event endpoints (extensions part 1): ``GET /events`` and ``GET /events/:id``.
+"""Event endpoints (docs/incidents.md, "Events"): ``GET /events`` and ``GET /events/:id``.
 
 A token sees the events of the resources it may read: ``monitor.*`` events with
 ``monitors.read``, ``incident.*`` (``incident.update_posted`` included) with
@@ -20,8 +20,9 @@ from ..http.errors import ApiError
 from ..http.params import parse_time_list
 from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
+from .resource import Resource
 
-__all__ = ["ROUTES"]
+__all__ = ["RESOURCE"]
 
 _READ = tuple(EVENT_READ_PERMISSIONS.values())
 """``GET /events`` needs one of them (:data:`web.http.auth.EVENT_READ_PERMISSIONS`)."""
@@ -34,7 +35,7 @@ def _kinds(ctx: RequestContext) -> list[str]:
 
 async def list_events(ctx: RequestContext) -> ApiResponse:
     """GET /events: the token's readable events, newest first."""
-    query = parse_time_list(ctx.query, prefix="evt", filters=("type",))
+    query = parse_time_list(ctx.query, prefix=RESOURCE.prefix, filters=("type",))
     type_filter = query.filters.get("type")
     if type_filter is not None and (
         not 0 < len(type_filter) <= 100 or "*" in type_filter[:-1] or not type_filter.isascii()
@@ -65,36 +66,55 @@ async def list_events(ctx: RequestContext) -> ApiResponse:
 
 async def get_event(ctx: RequestContext) -> ApiResponse:
     """GET /events/:id; 404 when the token may not read the event's resource."""
-    event_id = path_id(ctx, "evt")
+    event_id = path_id(ctx, RESOURCE)
     record = await ctx.deps.db.run(events.get_event, ctx.account_id, event_id, _kinds(ctx))
     if record is None:
-        raise not_found("evt", event_id)
+        raise not_found(RESOURCE, event_id)
     return ApiResponse(200, event_object(record, ping_base=ctx.ping_base))
 
 
-ROUTES = (
-    Route(
-        name="list_events",
-        method="GET",
-        path="/events",
-        handler=list_events,
-        permission=_READ,
-        summary="List events, newest first",
-        response_model=EventList,
-        query=(
-            *PAGE_QUERY,
-            ("type", "string", "An event type, or a prefix ending in * (monitor.*)."),
-            *CREATED_QUERY,
+RESOURCE = Resource(
+    path="/events",
+    noun="event",
+    prefix="evt",
+    permission=None,
+    tag="Events",
+    description=(
+        "Every change to monitors, incidents and heartbeats, newest first, kept 30 days: "
+        "the same objects that webhooks deliver."
+    ),
+    routes=(
+        Route(
+            name="list_events",
+            method="GET",
+            path="/events",
+            handler=list_events,
+            permission=_READ,
+            summary="List events, newest first",
+            response_model=EventList,
+            query=(
+                *PAGE_QUERY,
+                ("type", "string", "An event type, or a prefix ending in * (monitor.*)."),
+                *CREATED_QUERY,
+            ),
+            # ASCII, 1-100 characters, a * only at the end (list_events checks the same)
+            query_schema={
+                "type": {
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "pattern": "^[\\x00-\\x29\\x2b-\\x7f]{0,99}\\*?$",
+                }
+            },
+        ),
+        Route(
+            name="get_event",
+            method="GET",
+            path="/events/<id>",
+            handler=get_event,
+            permission=_READ,
+            summary="Retrieve an event",
+            response_model=EventObject,
         ),
     ),
-    Route(
-        name="get_event",
-        method="GET",
-        path="/events/<id>",
-        handler=get_event,
-        permission=_READ,
-        summary="Retrieve an event",
-        response_model=EventObject,
-    ),
 )
-"""The event endpoints."""
+"""The events resource: no permissions of its own (``_READ``)."""

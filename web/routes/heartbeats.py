@@ -1,10 +1,10 @@
-"""Heartbeat endpoints (extensions part 7): create, read, list, update, delete, pause,
+"""Heartbeat endpoints (docs/heartbeats.md, "API"): create, read, list, update, delete, pause,
 resume, and a heartbeat's pings.
 
 Each mutation commits first (with its ``heartbeat.*`` event), then tells the engine and
 waits for its acknowledgement, then responds, as the monitor endpoints do: a 2xx means
 stored and in effect (the actor started, retuned or stopped; the ping key known or
-forgotten). Rules beyond the spec (README, Heartbeats; bodies in
+forgotten). Rules (docs/heartbeats.md; bodies in
 :mod:`web.api.heartbeats`): lists sort by ``created``, ``updated`` or ``name`` and
 filter by ``status``; the ping key is made here (128 random bits, 32 hex characters)
 and never changes; ``ping_url`` is ``<base>/ping/<key>``, the base being
@@ -43,8 +43,9 @@ from .common import (
     patch_changes,
     path_id,
 )
+from .resource import Resource
 
-__all__ = ["ROUTES"]
+__all__ = ["RESOURCE"]
 
 _KIND = choice("success", "fail", "start")
 
@@ -60,7 +61,7 @@ async def create_heartbeat(ctx: RequestContext) -> ApiResponse:
     body = ctx.json_body(HeartbeatCreate)
     created = now()
     values = {
-        "id": new_id("hbt"),
+        "id": new_id(RESOURCE.prefix),
         "account_id": ctx.account_id,
         "name": body.name,
         "period_seconds": body.period_seconds,
@@ -80,14 +81,14 @@ async def create_heartbeat(ctx: RequestContext) -> ApiResponse:
 
 async def get_heartbeat(ctx: RequestContext) -> ApiResponse:
     """GET /heartbeats/:id."""
-    return await get_owned(ctx, "hbt", heartbeats.get_heartbeat, _shape(ctx))
+    return await get_owned(ctx, RESOURCE, heartbeats.get_heartbeat, _shape(ctx))
 
 
 async def list_heartbeats(ctx: RequestContext) -> ApiResponse:
     """GET /heartbeats: a page, filtered by status."""
     query = parse_list_query(
         ctx.query,
-        prefix="hbt",
+        prefix=RESOURCE.prefix,
         sorts=("created", "updated", "name"),
         filters={"status": choice("pending", "up", "down", "paused")},
     )
@@ -99,7 +100,7 @@ async def list_heartbeats(ctx: RequestContext) -> ApiResponse:
 
 async def update_heartbeat(ctx: RequestContext) -> ApiResponse:
     """PATCH /heartbeats/:id: only the fields sent change; metadata merges."""
-    heartbeat_id = path_id(ctx, "hbt")
+    heartbeat_id = path_id(ctx, RESOURCE)
     body = validate(HeartbeatUpdate, ctx.json_object())
 
     def apply(current: HeartbeatRecord) -> dict[str, Any]:
@@ -109,7 +110,7 @@ async def update_heartbeat(ctx: RequestContext) -> ApiResponse:
         heartbeats.update_heartbeat, ctx.account_id, heartbeat_id, apply, now(), ctx.cause
     )
     if record is None:
-        raise not_found("hbt", heartbeat_id)
+        raise not_found(RESOURCE, heartbeat_id)
     await ctx.deps.apply(record.id, record)
     return ApiResponse(200, _shape(ctx)(record))
 
@@ -117,7 +118,7 @@ async def update_heartbeat(ctx: RequestContext) -> ApiResponse:
 async def delete_heartbeat(ctx: RequestContext) -> ApiResponse:
     """DELETE /heartbeats/:id: 204; the heartbeat and its pings are gone for good, and
     its ping URL answers 404."""
-    heartbeat_id = await delete_owned(ctx, "hbt", heartbeats.delete_heartbeat)
+    heartbeat_id = await delete_owned(ctx, RESOURCE, heartbeats.delete_heartbeat)
     await ctx.deps.apply(heartbeat_id, None)
     return ApiResponse(204)
 
@@ -125,13 +126,13 @@ async def delete_heartbeat(ctx: RequestContext) -> ApiResponse:
 async def pause_heartbeat(ctx: RequestContext) -> ApiResponse:
     """POST /heartbeats/:id/pause: status ``paused``, no deadline (pings are still
     recorded); on a paused heartbeat a no-op 200."""
-    return await move_owned(ctx, "hbt", heartbeats.pause_heartbeat, _shape(ctx))
+    return await move_owned(ctx, RESOURCE, heartbeats.pause_heartbeat, _shape(ctx))
 
 
 async def resume_heartbeat(ctx: RequestContext) -> ApiResponse:
     """POST /heartbeats/:id/resume: status ``pending`` until the next ping; on a
     heartbeat that is not paused a no-op 200."""
-    return await move_owned(ctx, "hbt", heartbeats.resume_heartbeat, _shape(ctx))
+    return await move_owned(ctx, RESOURCE, heartbeats.resume_heartbeat, _shape(ctx))
 
 
 async def _pings_page(
@@ -144,7 +145,7 @@ async def _pings_page(
 
 async def list_pings(ctx: RequestContext) -> ApiResponse:
     """GET /heartbeats/:id/pings: newest first, filtered by ``kind`` and ``created``."""
-    heartbeat_id = path_id(ctx, "hbt")
+    heartbeat_id = path_id(ctx, RESOURCE)
     query = parse_time_list(ctx.query, prefix="png", filters=("kind",))
     raw_kind = query.filters.get("kind")
     found = await ctx.deps.db.run(
@@ -163,98 +164,125 @@ async def list_pings(ctx: RequestContext) -> ApiResponse:
         ),
     )
     if found is None:
-        raise not_found("hbt", heartbeat_id)
+        raise not_found(RESOURCE, heartbeat_id)
     items, has_more = found
     return ApiResponse(
         200, list_object(f"/heartbeats/{heartbeat_id}/pings", items, has_more, ping_object)
     )
 
 
-ROUTES = (
-    Route(
-        name="list_heartbeats",
-        method="GET",
-        path="/heartbeats",
-        handler=list_heartbeats,
-        permission="heartbeats.read",
-        summary="List heartbeats",
-        response_model=HeartbeatList,
-        query=(
-            *PAGE_QUERY,
-            ("status", "string", "Filter: pending, up, down, paused."),
-            ("sort", "string", "created, updated or name; leading - for descending."),
+RESOURCE = Resource(
+    path="/heartbeats",
+    noun="heartbeat",
+    prefix="hbt",
+    permission="heartbeats",
+    tag="Heartbeats",
+    description=(
+        "Monitors of jobs that call in: a job requests its `ping_url` at least every "
+        "`period_seconds`; a heartbeat with no ping for `period_seconds + grace_seconds` "
+        "is down."
+    ),
+    routes=(
+        Route(
+            name="list_heartbeats",
+            method="GET",
+            path="/heartbeats",
+            handler=list_heartbeats,
+            permission="heartbeats.read",
+            summary="List heartbeats",
+            response_model=HeartbeatList,
+            cursor="hbt",
+            query=(
+                *PAGE_QUERY,
+                ("status", "string", "Filter: pending, up, down, paused."),
+                ("sort", "string", "created, updated or name; leading - for descending."),
+            ),
+            query_schema={
+                "status": {"enum": ["pending", "up", "down", "paused"]},
+                "sort": {"pattern": "^-?(created|updated|name)$"},
+            },
         ),
-    ),
-    Route(
-        name="create_heartbeat",
-        method="POST",
-        path="/heartbeats",
-        handler=create_heartbeat,
-        permission="heartbeats.create",
-        summary="Create a heartbeat (the response shows its ping_url)",
-        success_status=201,
-        request_model=HeartbeatCreate,
-        response_model=HeartbeatObject,
-    ),
-    Route(
-        name="get_heartbeat",
-        method="GET",
-        path="/heartbeats/<id>",
-        handler=get_heartbeat,
-        permission="heartbeats.read",
-        summary="Retrieve a heartbeat",
-        response_model=HeartbeatObject,
-    ),
-    Route(
-        name="update_heartbeat",
-        method="PATCH",
-        path="/heartbeats/<id>",
-        handler=update_heartbeat,
-        permission="heartbeats.update",
-        summary="Update a heartbeat",
-        request_model=HeartbeatUpdate,
-        response_model=HeartbeatObject,
-    ),
-    Route(
-        name="delete_heartbeat",
-        method="DELETE",
-        path="/heartbeats/<id>",
-        handler=delete_heartbeat,
-        permission="heartbeats.delete",
-        summary="Delete a heartbeat and its pings",
-        success_status=204,
-    ),
-    Route(
-        name="pause_heartbeat",
-        method="POST",
-        path="/heartbeats/<id>/pause",
-        handler=pause_heartbeat,
-        permission="heartbeats.update",
-        summary="Pause a heartbeat",
-        response_model=HeartbeatObject,
-    ),
-    Route(
-        name="resume_heartbeat",
-        method="POST",
-        path="/heartbeats/<id>/resume",
-        handler=resume_heartbeat,
-        permission="heartbeats.update",
-        summary="Resume a heartbeat",
-        response_model=HeartbeatObject,
-    ),
-    Route(
-        name="list_pings",
-        method="GET",
-        path="/heartbeats/<id>/pings",
-        handler=list_pings,
-        permission="heartbeats.read",
-        summary="List a heartbeat's pings, newest first",
-        response_model=PingList,
-        query=(
-            *PAGE_QUERY,
-            ("kind", "string", "Filter: success, fail, start."),
-            *CREATED_QUERY,
+        Route(
+            name="create_heartbeat",
+            method="POST",
+            path="/heartbeats",
+            handler=create_heartbeat,
+            permission="heartbeats.create",
+            summary="Create a heartbeat (the response shows its ping_url)",
+            success_status=201,
+            request_model=HeartbeatCreate,
+            response_model=HeartbeatObject,
+            links=(
+                "get_heartbeat",
+                "update_heartbeat",
+                "delete_heartbeat",
+                "pause_heartbeat",
+                "resume_heartbeat",
+                "list_pings",
+            ),
+        ),
+        Route(
+            name="get_heartbeat",
+            method="GET",
+            path="/heartbeats/<id>",
+            handler=get_heartbeat,
+            permission="heartbeats.read",
+            summary="Retrieve a heartbeat",
+            response_model=HeartbeatObject,
+        ),
+        Route(
+            name="update_heartbeat",
+            method="PATCH",
+            path="/heartbeats/<id>",
+            handler=update_heartbeat,
+            permission="heartbeats.update",
+            summary="Update a heartbeat",
+            request_model=HeartbeatUpdate,
+            response_model=HeartbeatObject,
+        ),
+        Route(
+            name="delete_heartbeat",
+            method="DELETE",
+            path="/heartbeats/<id>",
+            handler=delete_heartbeat,
+            permission="heartbeats.delete",
+            summary="Delete a heartbeat and its pings",
+            success_status=204,
+        ),
+        Route(
+            name="pause_heartbeat",
+            method="POST",
+            path="/heartbeats/<id>/pause",
+            handler=pause_heartbeat,
+            permission="heartbeats.update",
+            summary="Pause a heartbeat",
+            response_model=HeartbeatObject,
+        ),
+        Route(
+            name="resume_heartbeat",
+            method="POST",
+            path="/heartbeats/<id>/resume",
+            handler=resume_heartbeat,
+            permission="heartbeats.update",
+            summary="Resume a heartbeat",
+            response_model=HeartbeatObject,
+        ),
+        Route(
+            name="list_pings",
+            method="GET",
+            path="/heartbeats/<id>/pings",
+            handler=list_pings,
+            permission="heartbeats.read",
+            summary="List a heartbeat's pings, newest first",
+            response_model=PingList,
+            cursor="png",
+            query=(
+                *PAGE_QUERY,
+                ("kind", "string", "Filter: success, fail, start."),
+                *CREATED_QUERY,
+            ),
+            query_schema={"kind": {"enum": ["success", "fail", "start"]}},
         ),
     ),
 )
-"""The heartbeat endpoints."""
+"""The heartbeats resource."""

@@ -1,14 +1,15 @@
-"""A monitor's history (extensions part 4): ``GET /monitors/:id/checks`` with its filters,
+"""A monitor's history (docs/history.md): ``GET /monitors/:id/checks`` with its filters,
 and ``GET /monitors/:id/availability``.
 
 Parameters are checked before any query: unknown names, repeated ones, malformed
 integers, a ``status`` other than ``up``/``down``, ``end`` not after ``start``, a range
 over 400 days and a ``granularity`` other than ``hour``/``day`` are 400s naming the
-parameter (DESIGN: 400 or 422).
+parameter (docs/api.md, "Error codes": 400 or 422).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from store import Connection, checks, history, monitors
@@ -19,8 +20,9 @@ from ..http.errors import ApiError
 from ..http.params import EPOCH, check_names, choice, parse_time_list, single
 from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
+from .monitors import RESOURCE as MONITORS
 
-__all__ = ["ROUTES"]
+__all__ = ["RESOURCE"]
 
 DEFAULT_RANGE_SECONDS = 30 * 86_400
 """The range when neither ``start`` nor ``end`` is given: the last 30 days."""
@@ -56,9 +58,10 @@ async def _checks_page(
 
 
 async def list_checks(ctx: RequestContext) -> ApiResponse:
-    """GET /monitors/:id/checks: the monitor's checks, newest first (DESIGN), filtered by
-    ``status`` and ``created[gt|gte|lt|lte]`` (extensions part 4)."""
-    monitor_id = path_id(ctx, "mon")
+    """GET /monitors/:id/checks: the monitor's checks, newest first (docs/checks.md, "The
+    checks of a monitor"), filtered by ``status`` and ``created[gt|gte|lt|lte]``
+    (docs/history.md, "Raw checks")."""
+    monitor_id = path_id(ctx, RESOURCE)
     query = parse_time_list(ctx.query, prefix="chk", filters=("status",))
     raw_status = query.filters.get("status")
     filters = checks.CheckFilter(
@@ -73,7 +76,7 @@ async def list_checks(ctx: RequestContext) -> ApiResponse:
         _checks_page, ctx.account_id, monitor_id, limit, after, before, filters
     )
     if found is None:
-        raise not_found("mon", monitor_id)
+        raise not_found(RESOURCE, monitor_id)
     items, has_more = found
     return ApiResponse(
         200, list_object(f"/monitors/{monitor_id}/checks", items, has_more, check_object)
@@ -110,10 +113,10 @@ async def _availability(
 
 
 async def get_availability(ctx: RequestContext) -> ApiResponse:
-    """GET /monitors/:id/availability (extensions part 4): uptime, status seconds,
+    """GET /monitors/:id/availability (docs/history.md, "Availability"): uptime, status seconds,
     checks and response times over ``[start, end)`` (default the last 30 days, at most
     400), with an hourly or daily ``series`` when ``granularity`` is given."""
-    monitor_id = path_id(ctx, "mon")
+    monitor_id = path_id(ctx, RESOURCE)
     check_names(ctx.query, ("start", "end", "granularity"))
     now = int(ctx.deps.clock())
     start, end = _epoch(ctx, "start"), _epoch(ctx, "end")
@@ -140,7 +143,7 @@ async def get_availability(ctx: RequestContext) -> ApiResponse:
     }
     found = await ctx.deps.db.run(_availability, ctx.account_id, monitor_id, windows, cutoffs)
     if found is None:
-        raise not_found("mon", monitor_id)
+        raise not_found(RESOURCE, monitor_id)
     whole, parts = found
     body = {"object": "availability", "monitor": monitor_id, **_figures(whole)}
     if granularity is not None:
@@ -148,34 +151,43 @@ async def get_availability(ctx: RequestContext) -> ApiResponse:
     return ApiResponse(200, body)
 
 
-ROUTES = (
-    Route(
-        name="list_checks",
-        method="GET",
-        path="/monitors/<id>/checks",
-        handler=list_checks,
-        permission="monitors.read",
-        summary="List a monitor's checks, newest first",
-        response_model=CheckList,
-        query=(
-            *PAGE_QUERY,
-            ("status", "string", "Filter: up or down."),
-            *CREATED_QUERY,
+RESOURCE = replace(
+    MONITORS,
+    routes=(
+        Route(
+            name="list_checks",
+            method="GET",
+            path="/monitors/<id>/checks",
+            handler=list_checks,
+            permission="monitors.read",
+            summary="List a monitor's checks, newest first",
+            response_model=CheckList,
+            cursor="chk",
+            query=(
+                *PAGE_QUERY,
+                ("status", "string", "Filter: up or down."),
+                *CREATED_QUERY,
+            ),
         ),
-    ),
-    Route(
-        name="get_availability",
-        method="GET",
-        path="/monitors/<id>/availability",
-        handler=get_availability,
-        permission="monitors.read",
-        summary="A monitor's availability and response times over a range",
-        response_model=AvailabilityObject,
-        query=(
-            ("start", "integer", "Epoch seconds; default end - 30 days."),
-            ("end", "integer", "Epoch seconds, after start, at most 400 days later; default now."),
-            ("granularity", "string", "hour or day: adds a series."),
+        Route(
+            name="get_availability",
+            method="GET",
+            path="/monitors/<id>/availability",
+            handler=get_availability,
+            permission="monitors.read",
+            summary="A monitor's availability and response times over a range",
+            response_model=AvailabilityObject,
+            query=(
+                ("start", "integer", "Epoch seconds; default end - 30 days."),
+                (
+                    "end",
+                    "integer",
+                    "Epoch seconds, after start, at most 400 days later; default now.",
+                ),
+                ("granularity", "string", "hour or day: adds a series."),
+            ),
+            query_schema={"granularity": {"enum": ["hour", "day"]}},
         ),
     ),
 )
-"""The history endpoints."""
+"""The history endpoints: part of the monitors resource."""

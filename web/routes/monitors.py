@@ -1,10 +1,11 @@
-"""Monitor endpoints (spec 4.1): create, read, list, update, delete, pause, resume, checks.
+"""Monitor endpoints (docs/api.md, docs/checks.md): create, read, list, update, delete,
+pause, resume (the checks and availability: :mod:`web.routes.history`).
 
 Each mutation commits first, then tells the engine and waits for its acknowledgement,
 then responds (README, "How it is built": writes), so a 2xx means both stored and in
 effect.
 
-Rules beyond the spec's table, decided here (DESIGN and README): ``method`` and
+Rules decided here (docs/api.md, "Conventions and decisions"): ``method`` and
 ``expected_status_code`` default to GET and 200 for http monitors and are null for the
 other types (sending a non-null value for a non-http monitor is a 422); ``url`` must fit
 the type (``engine.targets``) and pass the target policy (``engine.policy``: 422
@@ -12,28 +13,28 @@ the type (``engine.targets``) and pass the target policy (``engine.policy``: 422
 ``timeout_seconds`` may not exceed ``interval_seconds``, checked on the values the
 monitor ends up with.
 
-The http fields of extensions part 7 (README "Assertions and TLS expiry"):
+The http fields (docs/checks.md, "Assertions and TLS expiry"):
 ``request_headers`` and ``assertions`` are ``{}`` and ``[]`` on http monitors (null sent
 in a PATCH empties them), ``request_body`` a string or null; ``tls_expiry_days``
 defaults to 14 for https urls and null for http ones, and a PATCH that moves ``url`` to
 the other scheme without sending ``tls_expiry_days`` gives it the new scheme's default.
 ``tls_verify`` (default true; a PATCH may not set it to null) and ``tls_ca_bundle``
 (default null) are kept when ``url`` changes scheme: they apply to every https
-connection of a check, an http url's redirects to https included (README "Private
+connection of a check, an http url's redirects to https included (docs/checks.md, "Private
 certificate authorities"). All six are null on the other types (a non-null value is a
 422 ``invalid_value``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from engine import PROBE_TYPES, InvalidTarget, TargetPolicy, http_fields_apply, parse_target
 from store import MonitorRecord, PageRequest, monitors, new_id
 
 from ..api.common import merge_metadata
 from ..api.http_checks import stored_assertions
-from ..api.monitors import MonitorCreate, MonitorList, MonitorObject, MonitorUpdate
+from ..api.monitors import MonitorCreate, MonitorList, MonitorObject, MonitorStatus, MonitorUpdate
 from ..api.objects import list_object, monitor_object
 from ..http.errors import ApiError
 from ..http.params import choice, parse_list_query, text
@@ -49,6 +50,7 @@ from .common import (
     patch_changes,
     path_id,
 )
+from .resource import Resource
 
 _HTTP_ONLY = (
     "method",
@@ -112,7 +114,8 @@ def check_http_only(type: str, values: dict[str, Any]) -> None:
 
 
 async def create_monitor(ctx: RequestContext) -> ApiResponse:
-    """POST /monitors: 201 with the new monitor, status ``pending`` (DESIGN)."""
+    """POST /monitors: 201 with the new monitor, status ``pending`` (docs/checks.md, "Up
+    and down")."""
     body = ctx.json_body(MonitorCreate)
     check_http_only(body.type, body.model_dump())
     check_timeout(body.interval_seconds, body.timeout_seconds)
@@ -121,7 +124,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
     created = now()
     is_http = http_fields_apply(body.type)
     values = {
-        "id": new_id("mon"),
+        "id": new_id(RESOURCE.prefix),
         "account_id": ctx.account_id,
         "name": body.name,
         "url": body.url,
@@ -158,14 +161,14 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
 
 async def get_monitor(ctx: RequestContext) -> ApiResponse:
     """GET /monitors/:id."""
-    return await get_owned(ctx, "mon", monitors.get_monitor, monitor_object)
+    return await get_owned(ctx, RESOURCE, monitors.get_monitor, monitor_object)
 
 
 async def list_monitors(ctx: RequestContext) -> ApiResponse:
     """GET /monitors: a page, filtered by status, type and a name search."""
     query = parse_list_query(
         ctx.query,
-        prefix="mon",
+        prefix=RESOURCE.prefix,
         sorts=("created", "updated", "name"),
         filters={
             "status": choice("up", "down", "pending", "paused"),
@@ -182,7 +185,7 @@ async def list_monitors(ctx: RequestContext) -> ApiResponse:
 async def update_monitor(ctx: RequestContext) -> ApiResponse:
     """PATCH /monitors/:id: only the fields sent change; metadata merges; ``type`` may
     not change (422 ``parameter_immutable``)."""
-    monitor_id = path_id(ctx, "mon")
+    monitor_id = path_id(ctx, RESOURCE)
     data = ctx.json_object()
     if "type" in data:
         raise ApiError(
@@ -216,14 +219,14 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
         monitors.update_monitor, ctx.account_id, monitor_id, apply, now(), ctx.cause
     )
     if record is None:
-        raise not_found("mon", monitor_id)
+        raise not_found(RESOURCE, monitor_id)
     await ctx.deps.apply(record.id, record)
     return ApiResponse(200, monitor_object(record))
 
 
 def default_tls_expiry_days(url: str) -> int | None:
     """``tls_expiry_days`` when none is sent: 14 for an https url, None for http
-    (extensions part 7)."""
+    (docs/checks.md, "Assertions and TLS expiry")."""
     return 14 if url[:6].lower() == "https:" else None
 
 
@@ -250,98 +253,125 @@ def _http_changes(body: MonitorUpdate, current: MonitorRecord, changes: dict[str
 
 async def delete_monitor(ctx: RequestContext) -> ApiResponse:
     """DELETE /monitors/:id: 204; the monitor, its checks and history are gone for good."""
-    monitor_id = await delete_owned(ctx, "mon", monitors.delete_monitor)
+    monitor_id = await delete_owned(ctx, RESOURCE, monitors.delete_monitor)
     await ctx.deps.apply(monitor_id, None)
     return ApiResponse(204)
 
 
 async def pause_monitor(ctx: RequestContext) -> ApiResponse:
     """POST /monitors/:id/pause: status ``paused``, checks stop; on a paused monitor a
-    no-op 200 (DESIGN)."""
-    return await move_owned(ctx, "mon", monitors.pause_monitor, monitor_object)
+    no-op 200 (docs/api.md, "Conventions and decisions")."""
+    return await move_owned(ctx, RESOURCE, monitors.pause_monitor, monitor_object)
 
 
 async def resume_monitor(ctx: RequestContext) -> ApiResponse:
     """POST /monitors/:id/resume: status ``pending``, checks resume; on a monitor that is
-    not paused a no-op 200 (DESIGN)."""
-    return await move_owned(ctx, "mon", monitors.resume_monitor, monitor_object)
+    not paused a no-op 200 (docs/api.md, "Conventions and decisions")."""
+    return await move_owned(ctx, RESOURCE, monitors.resume_monitor, monitor_object)
 
 
-ROUTES = (
-    Route(
-        name="list_monitors",
-        method="GET",
-        path="/monitors",
-        handler=list_monitors,
-        permission="monitors.read",
-        summary="List monitors",
-        response_model=MonitorList,
-        query=(
-            *PAGE_QUERY,
-            ("status", "string", "Filter: up, down, pending, paused."),
-            ("type", "string", "Filter: http, tcp, dns, ping."),
-            ("search", "string", "Case-insensitive substring of the name."),
-            ("sort", "string", "created, updated or name; leading - for descending."),
+RESOURCE = Resource(
+    path="/monitors",
+    noun="monitor",
+    prefix="mon",
+    permission="monitors",
+    tag="Monitors",
+    description=(
+        "Monitors check a target (an http(s) URL, a TCP port, a DNS name or a host to ping) "
+        "every `interval_seconds`; each check is kept, and a monitor moves between `up` and "
+        "`down` after `failure_threshold` or `success_threshold` checks in a row."
+    ),
+    routes=(
+        Route(
+            name="list_monitors",
+            method="GET",
+            path="/monitors",
+            handler=list_monitors,
+            permission="monitors.read",
+            summary="List monitors",
+            response_model=MonitorList,
+            cursor="mon",
+            query=(
+                *PAGE_QUERY,
+                ("status", "string", "Filter: up, down, pending, paused."),
+                ("type", "string", "Filter: http, tcp, dns, ping."),
+                ("search", "string", "Case-insensitive substring of the name."),
+                ("sort", "string", "created, updated or name; leading - for descending."),
+            ),
+            query_schema={
+                "status": {"enum": list(get_args(MonitorStatus))},
+                "type": {"enum": list(PROBE_TYPES)},
+                "search": {"minLength": 1, "maxLength": 200},
+                "sort": {"pattern": "^-?(created|updated|name)$"},
+            },
+        ),
+        Route(
+            name="create_monitor",
+            method="POST",
+            path="/monitors",
+            handler=create_monitor,
+            permission="monitors.create",
+            summary="Create a monitor",
+            success_status=201,
+            request_model=MonitorCreate,
+            response_model=MonitorObject,
+            links=(
+                "get_monitor",
+                "update_monitor",
+                "delete_monitor",
+                "pause_monitor",
+                "resume_monitor",
+                "list_checks",
+            ),
+        ),
+        Route(
+            name="get_monitor",
+            method="GET",
+            path="/monitors/<id>",
+            handler=get_monitor,
+            permission="monitors.read",
+            summary="Retrieve a monitor",
+            response_model=MonitorObject,
+        ),
+        Route(
+            name="update_monitor",
+            method="PATCH",
+            path="/monitors/<id>",
+            handler=update_monitor,
+            permission="monitors.update",
+            summary="Update a monitor",
+            request_model=MonitorUpdate,
+            response_model=MonitorObject,
+        ),
+        Route(
+            name="delete_monitor",
+            method="DELETE",
+            path="/monitors/<id>",
+            handler=delete_monitor,
+            permission="monitors.delete",
+            summary="Delete a monitor",
+            success_status=204,
+        ),
+        Route(
+            name="pause_monitor",
+            method="POST",
+            path="/monitors/<id>/pause",
+            handler=pause_monitor,
+            permission="monitors.update",
+            summary="Pause a monitor",
+            response_model=MonitorObject,
+        ),
+        Route(
+            name="resume_monitor",
+            method="POST",
+            path="/monitors/<id>/resume",
+            handler=resume_monitor,
+            permission="monitors.update",
+            summary="Resume a monitor",
+            response_model=MonitorObject,
         ),
     ),
-    Route(
-        name="create_monitor",
-        method="POST",
-        path="/monitors",
-        handler=create_monitor,
-        permission="monitors.create",
-        summary="Create a monitor",
-        success_status=201,
-        request_model=MonitorCreate,
-        response_model=MonitorObject,
-    ),
-    Route(
-        name="get_monitor",
-        method="GET",
-        path="/monitors/<id>",
-        handler=get_monitor,
-        permission="monitors.read",
-        summary="Retrieve a monitor",
-        response_model=MonitorObject,
-    ),
-    Route(
-        name="update_monitor",
-        method="PATCH",
-        path="/monitors/<id>",
-        handler=update_monitor,
-        permission="monitors.update",
-        summary="Update a monitor",
-        request_model=MonitorUpdate,
-        response_model=MonitorObject,
-    ),
-    Route(
-        name="delete_monitor",
-        method="DELETE",
-        path="/monitors/<id>",
-        handler=delete_monitor,
-        permission="monitors.delete",
-        summary="Delete a monitor",
-        success_status=204,
-    ),
-    Route(
-        name="pause_monitor",
-        method="POST",
-        path="/monitors/<id>/pause",
-        handler=pause_monitor,
-        permission="monitors.update",
-        summary="Pause a monitor",
-        response_model=MonitorObject,
-    ),
-    Route(
-        name="resume_monitor",
-        method="POST",
-        path="/monitors/<id>/resume",
-        handler=resume_monitor,
-        permission="monitors.update",
-        summary="Resume a monitor",
-        response_model=MonitorObject,
-    ),
 )
-"""The monitor endpoints."""
+"""The monitors resource (its history's endpoints: :mod:`web.routes.history`)."""
 
-__all__ = ["ROUTES", "PageRequest"]
+__all__ = ["RESOURCE", "PageRequest"]

@@ -5,32 +5,36 @@ Served at ``GET /openapi.json`` without authentication, and shown by the viewer 
 error shape come from the same objects the server runs on, so the document cannot drift
 from the code.
 
-Its texts are for a reader of the API (README, "API reference"): the models' docstrings
+Its texts are for a reader of the API (docs/api.md, "API reference"): the models' docstrings
 and field descriptions become the schemas' descriptions, so they say what a field means
 to a client, never which spec part, issue or module a rule comes from (their modules'
-docstrings say that); pydantic's generated field titles are left out, and operations are
-grouped by resource (`_TAGS`). tests/web/test_openapi.py walks the whole document for
-such references.
+docstrings say that); pydantic's generated field titles are left out.
+tests/web/test_openapi.py walks the whole document for such references.
+
+What is particular to a resource comes from its declaration (docs/development.md,
+"Adding an API resource"): operations are grouped by resource (its ``tag`` and
+``description``: :class:`web.routes.resource.Resource`), and each route says what its
+query parameters accept beyond their type (``query_schema``), the pattern of its cursors
+(``cursor``) and, for a create, the operations linked from the new object's id
+(``links``): :class:`web.http.pipeline.Route`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import core_schema
 
-from engine import PROBE_TYPES
-
-from ..api.common import ErrorResponse, Severity
-from ..api.incidents import IncidentStatus
-from ..api.monitors import MonitorStatus
+from ..api.common import ErrorResponse
 from ..http.errors import CODES
 from ..http.pipeline import Route
 from ..http.versioning import CURRENT_VERSION, KNOWN_VERSIONS
+from . import RESOURCES
+from .resource import tags_of
 
 _REF = "#/components/schemas/{model}"
 _ERROR = {
@@ -68,97 +72,9 @@ _REPLAYED = {
         "the same Idempotency-Key.",
     }
 }
-_CURSOR_PREFIXES = {
-    "list_monitors": "mon",
-    "list_incidents": "inc",
-    "list_checks": "chk",
-    "list_status_pages": "stp",
-    "list_heartbeats": "hbt",
-    "list_pings": "png",
-}
-_QUERY_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
-    ("list_monitors", "status"): {"enum": list(get_args(MonitorStatus))},
-    ("list_monitors", "type"): {"enum": list(PROBE_TYPES)},
-    ("list_monitors", "search"): {"minLength": 1, "maxLength": 200},
-    ("list_monitors", "sort"): {"pattern": "^-?(created|updated|name)$"},
-    ("list_incidents", "status"): {"enum": list(get_args(IncidentStatus))},
-    ("list_incidents", "severity"): {"enum": list(get_args(Severity))},
-    ("list_incidents", "sort"): {"pattern": "^-?(created|updated|title)$"},
-    ("list_status_pages", "sort"): {"pattern": "^-?(created|updated|name)$"},
-    ("list_webhook_endpoints", "sort"): {"pattern": "^-?created$"},
-    ("list_webhook_deliveries", "status"): {"enum": ["pending", "succeeded", "failed"]},
-    ("get_availability", "granularity"): {"enum": ["hour", "day"]},
-    ("list_heartbeats", "status"): {"enum": ["pending", "up", "down", "paused"]},
-    ("list_heartbeats", "sort"): {"pattern": "^-?(created|updated|name)$"},
-    ("list_pings", "kind"): {"enum": ["success", "fail", "start"]},
-    # ASCII, 1-100 characters, a * only at the end (web/routes/events.py)
-    ("list_events", "type"): {
-        "minLength": 1,
-        "maxLength": 100,
-        "pattern": "^[\\x00-\\x29\\x2b-\\x7f]{0,99}\\*?$",
-    },
-}
-"""What the query parameters accept beyond their JSON type (web/http/params.py parses them)."""
-_CREATED_LINKS = {
-    "create_monitor": (
-        "get_monitor",
-        "update_monitor",
-        "delete_monitor",
-        "pause_monitor",
-        "resume_monitor",
-        "list_checks",
-    ),
-    "create_incident": ("get_incident", "update_incident", "delete_incident", "resolve_incident"),
-    "create_heartbeat": (
-        "get_heartbeat",
-        "update_heartbeat",
-        "delete_heartbeat",
-        "pause_heartbeat",
-        "resume_heartbeat",
-        "list_pings",
-    ),
-}
-"""OpenAPI links from a create to the operations on the created object (stateful tests).
-None from status pages: their slug is unique over the service, so against the one live
-server of the stateful test a replayed create fails (``slug_taken``) where it first
-succeeded, and hypothesis refuses the run as flaky."""
-
-
-_TAGS = {
-    "monitors": (
-        "Monitors",
-        "Monitors check a target (an http(s) URL, a TCP port, a DNS name or a host to ping) "
-        "every `interval_seconds`; each check is kept, and a monitor moves between `up` and "
-        "`down` after `failure_threshold` or `success_threshold` checks in a row.",
-    ),
-    "incidents": (
-        "Incidents",
-        "Incidents, opened by hand or by a monitor or heartbeat going down (then resolved "
-        "when it comes back up), with a timeline of updates.",
-    ),
-    "events": (
-        "Events",
-        "Every change to monitors, incidents and heartbeats, newest first, kept 30 days: "
-        "the same objects that webhooks deliver.",
-    ),
-    "webhook-endpoints": (
-        "Webhook endpoints",
-        "URLs that receive events as they happen, signed with the endpoint's secret and "
-        "retried with back-off; each delivery and its latest attempt can be listed.",
-    ),
-    "status-pages": (
-        "Status pages",
-        "Public pages at `/status/<slug>` (and `/status/<slug>/summary.json`) showing chosen "
-        "monitors under public names, their 90-day uptime and open incidents.",
-    ),
-    "heartbeats": (
-        "Heartbeats",
-        "Monitors of jobs that call in: a job requests its `ping_url` at least every "
-        "`period_seconds`; a heartbeat with no ping for `period_seconds + grace_seconds` "
-        "is down.",
-    ),
-}
-"""Operation groups by a path's first segment: (name, description)."""
+_TAGS = tags_of(RESOURCES)
+"""Operation groups by a path's first segment: (name, description), from each
+resource's declaration (:class:`web.routes.resource.Resource`)."""
 
 _INFO = """Uptime monitoring and incident API: monitors that check http, tcp, dns and \
 ping targets, their checks and availability; incidents, opened by hand or by monitors; \
@@ -203,6 +119,12 @@ class _Schemas(GenerateJsonSchema):
         return False
 
 
+def cursor_pattern(prefix: str) -> str:
+    """The pattern of a list's ``starting_after`` and ``ending_before`` whose objects'
+    ids start with ``prefix`` (:attr:`web.http.pipeline.Route.cursor`)."""
+    return f"^{prefix}_[a-z0-9]{{1,64}}$"
+
+
 def _path(route: Route) -> str:
     return re.sub(r"<(\w+)>", r"{\1}", route.path)
 
@@ -235,11 +157,11 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
         schema: dict[str, Any] = {"type": kind}
         if name == "limit":
             schema.update(minimum=1, maximum=100, default=10)
-        if name in ("starting_after", "ending_before") and route.name in _CURSOR_PREFIXES:
-            schema["pattern"] = f"^{_CURSOR_PREFIXES[route.name]}_[a-z0-9]{{1,64}}$"
+        if name in ("starting_after", "ending_before") and route.cursor is not None:
+            schema["pattern"] = cursor_pattern(route.cursor)
         if name.startswith("created["):  # epoch seconds, as web/http/params.py reads them
             schema.update(minimum=0, maximum=99_999_999_999)
-        schema.update(_QUERY_SCHEMAS.get((route.name, name), {}))
+        schema.update(route.query_schema.get(name, {}))
         parameters.append(
             {
                 "name": name,
@@ -276,10 +198,10 @@ def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any
     success: dict[str, Any] = {"description": route.summary, "headers": headers}
     if route.method == "POST":
         success["headers"] = {**headers, **_REPLAYED}
-    if route.name in _CREATED_LINKS:
+    if route.links:
         success["links"] = {
             target: {"operationId": target, "parameters": {"id": "$response.body#/id"}}
-            for target in _CREATED_LINKS[route.name]
+            for target in route.links
         }
     if route.response_model is not None:
         success["content"] = {

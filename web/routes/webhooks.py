@@ -1,7 +1,7 @@
-"""Webhook endpoint endpoints (extensions part 2): create, read, list, update, delete,
-rotate the secret, list deliveries.
+"""Webhook endpoint endpoints (docs/webhooks.md, "Endpoints and deliveries"): create,
+read, list, update, delete, rotate the secret, list deliveries.
 
-Rules beyond the spec's table (README "Webhooks"): ``url`` must be an absolute http(s)
+Rules (docs/webhooks.md): ``url`` must be an absolute http(s)
 URL (422 ``invalid_url``) that the monitors' target policy accepts (422
 ``target_not_allowed``, checked at create and whenever a PATCH sends ``url``; the sender
 checks every address again when it connects); the secret is shown only by create and
@@ -38,8 +38,9 @@ from ..http.pipeline import ApiResponse, RequestContext, Route
 from ..http.validation import validate
 from .common import PAGE_QUERY, delete_owned, get_owned, not_found, now, patch_changes, path_id
 from .monitors import check_target_policy
+from .resource import Resource
 
-__all__ = ["ROUTES"]
+__all__ = ["RESOURCE"]
 
 _DELIVERY_STATUSES = ("pending", "succeeded", "failed")
 
@@ -58,7 +59,7 @@ def check_readable(ctx: RequestContext, enabled_events: list[str]) -> None:
     """Raise 403 ``missing_permission`` (``param`` ``enabled_events``) unless the token
     may read every event ``enabled_events`` subscribes to (:data:`EVENT_READ_PERMISSIONS`
     by the type's first part; ``*`` takes every kind): an endpoint would otherwise show
-    its maker what ``GET /events`` refuses it (README, Webhooks: permissions)."""
+    its maker what ``GET /events`` refuses it (docs/webhooks.md, "Permissions")."""
     assert ctx.token is not None
     granted = ctx.token.permissions
     for pattern in enabled_events:
@@ -82,7 +83,7 @@ async def create_endpoint(ctx: RequestContext) -> ApiResponse:
     await check_url(ctx, body.url)
     created = now()
     values = {
-        "id": new_id("we"),
+        "id": new_id(RESOURCE.prefix),
         "account_id": ctx.account_id,
         "url": body.url,
         "enabled_events": body.enabled_events,
@@ -105,13 +106,13 @@ async def create_endpoint(ctx: RequestContext) -> ApiResponse:
 
 async def get_endpoint(ctx: RequestContext) -> ApiResponse:
     """GET /webhook-endpoints/:id (without the secret)."""
-    return await get_owned(ctx, "we", webhooks.get_endpoint, webhook_endpoint_object)
+    return await get_owned(ctx, RESOURCE, webhooks.get_endpoint, webhook_endpoint_object)
 
 
 async def list_endpoints(ctx: RequestContext) -> ApiResponse:
     """GET /webhook-endpoints: a page, newest first (``sort``: ``created`` or
     ``-created``)."""
-    query = parse_list_query(ctx.query, prefix="we", sorts=("created",), filters={})
+    query = parse_list_query(ctx.query, prefix=RESOURCE.prefix, sorts=("created",), filters={})
     page = await ctx.deps.db.run(webhooks.list_endpoints, ctx.account_id, query.page)
     return ApiResponse(
         200, list_object("/webhook-endpoints", page.items, page.has_more, webhook_endpoint_object)
@@ -120,7 +121,7 @@ async def list_endpoints(ctx: RequestContext) -> ApiResponse:
 
 async def update_endpoint(ctx: RequestContext) -> ApiResponse:
     """PATCH /webhook-endpoints/:id: only the fields sent change; metadata merges."""
-    endpoint_id = path_id(ctx, "we")
+    endpoint_id = path_id(ctx, RESOURCE)
     body = validate(WebhookEndpointUpdate, ctx.json_object())
     if body.url is not None:  # the policy may resolve names: not inside the transaction
         await check_url(ctx, body.url)
@@ -134,20 +135,20 @@ async def update_endpoint(ctx: RequestContext) -> ApiResponse:
         webhooks.update_endpoint, ctx.account_id, endpoint_id, apply, now()
     )
     if record is None:
-        raise not_found("we", endpoint_id)
+        raise not_found(RESOURCE, endpoint_id)
     return ApiResponse(200, webhook_endpoint_object(record))
 
 
 async def delete_endpoint(ctx: RequestContext) -> ApiResponse:
     """DELETE /webhook-endpoints/:id: 204; the endpoint and its deliveries are gone."""
-    await delete_owned(ctx, "we", webhooks.delete_endpoint)
+    await delete_owned(ctx, RESOURCE, webhooks.delete_endpoint)
     return ApiResponse(204)
 
 
 async def rotate_secret(ctx: RequestContext) -> ApiResponse:
     """POST /webhook-endpoints/:id/rotate-secret: 200 with the endpoint and its new
     secret; the old one signs deliveries for 24 more hours."""
-    endpoint_id = path_id(ctx, "we")
+    endpoint_id = path_id(ctx, RESOURCE)
     ctx.json_body(EmptyBody, optional=True)
     current = await ctx.deps.db.run(webhooks.get_endpoint, ctx.account_id, endpoint_id)
     if current is not None:
@@ -156,13 +157,13 @@ async def rotate_secret(ctx: RequestContext) -> ApiResponse:
         webhooks.rotate_secret, ctx.account_id, endpoint_id, now()
     )
     if record is None:
-        raise not_found("we", endpoint_id)
+        raise not_found(RESOURCE, endpoint_id)
     return ApiResponse(200, webhook_endpoint_object(record, with_secret=True))
 
 
 async def list_deliveries(ctx: RequestContext) -> ApiResponse:
     """GET /webhook-endpoints/:id/deliveries: newest first, filtered by ``status``."""
-    endpoint_id = path_id(ctx, "we")
+    endpoint_id = path_id(ctx, RESOURCE)
     query = parse_list_query(
         ctx.query, prefix="whd", sorts=(), filters={"status": choice(*_DELIVERY_STATUSES)}
     )
@@ -171,7 +172,7 @@ async def list_deliveries(ctx: RequestContext) -> ApiResponse:
         deliveries.list_deliveries, ctx.account_id, endpoint_id, page, **query.filters
     )
     if result is None:
-        raise not_found("we", endpoint_id)
+        raise not_found(RESOURCE, endpoint_id)
     return ApiResponse(
         200,
         list_object(
@@ -183,74 +184,87 @@ async def list_deliveries(ctx: RequestContext) -> ApiResponse:
     )
 
 
-ROUTES = (
-    Route(
-        name="list_webhook_endpoints",
-        method="GET",
-        path="/webhook-endpoints",
-        handler=list_endpoints,
-        permission="webhooks.read",
-        summary="List webhook endpoints",
-        response_model=WebhookEndpointList,
-        query=(*PAGE_QUERY, ("sort", "string", "created or -created (default).")),
+RESOURCE = Resource(
+    path="/webhook-endpoints",
+    noun="webhook endpoint",
+    prefix="we",
+    permission="webhooks",
+    tag="Webhook endpoints",
+    description=(
+        "URLs that receive events as they happen, signed with the endpoint's secret and "
+        "retried with back-off; each delivery and its latest attempt can be listed."
     ),
-    Route(
-        name="create_webhook_endpoint",
-        method="POST",
-        path="/webhook-endpoints",
-        handler=create_endpoint,
-        permission="webhooks.create",
-        summary="Create a webhook endpoint (the response shows its secret)",
-        success_status=201,
-        request_model=WebhookEndpointCreate,
-        response_model=WebhookEndpointObject,
-    ),
-    Route(
-        name="get_webhook_endpoint",
-        method="GET",
-        path="/webhook-endpoints/<id>",
-        handler=get_endpoint,
-        permission="webhooks.read",
-        summary="Retrieve a webhook endpoint",
-        response_model=WebhookEndpointObject,
-    ),
-    Route(
-        name="update_webhook_endpoint",
-        method="PATCH",
-        path="/webhook-endpoints/<id>",
-        handler=update_endpoint,
-        permission="webhooks.update",
-        summary="Update a webhook endpoint",
-        request_model=WebhookEndpointUpdate,
-        response_model=WebhookEndpointObject,
-    ),
-    Route(
-        name="delete_webhook_endpoint",
-        method="DELETE",
-        path="/webhook-endpoints/<id>",
-        handler=delete_endpoint,
-        permission="webhooks.delete",
-        summary="Delete a webhook endpoint and its deliveries",
-        success_status=204,
-    ),
-    Route(
-        name="rotate_webhook_secret",
-        method="POST",
-        path="/webhook-endpoints/<id>/rotate-secret",
-        handler=rotate_secret,
-        permission="webhooks.update",
-        summary="Rotate a webhook endpoint's secret (the old one stays valid 24 h)",
-        response_model=WebhookEndpointObject,
-    ),
-    Route(
-        name="list_webhook_deliveries",
-        method="GET",
-        path="/webhook-endpoints/<id>/deliveries",
-        handler=list_deliveries,
-        permission="webhooks.read",
-        summary="List a webhook endpoint's deliveries, newest first",
-        response_model=WebhookDeliveryList,
-        query=(*PAGE_QUERY, ("status", "string", "Filter: pending, succeeded, failed.")),
+    routes=(
+        Route(
+            name="list_webhook_endpoints",
+            method="GET",
+            path="/webhook-endpoints",
+            handler=list_endpoints,
+            permission="webhooks.read",
+            summary="List webhook endpoints",
+            response_model=WebhookEndpointList,
+            query=(*PAGE_QUERY, ("sort", "string", "created or -created (default).")),
+            query_schema={"sort": {"pattern": "^-?created$"}},
+        ),
+        Route(
+            name="create_webhook_endpoint",
+            method="POST",
+            path="/webhook-endpoints",
+            handler=create_endpoint,
+            permission="webhooks.create",
+            summary="Create a webhook endpoint (the response shows its secret)",
+            success_status=201,
+            request_model=WebhookEndpointCreate,
+            response_model=WebhookEndpointObject,
+        ),
+        Route(
+            name="get_webhook_endpoint",
+            method="GET",
+            path="/webhook-endpoints/<id>",
+            handler=get_endpoint,
+            permission="webhooks.read",
+            summary="Retrieve a webhook endpoint",
+            response_model=WebhookEndpointObject,
+        ),
+        Route(
+            name="update_webhook_endpoint",
+            method="PATCH",
+            path="/webhook-endpoints/<id>",
+            handler=update_endpoint,
+            permission="webhooks.update",
+            summary="Update a webhook endpoint",
+            request_model=WebhookEndpointUpdate,
+            response_model=WebhookEndpointObject,
+        ),
+        Route(
+            name="delete_webhook_endpoint",
+            method="DELETE",
+            path="/webhook-endpoints/<id>",
+            handler=delete_endpoint,
+            permission="webhooks.delete",
+            summary="Delete a webhook endpoint and its deliveries",
+            success_status=204,
+        ),
+        Route(
+            name="rotate_webhook_secret",
+            method="POST",
+            path="/webhook-endpoints/<id>/rotate-secret",
+            handler=rotate_secret,
+            permission="webhooks.update",
+            summary="Rotate a webhook endpoint's secret (the old one stays valid 24 h)",
+            response_model=WebhookEndpointObject,
+        ),
+        Route(
+            name="list_webhook_deliveries",
+            method="GET",
+            path="/webhook-endpoints/<id>/deliveries",
+            handler=list_deliveries,
+            permission="webhooks.read",
+            summary="List a webhook endpoint's deliveries, newest first",
+            response_model=WebhookDeliveryList,
+            query=(*PAGE_QUERY, ("status", "string", "Filter: pending, succeeded, failed.")),
+            query_schema={"status": {"enum": list(_DELIVERY_STATUSES)}},
+        ),
     ),
 )
-"""The webhook endpoints."""
+"""The webhook endpoints resource (permissions ``webhooks.*``)."""

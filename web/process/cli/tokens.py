@@ -23,6 +23,7 @@ from ...http.auth import (
     secret_source,
 )
 from ...http.versioning import CURRENT_VERSION
+from ...routes import PERMISSIONS
 from ..startup import SecretMismatch, check_secret
 from .flags import Commands, command, positive_int, store_flags, store_location
 
@@ -67,7 +68,7 @@ async def tokens_command(args: argparse.Namespace) -> int:
         now = int(time.time())
         if args.tokens == "create":
             try:
-                permissions = parse_permissions(args.permissions)
+                permissions = parse_permissions(args.permissions, PERMISSIONS)
             except ValueError as exc:
                 print(f"uptrio: {exc}", file=sys.stderr)
                 return 2
