@@ -13,7 +13,8 @@ metadata per spec 2.4.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -111,6 +112,17 @@ class ListObject(BaseModel):
     object: Literal["list"]
     has_more: bool
     url: str
+
+
+R = TypeVar("R")
+
+
+def list_object(
+    url: str, items: Iterable[R], has_more: bool, shape: Callable[[R], dict[str, Any]]
+) -> dict[str, Any]:
+    """The list wrapper (docs/api.md, "Conventions and decisions"): ``{"object": "list",
+    "data": [shape(item) for item in items], "has_more", "url"}``."""
+    return {"object": "list", "data": [shape(i) for i in items], "has_more": has_more, "url": url}
 
 
 class ErrorDetail(BaseModel):

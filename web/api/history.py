@@ -3,11 +3,14 @@ object; extensions part 4)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from store import CheckRecord
+
 from .common import ListObject
+from .shaping import From, Nested, shaper
 
 
 class CheckError(BaseModel):
@@ -15,8 +18,8 @@ class CheckError(BaseModel):
     `tls_error`, `unexpected_status`, `assertion_failed`, `tls_expiring`, ...) and a
     `message` for people."""
 
-    code: str
-    message: str
+    code: Annotated[str, From("error_code")]
+    message: Annotated[str, From("error_message", null_as="")]
 
 
 class CheckObject(BaseModel):
@@ -24,15 +27,19 @@ class CheckObject(BaseModel):
 
     id: str = Field(pattern=r"^chk_[a-z0-9]+$")
     object: Literal["check"]
-    monitor: str
+    monitor: Annotated[str, From("monitor_id")]
     status: Literal["up", "down"]
     response_time_ms: float
     status_code: int | None
-    error: CheckError | None
+    error: Annotated[CheckError | None, Nested(when="error_code")]
     tls_expires_at: int | None = Field(
         description="https: when the final response's certificate expires (epoch seconds)."
     )
     created: int
+
+
+check_object = shaper(CheckObject, CheckRecord)
+"""A check as the API shows it: ``error`` null when the check has no error code."""
 
 
 class CheckList(ListObject):

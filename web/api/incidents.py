@@ -7,7 +7,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from store import IncidentRecord, IncidentUpdateRecord
+
 from .common import PATCH, REQUEST, Absent, Description, ListObject, Metadata, Name, Severity
+from .shaping import From, shaper
 
 IncidentStatus = Literal["investigating", "identified", "monitoring", "resolved"]
 AffectedId = Annotated[str, Field(pattern=r"^(mon|hbt)_[a-z0-9]{1,64}$")]
@@ -84,7 +87,9 @@ class IncidentObject(BaseModel):
     updated: int
     resolved_at: int | None
     resolution_message: str | None
-    monitor: str | None = Field(description="The monitor that opened it, or null.")
+    monitor: Annotated[str | None, From("monitor_id")] = Field(
+        description="The monitor that opened it, or null."
+    )
     monitors: list[str]
     postmortem: str | None
     metadata: dict[str, str]
@@ -96,10 +101,17 @@ class IncidentUpdateObject(BaseModel):
 
     id: str = Field(pattern=r"^inu_[a-z0-9]+$")
     object: Literal["incident_update"]
-    incident: str
+    incident: Annotated[str, From("incident_id")]
     status: IncidentStatus
     message: str | None
     created: int
+
+
+incident_object = shaper(IncidentObject, IncidentRecord)
+"""An incident as the API shows it."""
+
+incident_update_object = shaper(IncidentUpdateObject, IncidentUpdateRecord)
+"""An entry of an incident's timeline as the API shows it."""
 
 
 class IncidentList(ListObject):

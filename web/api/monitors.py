@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, Field
 
 from engine import PROBE_TYPES
+from store import MonitorRecord
 
 from .common import PATCH, REQUEST, Absent, ListObject, Metadata, Name, Severity, Url
 from .http_checks import (
@@ -23,6 +24,7 @@ from .http_checks import (
     TlsExpiryDays,
     TlsVerify,
 )
+from .shaping import shaper
 
 if TYPE_CHECKING:
     MonitorType = str
@@ -131,6 +133,11 @@ class MonitorObject(BaseModel):
     created: int
     updated: int
     metadata: dict[str, str]
+
+
+monitor_object = shaper(MonitorObject, MonitorRecord)
+"""A monitor as the API shows it (``assertions`` in their documented key order: jsonb
+keeps its own)."""
 
 
 class MonitorList(ListObject):

@@ -17,7 +17,10 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from store import StatusPageRecord
+
 from .common import PATCH, REQUEST, Absent, Description, ListObject, Metadata, MonitorId, Name
+from .shaping import shaper
 
 __all__ = [
     "MAX_COMPONENTS",
@@ -27,6 +30,7 @@ __all__ = [
     "StatusPageList",
     "StatusPageObject",
     "StatusPageUpdate",
+    "status_page_object",
     "valid_slug",
 ]
 
@@ -124,6 +128,10 @@ class StatusPageObject(BaseModel):
     created: int
     updated: int
     metadata: dict[str, str]
+
+
+status_page_object = shaper(StatusPageObject, StatusPageRecord)
+"""A status page as the API shows it (each component ``{"monitor", "name", "group"}``)."""
 
 
 class StatusPageList(ListObject):

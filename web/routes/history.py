@@ -13,8 +13,8 @@ from typing import Any
 
 from store import Connection, checks, history, monitors
 
-from ..api.history import AvailabilityObject, CheckList
-from ..api.objects import check_object, list_object
+from ..api.common import list_object
+from ..api.history import AvailabilityObject, CheckList, check_object
 from ..http.errors import ApiError
 from ..http.params import EPOCH, check_names, choice, parse_time_list, single
 from ..http.pipeline import ApiResponse, RequestContext, Route

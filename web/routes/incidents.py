@@ -16,7 +16,7 @@ from typing import Any
 
 from store import IncidentRecord, incidents, new_id
 
-from ..api.common import merge_metadata
+from ..api.common import list_object, merge_metadata
 from ..api.incidents import (
     IncidentCreate,
     IncidentList,
@@ -26,8 +26,9 @@ from ..api.incidents import (
     IncidentUpdateCreate,
     IncidentUpdateList,
     IncidentUpdateObject,
+    incident_object,
+    incident_update_object,
 )
-from ..api.objects import incident_object, incident_update_object, list_object
 from ..http.errors import ApiError
 from ..http.params import boolean, choice, parse_list_query
 from ..http.pipeline import ApiResponse, RequestContext, Route
