@@ -3,14 +3,15 @@ object; extensions part 4)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from store import CheckRecord
+from store.history import Availability
 
 from .common import ListObject
-from .shaping import From, Nested, shaper
+from .shaping import Computed, From, Nested, OmitNull, shaper
 
 
 class CheckError(BaseModel):
@@ -73,14 +74,38 @@ class AvailabilityPart(BaseModel):
     failed_checks: int
     incidents: int
     longest_down_seconds: int
-    response_time_ms: ResponseTimes
+    response_time_ms: Annotated[ResponseTimes, Computed(Availability.response_time_ms)]
 
 
-class AvailabilityObject(AvailabilityPart):
+availability_part = shaper(AvailabilityPart, Availability)
+"""One range or bucket's figures (a ``store.history.Availability``) as the API shows them."""
+
+
+def _monitor(_: Availability, monitor_id: str) -> str:
+    return monitor_id
+
+
+def _series(_: Availability, parts: list[Availability] | None) -> list[dict[str, Any]] | None:
+    return None if parts is None else [availability_part(part) for part in parts]
+
+
+class _AvailabilityOf(BaseModel):
+    """The head of an availability object (its first keys)."""
+
+    object: Literal["availability"]
+    monitor: Annotated[str, Computed(_monitor, uses=("monitor_id",))]
+
+
+class AvailabilityObject(AvailabilityPart, _AvailabilityOf):
     """A monitor's availability from `start` to `end`: seconds up, down, paused and
     unknown, checks, incidents and response times; `series` holds hour or day buckets
     when a `granularity` is asked for."""
 
-    object: Literal["availability"]
-    monitor: str
-    series: list[AvailabilityPart] | None = None
+    series: Annotated[
+        list[AvailabilityPart] | None, Computed(_series, uses=("parts",)), OmitNull()
+    ] = None
+
+
+availability_object = shaper(AvailabilityObject, Availability)
+"""A monitor's availability: ``availability_object(whole, monitor_id=..., parts=...)``
+with ``parts`` the series' buckets, or None (no ``series`` key) without a granularity."""

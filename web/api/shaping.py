@@ -23,6 +23,9 @@ Where each field's value comes from:
   the API shows the documented one;
 - any other field is the record attribute of the same name.
 
+A field also marked :class:`OmitNull` is left out of the object when its value is None
+(the availability's ``series`` without a ``granularity``).
+
 Every attribute named must exist on the record class: a model field without a source
 fails at import (:class:`ShapeError`), not on the first request.
 """
@@ -37,7 +40,16 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-__all__ = ["Computed", "From", "Nested", "ShapeError", "Shaper", "shaped_model", "shaper"]
+__all__ = [
+    "Computed",
+    "From",
+    "Nested",
+    "OmitNull",
+    "ShapeError",
+    "Shaper",
+    "shaped_model",
+    "shaper",
+]
 
 Shaper = Callable[..., dict[str, Any]]
 """A derived shaper: ``shape(record, **uses) -> dict`` (the keyword arguments are those
@@ -75,6 +87,11 @@ class Nested:
     the same record; null when the record's attribute ``when`` is None."""
 
     when: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OmitNull:
+    """The field's key is left out of the object when its value is None."""
 
 
 def shaper(model: type[BaseModel], record: type[Any]) -> Shaper:
@@ -134,9 +151,11 @@ class _Builder:
         """The dict display building ``model`` from the record named ``r``."""
         items = []
         for field, info in model.model_fields.items():
-            items.append(
-                f"{field!r}: {self.value(model, field, info.annotation, info.metadata, r)}"
-            )
+            value = self.value(model, field, info.annotation, info.metadata, r)
+            if any(isinstance(m, OmitNull) for m in info.metadata):
+                items.append(f"**({{}} if (_o := {value}) is None else {{{field!r}: _o}})")
+            else:
+                items.append(f"{field!r}: {value}")
         return "{" + ", ".join(items) + "}"
 
     def value(
@@ -185,7 +204,7 @@ def _dict_shaper(model: type[BaseModel]) -> Callable[[dict[str, Any]], dict[str,
     ``d[k]`` for the fields that may not be null, ``d.get(k)`` for those that may."""
     parts = []
     for field, info in model.model_fields.items():
-        if any(isinstance(m, From | Computed | Nested) for m in info.metadata):
+        if any(isinstance(m, From | Computed | Nested | OmitNull) for m in info.metadata):
             raise ShapeError(f"{model.__name__}.{field}: a stored dict's item takes no marker")
         if _nullable(info.annotation):
             parts.append(f"{field!r}: d.get({field!r})")
