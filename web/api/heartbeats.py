@@ -1,10 +1,11 @@
-"""Request and response bodies of the heartbeat endpoints (extensions part 7), in the
-style of :mod:`web.api.common` (strict requests, unknown fields refused).
+"""Request and response bodies of the heartbeat endpoints (docs/heartbeats.md, "API"),
+in the style of :mod:`web.api.common` (strict requests, unknown fields refused).
 
-Rules (README, Heartbeats): ``name`` 1 to 200 characters; ``period_seconds`` 30 to
+Rules (docs/heartbeats.md, "API"): ``name`` 1 to 200 characters; ``period_seconds`` 30 to
 2,592,000 (30 days), required; ``grace_seconds`` 0 to 86,400, default 60;
 ``auto_incidents`` default true; ``incident_severity`` default ``major``; metadata as
-everywhere (spec 2.4). ``status``, ``ping_url`` and ``last_ping_at`` are read-only.
+everywhere (docs/api.md, "Conventions and decisions"). ``status``, ``ping_url`` and
+``last_ping_at`` are read-only.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A monitor's history as objects: its checks and its availability (DESIGN: check
-object; extensions part 4)."""
+"""A monitor's history as objects: its checks (docs/checks.md, "The checks of a monitor")
+and its availability (docs/history.md, "Availability")."""
 
 from __future__ import annotations
 

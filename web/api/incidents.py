@@ -1,5 +1,5 @@
-"""The incident's request bodies and objects, its timeline's included (spec 2.2, 4.2;
-extensions part 3)."""
+"""The incident's request bodies and objects, its timeline's included (docs/incidents.md,
+"Incidents" and "Timelines")."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .shaping import From, shaper
 
 IncidentStatus = Literal["investigating", "identified", "monitoring", "resolved"]
 AffectedId = Annotated[str, Field(pattern=r"^(mon|hbt)_[a-z0-9]{1,64}$")]
-"""An incident's affected monitor: a monitor or a heartbeat (extensions part 7: the
+"""An incident's affected monitor: a monitor or a heartbeat (docs/incidents.md, "Incidents": the
 incident a heartbeat opens names its ``hbt_`` id, and a PATCH may send that list back)."""
 AffectedMonitors = Annotated[
     list[AffectedId],

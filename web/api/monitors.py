@@ -1,8 +1,9 @@
-"""The monitor's request bodies and object (spec 2.1, 4.1).
+"""The monitor's request bodies and object (docs/checks.md; docs/api.md, "Conventions and
+decisions").
 
-Limits (DESIGN): interval_seconds 1-86,400; timeout_seconds 1-60 and not above
-interval_seconds; failure_threshold and success_threshold 1-10 (README, "API
-decisions"). The http fields are :mod:`web.api.http_checks`'.
+Limits (docs/api.md, "Conventions and decisions"): interval_seconds 1-86,400;
+timeout_seconds 1-60 and not above interval_seconds; failure_threshold and
+success_threshold 1-10. The http fields are :mod:`web.api.http_checks`'.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Request and response bodies of the status page endpoints (extensions part 5), in the
-style of :mod:`web.api.common` (strict requests, unknown fields refused).
+"""Request and response bodies of the status page endpoints (docs/status-pages.md, "API"),
+in the style of :mod:`web.api.common` (strict requests, unknown fields refused).
 
-Rules decided here (README "Status pages"): ``slug`` is 3 to 60 characters of ``a-z``,
+Rules (docs/status-pages.md, "API"): ``slug`` is 3 to 60 characters of ``a-z``,
 ``0-9`` and ``-``, neither starting nor ending with a hyphen (422 ``invalid_slug``);
 ``name`` 1 to 200 characters; ``description`` at most 10,000 or null; ``components`` at
 most 100, each ``{"monitor": "mon_...", "name": 1-200 characters, "group": at most 200

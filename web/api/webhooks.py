@@ -1,9 +1,10 @@
-"""Request and response bodies of the webhook endpoints (extensions part 2), in the style
-of :mod:`web.api.common` (strict requests, unknown fields refused).
+"""Request and response bodies of the webhook endpoints (docs/webhooks.md, "Endpoints and
+deliveries"), in the style of :mod:`web.api.common` (strict requests, unknown fields
+refused).
 
-Rules decided here (README "Webhooks"): ``url`` is an absolute http or https URL of at
+Rules (docs/webhooks.md, "Endpoints and deliveries"): ``url`` is an absolute http or https URL of at
 most 2,048 characters; ``enabled_events`` is a non-empty list (at most 100 entries) of
-event types of extensions part 1, family prefixes (``monitor.*``, ``incident.*``,
+event types (docs/incidents.md, "Events"), family prefixes (``monitor.*``, ``incident.*``,
 ``heartbeat.*``) or ``"*"``; duplicates are dropped keeping the first, and a list holding
 ``"*"`` is stored as ``["*"]``; ``description`` at most 10,000 characters or null.
 """
@@ -42,7 +43,7 @@ DeliveryStatus = Literal["pending", "succeeded", "failed"]
 
 
 def _check_enabled_events(value: list[str]) -> list[str]:
-    """Part 2: event types, ``family.*`` prefixes or ``*``; deduplicated, ``*`` alone."""
+    """Event types, ``family.*`` prefixes or ``*``; deduplicated, ``*`` alone."""
     if not value:
         raise PydanticCustomError("value_too_short", "enabled_events may not be empty")
     if len(value) > MAX_ENABLED_EVENTS:

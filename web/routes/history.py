@@ -1,10 +1,11 @@
-"""A monitor's history (extensions part 4): ``GET /monitors/:id/checks`` with its filters,
-and ``GET /monitors/:id/availability``.
+"""A monitor's history (docs/history.md; docs/checks.md, "The checks of a monitor"):
+``GET /monitors/:id/checks`` with its filters, and ``GET /monitors/:id/availability``.
 
 Parameters are checked before any query: unknown names, repeated ones, malformed
 integers, a ``status`` other than ``up``/``down``, ``end`` not after ``start``, a range
 over 400 days and a ``granularity`` other than ``hour``/``day`` are 400s naming the
-parameter (DESIGN: 400 or 422).
+parameter (docs/api.md, "Conventions and decisions": repeated or malformed query
+parameters).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ async def _checks_page(
 
 
 async def list_checks(ctx: RequestContext) -> ApiResponse:
-    """GET /monitors/:id/checks: the monitor's checks, newest first (DESIGN), filtered by
-    ``status`` and ``created[gt|gte|lt|lte]`` (extensions part 4)."""
+    """GET /monitors/:id/checks: the monitor's checks, newest first, filtered by
+    ``status`` and ``created[gt|gte|lt|lte]`` (docs/checks.md, "The checks of a monitor")."""
     monitor_id = path_id(ctx, "mon")
     query = parse_time_list(ctx.query, prefix="chk", filters=("status",))
     raw_status = query.filters.get("status")
@@ -93,7 +94,7 @@ async def _availability(
 
 
 async def get_availability(ctx: RequestContext) -> ApiResponse:
-    """GET /monitors/:id/availability (extensions part 4): uptime, status seconds,
+    """GET /monitors/:id/availability (docs/history.md, "Availability"): uptime, status seconds,
     checks and response times over ``[start, end)`` (default the last 30 days, at most
     400), with an hourly or daily ``series`` when ``granularity`` is given."""
     monitor_id = path_id(ctx, "mon")
