@@ -33,6 +33,7 @@ fails at import (:class:`ShapeError`), not on the first request.
 from __future__ import annotations
 
 import dataclasses
+import keyword
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,7 +113,7 @@ def shaper(model: type[BaseModel], record: type[Any]) -> Shaper:
     namespace = dict(builder.names)
     exec(compile(source, f"<shaper of {model.__name__}>", "exec"), namespace)
     shape: Any = namespace["shape"]
-    shape.__name__ = shape.__qualname__ = f"{_snake(model.__name__)}"
+    shape.__name__ = shape.__qualname__ = _snake(model.__name__)
     shape.__doc__ = f"A {record.__name__} as the API's {model.__name__} (derived: web.api.shaping)."
     shape.__shaped_model__ = model
     shape.__shaper_source__ = source
@@ -166,6 +167,9 @@ class _Builder:
             raise ShapeError(f"{model.__name__}.{field}: one source marker at most")
         marker = markers[0] if markers else None
         if isinstance(marker, Computed):
+            for name in marker.uses:
+                if not _argument(name):
+                    raise ShapeError(f"{model.__name__}.{field}: {name!r} cannot be an argument")
             self.uses.update(marker.uses)
             arguments = "".join(f", {name}={name}" for name in marker.uses)
             return f"{self.name(marker.fn)}({r}{arguments})"
@@ -216,6 +220,12 @@ def _dict_shaper(model: type[BaseModel]) -> Callable[[dict[str, Any]], dict[str,
     return namespace["shape"]  # type: ignore[no-any-return]
 
 
+def _argument(name: str) -> bool:
+    """Whether ``name`` can be a keyword argument of a generated shaper: an identifier,
+    no keyword, neither ``r`` (the record) nor private (the generated names)."""
+    return name.isidentifier() and not keyword.iskeyword(name) and name != "r" and name[0] != "_"
+
+
 def _attributes(record: type[Any]) -> frozenset[str]:
     """The attributes a record of class ``record`` has: its dataclass fields (defaulted
     or not) and what the class itself defines (properties)."""
@@ -241,7 +251,8 @@ def _non_null(annotation: Any) -> list[Any]:
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:
     """The model of ``Model`` or ``Model | None``, else None."""
-    (only,) = _non_null(annotation) or (None,)
+    kept = _non_null(annotation)
+    only = kept[0] if len(kept) == 1 else None
     if isinstance(only, type) and issubclass(only, BaseModel):
         return only
     return None
