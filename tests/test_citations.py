@@ -18,9 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKED_PACKAGES = (
     "engine",
     "store",
-    "web.http",
-    "web.process",
-    "web.public",
+    "web",
     "bench",
     "tests",
 )

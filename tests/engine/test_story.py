@@ -32,8 +32,8 @@ from store import Database, StoreWriter
 from tests.api import Api
 from tests.receiver import Receiver, expected_signature, signatures
 from tests.targets import DnsTarget, HttpTarget, TcpTarget
+from web.api.events import render_event
 from web.api.history import CheckList
-from web.api.objects import render_event
 
 FAST = {"interval_seconds": 1, "timeout_seconds": 1}
 

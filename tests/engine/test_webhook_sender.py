@@ -26,7 +26,7 @@ from store import Database
 from tests.api import Api
 from tests.receiver import HANG, Receiver, expected_signature, signatures
 from tests.web.helpers import create_incident, expect, sql
-from web.api.objects import render_event
+from web.api.events import render_event
 from web.api.webhooks import WebhookDeliveryObject
 
 FAST = WebhookSettings(

@@ -20,7 +20,7 @@ import trio
 from store import Connection, Database, MonitorRecord, incidents, monitors, new_id, open_database
 from tests.api import Api, MakeToken, web_deps
 from tests.web.helpers import HTTP_MONITOR, assert_error, expect
-from web.api.objects import incident_object
+from web.api.incidents import incident_object
 from web.http.deps import Dependencies
 from web.http.idempotency import run_idempotency_purge
 from web.http.pipeline import ApiResponse, RequestContext, Route

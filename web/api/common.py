@@ -1,19 +1,21 @@
 """What every API object and request body shares: the field types and limits, the
-strictness of request bodies, metadata, the list wrapper, the error object (spec 2 and 4;
-DESIGN: lengths and bounds).
+strictness of request bodies, metadata, the list wrapper, the error object (docs/api.md,
+"Conventions and decisions" and "Error codes").
 
 Request models are strict (no coercion: ``"60"`` is not an integer, ``60.0`` is not an
 integer, ``true`` is not a number) and forbid unknown fields, which also refuses mass
 assignment of ``id``, ``object``, ``status``, ``created`` or ``account``. Response models
 describe the objects: the OpenAPI document is generated from them.
 
-Limits (DESIGN): name and title 1-200 characters; description at most 10,000; url 1-2,048;
-metadata per spec 2.4.
+Limits (docs/api.md, "Conventions and decisions": lengths and bounds, metadata): name and
+title 1-200 characters; description at most 10,000; url 1-2,048; metadata string values
+only, keys 1-40 characters, values at most 500, at most 50 keys.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -37,7 +39,9 @@ def _is_text(value: str) -> bool:
 
 
 def _check_metadata(value: dict[str, str]) -> dict[str, str]:
-    """Spec 2.4 rules 1-3 on what a request sends (rule 1 is checked again after a merge)."""
+    """The metadata rules on what a request sends (docs/api.md, "Conventions and
+    decisions": at most 50 keys, checked again after a PATCH's merge; keys 1-40 and values
+    at most 500 characters; valid Unicode)."""
     if len(value) > MAX_METADATA_KEYS:
         raise PydanticCustomError(
             "metadata_too_many_keys",
@@ -76,7 +80,7 @@ Metadata = Annotated[
     ),
 ]
 """Metadata as a request sends it: string keys to string values; ``""`` removes a key.
-The JSON schema states spec 2.4's limits (the validator above enforces them)."""
+The JSON schema states the metadata limits (the validator above enforces them)."""
 
 Absent = SkipJsonSchema[None]
 """The default of a PATCH field that may be left out but not set to null: None stands for
@@ -113,6 +117,17 @@ class ListObject(BaseModel):
     url: str
 
 
+R = TypeVar("R")
+
+
+def list_object(
+    url: str, items: Iterable[R], has_more: bool, shape: Callable[[R], dict[str, Any]]
+) -> dict[str, Any]:
+    """The list wrapper (docs/api.md, "Conventions and decisions"): ``{"object": "list",
+    "data": [shape(item) for item in items], "has_more", "url"}``."""
+    return {"object": "list", "data": [shape(i) for i in items], "has_more": has_more, "url": url}
+
+
 class ErrorDetail(BaseModel):
     """The fields of an error: `code` is stable (each response lists those it may
     carry), `param` names the field or parameter at fault (or is null), `request_id`
@@ -139,7 +154,8 @@ class ErrorResponse(BaseModel):
 
 
 def merge_metadata(current: dict[str, str], patch: dict[str, str]) -> dict[str, str]:
-    """Spec 2.4 rules 4-5: keys sent are set, others stay, ``""`` removes a key.
+    """A PATCH's metadata merge (docs/api.md, "Conventions and decisions"): keys sent
+    are set, others stay, ``""`` removes a key.
 
     Pure; the caller checks the 50-key limit on the result.
     """

@@ -1,12 +1,32 @@
-"""The event object (extensions part 1)."""
+"""The event object (docs/incidents.md, "Events"; docs/webhooks.md, "The request": a
+webhook delivers the event as ``GET /events/:id`` shows it).
+
+``data.object`` is the event's stored snapshot of the resource shaped as that resource's
+API object (its derived shaper), and ``data.previous_attributes`` the object's fields
+whose value the change moved, shaped the same way (``updated`` left out), or null.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from store import (
+    EventRecord,
+    HeartbeatRecord,
+    IncidentRecord,
+    IncidentUpdateRecord,
+    MonitorRecord,
+)
+
 from .common import ListObject
+from .heartbeats import heartbeat_object
+from .incidents import incident_object, incident_update_object
+from .monitors import monitor_object
+from .shaping import Computed, From, Nested, shaper
 
 EVENT_TYPES = (
     "monitor.created",
@@ -29,7 +49,8 @@ EVENT_TYPES = (
     "heartbeat.down",
     "heartbeat.up",
 )
-"""Every event type (extensions part 1, heartbeats of part 7 included)."""
+"""Every event type (docs/incidents.md, "Events"; the heartbeats' of docs/heartbeats.md,
+"Incidents and events", included)."""
 
 EVENT_FAMILIES = tuple(sorted({t.split(".")[0] + ".*" for t in EVENT_TYPES}))
 """The prefixes an endpoint may subscribe to: ``heartbeat.*``, ``incident.*``,
@@ -48,8 +69,35 @@ class EventRequest(BaseModel):
     """The API request that caused an event; `id` is null when Uptrio caused it
     itself (a check moving a monitor, for example)."""
 
-    id: str | None
+    id: Annotated[str | None, From("request_id")]
     idempotency_key: str | None
+
+
+_SHAPES: dict[str, tuple[type[Any], Callable[..., dict[str, Any]]]] = {
+    "monitor": (MonitorRecord, monitor_object),
+    "incident": (IncidentRecord, incident_object),
+    "incident_update": (IncidentUpdateRecord, incident_update_object),
+    "heartbeat": (HeartbeatRecord, heartbeat_object),
+}
+"""Each kind of event resource: its record class and its shaper."""
+_NOT_PREVIOUS = frozenset({"updated"})
+
+
+def _event_data(r: EventRecord, ping_base: str) -> dict[str, Any]:
+    """``{"object", "previous_attributes"}`` of an event (:class:`EventData`);
+    ``ping_base`` makes a heartbeat's ``ping_url``."""
+    kind = "incident_update" if r.type == "incident.update_posted" else r.type.split(".")[0]
+    record_type, shape = _SHAPES[kind]
+    context = {"ping_base": ping_base} if kind == "heartbeat" else {}
+    after = shape(record_type.from_snapshot(r.object), **context)
+    previous_attributes = None
+    if r.previous is not None:
+        known = {k: v for k, v in r.previous.items() if k in record_type.__dataclass_fields__}
+        before = shape(record_type.from_snapshot({**r.object, **known}), **context)
+        previous_attributes = {
+            k: before[k] for k in after if k not in _NOT_PREVIOUS and before[k] != after[k]
+        }
+    return {"object": after, "previous_attributes": previous_attributes}
 
 
 class EventObject(BaseModel):
@@ -60,8 +108,20 @@ class EventObject(BaseModel):
     object: Literal["event"]
     type: str
     created: int
-    data: EventData
-    request: EventRequest
+    data: Annotated[EventData, Computed(_event_data, uses=("ping_base",))]
+    request: Annotated[EventRequest, Nested()]
+
+
+event_object = shaper(EventObject, EventRecord)
+"""An event as ``GET /events/:id`` shows it and a webhook delivers it:
+``event_object(record, ping_base=...)`` (``ping_base`` makes a heartbeat's ``ping_url``)."""
+
+
+def render_event(record: EventRecord, ping_base: str = "") -> bytes:
+    """A webhook delivery's body: the event as ``GET /events/:id`` shows it, as JSON
+    (UTF-8; docs/webhooks.md, "The request"); ``ping_base`` makes a heartbeat's
+    ``ping_url`` (``--public-url``, else the address the service listens on)."""
+    return json.dumps(event_object(record, ping_base=ping_base)).encode()
 
 
 class EventList(ListObject):

@@ -1,10 +1,11 @@
-"""Request and response bodies of the heartbeat endpoints (extensions part 7), in the
-style of :mod:`web.api.common` (strict requests, unknown fields refused).
+"""Request and response bodies of the heartbeat endpoints (docs/heartbeats.md, "API"),
+in the style of :mod:`web.api.common` (strict requests, unknown fields refused).
 
-Rules (README, Heartbeats): ``name`` 1 to 200 characters; ``period_seconds`` 30 to
+Rules (docs/heartbeats.md, "API"): ``name`` 1 to 200 characters; ``period_seconds`` 30 to
 2,592,000 (30 days), required; ``grace_seconds`` 0 to 86,400, default 60;
 ``auto_incidents`` default true; ``incident_severity`` default ``major``; metadata as
-everywhere (spec 2.4). ``status``, ``ping_url`` and ``last_ping_at`` are read-only.
+everywhere (docs/api.md, "Conventions and decisions"). ``status``, ``ping_url`` and
+``last_ping_at`` are read-only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from store import HeartbeatRecord, PingRecord
+
 from .common import PATCH, REQUEST, Absent, ListObject, Metadata, Name, Severity
+from .shaping import Computed, From, shaper
 
 __all__ = [
     "HeartbeatCreate",
@@ -22,6 +26,8 @@ __all__ = [
     "HeartbeatUpdate",
     "PingList",
     "PingObject",
+    "heartbeat_object",
+    "ping_object",
 ]
 
 Period = Annotated[
@@ -67,6 +73,12 @@ class HeartbeatUpdate(BaseModel):
     metadata: Metadata | Absent = None
 
 
+def _ping_url(record: HeartbeatRecord, ping_base: str) -> str:
+    """``<ping_base>/ping/<key>`` (``ping_base``: ``--public-url``, else the base URL the
+    request came to; docs/heartbeats.md, "The ping URL")."""
+    return f"{ping_base}/ping/{record.ping_key}"
+
+
 class HeartbeatObject(BaseModel):
     """A heartbeat: a job that requests its `ping_url` at least every
     `period_seconds`; with no ping for `period_seconds + grace_seconds` it is down."""
@@ -77,7 +89,7 @@ class HeartbeatObject(BaseModel):
     period_seconds: int
     grace_seconds: int
     status: HeartbeatStatus
-    ping_url: str = Field(
+    ping_url: Annotated[str, Computed(_ping_url, uses=("ping_base",))] = Field(
         pattern=r"/ping/[0-9a-f]{32}$",
         description="GET, HEAD or POST it (no token): a success; /fail, /start after it.",
     )
@@ -94,13 +106,20 @@ class PingObject(BaseModel):
 
     id: str = Field(pattern=r"^png_[a-z0-9]+$")
     object: Literal["ping"]
-    heartbeat: str
+    heartbeat: Annotated[str, From("heartbeat_id")]
     kind: PingKind
     created: int
     duration_ms: float | None = Field(
         description="Milliseconds since the start ping before it, or null."
     )
     source_ip: str | None
+
+
+heartbeat_object = shaper(HeartbeatObject, HeartbeatRecord)
+"""A heartbeat as the API shows it: ``heartbeat_object(record, ping_base=...)``."""
+
+ping_object = shaper(PingObject, PingRecord)
+"""A ping as ``GET /heartbeats/:id/pings`` shows it."""
 
 
 class HeartbeatList(ListObject):

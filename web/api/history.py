@@ -1,13 +1,17 @@
-"""A monitor's history as objects: its checks and its availability (DESIGN: check
-object; extensions part 4)."""
+"""A monitor's history as objects: its checks (docs/checks.md, "The checks of a monitor")
+and its availability (docs/history.md, "Availability")."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from store import CheckRecord
+from store.history import Availability
+
 from .common import ListObject
+from .shaping import Computed, From, Nested, OmitNull, shaper
 
 
 class CheckError(BaseModel):
@@ -15,8 +19,8 @@ class CheckError(BaseModel):
     `tls_error`, `unexpected_status`, `assertion_failed`, `tls_expiring`, ...) and a
     `message` for people."""
 
-    code: str
-    message: str
+    code: Annotated[str, From("error_code")]
+    message: Annotated[str, From("error_message", null_as="")]
 
 
 class CheckObject(BaseModel):
@@ -24,15 +28,19 @@ class CheckObject(BaseModel):
 
     id: str = Field(pattern=r"^chk_[a-z0-9]+$")
     object: Literal["check"]
-    monitor: str
+    monitor: Annotated[str, From("monitor_id")]
     status: Literal["up", "down"]
     response_time_ms: float
     status_code: int | None
-    error: CheckError | None
+    error: Annotated[CheckError | None, Nested(when="error_code")]
     tls_expires_at: int | None = Field(
         description="https: when the final response's certificate expires (epoch seconds)."
     )
     created: int
+
+
+check_object = shaper(CheckObject, CheckRecord)
+"""A check as the API shows it: ``error`` null when the check has no error code."""
 
 
 class CheckList(ListObject):
@@ -66,14 +74,38 @@ class AvailabilityPart(BaseModel):
     failed_checks: int
     incidents: int
     longest_down_seconds: int
-    response_time_ms: ResponseTimes
+    response_time_ms: Annotated[ResponseTimes, Computed(Availability.response_time_ms)]
 
 
-class AvailabilityObject(AvailabilityPart):
+availability_part = shaper(AvailabilityPart, Availability)
+"""One range or bucket's figures (a ``store.history.Availability``) as the API shows them."""
+
+
+def _monitor(_: Availability, monitor_id: str) -> str:
+    return monitor_id
+
+
+def _series(_: Availability, parts: list[Availability] | None) -> list[dict[str, Any]] | None:
+    return None if parts is None else [availability_part(part) for part in parts]
+
+
+class _AvailabilityOf(BaseModel):
+    """The head of an availability object (its first keys)."""
+
+    object: Literal["availability"]
+    monitor: Annotated[str, Computed(_monitor, uses=("monitor_id",))]
+
+
+class AvailabilityObject(AvailabilityPart, _AvailabilityOf):
     """A monitor's availability from `start` to `end`: seconds up, down, paused and
     unknown, checks, incidents and response times; `series` holds hour or day buckets
     when a `granularity` is asked for."""
 
-    object: Literal["availability"]
-    monitor: str
-    series: list[AvailabilityPart] | None = None
+    series: Annotated[
+        list[AvailabilityPart] | None, Computed(_series, uses=("parts",)), OmitNull()
+    ] = None
+
+
+availability_object = shaper(AvailabilityObject, Availability)
+"""A monitor's availability: ``availability_object(whole, monitor_id=..., parts=...)``
+with ``parts`` the series' buckets, or None (no ``series`` key) without a granularity."""

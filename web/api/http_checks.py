@@ -1,4 +1,4 @@
-"""The http monitor fields of extensions part 7 as request and response models:
+"""The http monitor fields (docs/checks.md) as request and response models:
 ``request_headers``, ``request_body``, ``assertions``, ``tls_expiry_days``,
 ``tls_verify`` and ``tls_ca_bundle``.
 
@@ -7,7 +7,7 @@ the probe runs what they accept), applied here as validators so that a request b
 one gets a 422 with the engine's code (``invalid_request_header``,
 ``request_header_not_allowed``, ``invalid_assertion``, ``invalid_jsonpath``,
 ``invalid_ca_bundle``) naming the field. The JSON schemas state what OpenAPI can (counts,
-lengths, header name and value patterns, the enums); the README ("Assertions and TLS
+lengths, header name and value patterns, the enums); docs/checks.md ("Assertions and TLS
 expiry", "Private certificate authorities") states the rest.
 """
 

@@ -1,5 +1,5 @@
-"""The incident's request bodies and objects, its timeline's included (spec 2.2, 4.2;
-extensions part 3)."""
+"""The incident's request bodies and objects, its timeline's included (docs/incidents.md,
+"Incidents" and "Timelines")."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from store import IncidentRecord, IncidentUpdateRecord
+
 from .common import PATCH, REQUEST, Absent, Description, ListObject, Metadata, Name, Severity
+from .shaping import From, shaper
 
 IncidentStatus = Literal["investigating", "identified", "monitoring", "resolved"]
 AffectedId = Annotated[str, Field(pattern=r"^(mon|hbt)_[a-z0-9]{1,64}$")]
-"""An incident's affected monitor: a monitor or a heartbeat (extensions part 7: the
+"""An incident's affected monitor: a monitor or a heartbeat (docs/incidents.md, "Incidents": the
 incident a heartbeat opens names its ``hbt_`` id, and a PATCH may send that list back)."""
 AffectedMonitors = Annotated[
     list[AffectedId],
@@ -84,7 +87,9 @@ class IncidentObject(BaseModel):
     updated: int
     resolved_at: int | None
     resolution_message: str | None
-    monitor: str | None = Field(description="The monitor that opened it, or null.")
+    monitor: Annotated[str | None, From("monitor_id")] = Field(
+        description="The monitor that opened it, or null."
+    )
     monitors: list[str]
     postmortem: str | None
     metadata: dict[str, str]
@@ -96,10 +101,17 @@ class IncidentUpdateObject(BaseModel):
 
     id: str = Field(pattern=r"^inu_[a-z0-9]+$")
     object: Literal["incident_update"]
-    incident: str
+    incident: Annotated[str, From("incident_id")]
     status: IncidentStatus
     message: str | None
     created: int
+
+
+incident_object = shaper(IncidentObject, IncidentRecord)
+"""An incident as the API shows it."""
+
+incident_update_object = shaper(IncidentUpdateObject, IncidentUpdateRecord)
+"""An entry of an incident's timeline as the API shows it."""
 
 
 class IncidentList(ListObject):

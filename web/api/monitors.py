@@ -1,8 +1,9 @@
-"""The monitor's request bodies and object (spec 2.1, 4.1).
+"""The monitor's request bodies and object (docs/checks.md; docs/api.md, "Conventions and
+decisions").
 
-Limits (DESIGN): interval_seconds 1-86,400; timeout_seconds 1-60 and not above
-interval_seconds; failure_threshold and success_threshold 1-10 (README, "API
-decisions"). The http fields are :mod:`web.api.http_checks`'.
+Limits (docs/api.md, "Conventions and decisions"): interval_seconds 1-86,400;
+timeout_seconds 1-60 and not above interval_seconds; failure_threshold and
+success_threshold 1-10. The http fields are :mod:`web.api.http_checks`'.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, Field
 
 from engine import PROBE_TYPES
+from store import MonitorRecord
 
 from .common import PATCH, REQUEST, Absent, ListObject, Metadata, Name, Severity, Url
 from .http_checks import (
@@ -23,6 +25,7 @@ from .http_checks import (
     TlsExpiryDays,
     TlsVerify,
 )
+from .shaping import shaper
 
 if TYPE_CHECKING:
     MonitorType = str
@@ -131,6 +134,11 @@ class MonitorObject(BaseModel):
     created: int
     updated: int
     metadata: dict[str, str]
+
+
+monitor_object = shaper(MonitorObject, MonitorRecord)
+"""A monitor as the API shows it (``assertions`` in their documented key order: jsonb
+keeps its own)."""
 
 
 class MonitorList(ListObject):

@@ -1,7 +1,7 @@
-"""Request and response bodies of the status page endpoints (extensions part 5), in the
-style of :mod:`web.api.common` (strict requests, unknown fields refused).
+"""Request and response bodies of the status page endpoints (docs/status-pages.md, "API"),
+in the style of :mod:`web.api.common` (strict requests, unknown fields refused).
 
-Rules decided here (README "Status pages"): ``slug`` is 3 to 60 characters of ``a-z``,
+Rules (docs/status-pages.md, "API"): ``slug`` is 3 to 60 characters of ``a-z``,
 ``0-9`` and ``-``, neither starting nor ending with a hyphen (422 ``invalid_slug``);
 ``name`` 1 to 200 characters; ``description`` at most 10,000 or null; ``components`` at
 most 100, each ``{"monitor": "mon_...", "name": 1-200 characters, "group": at most 200
@@ -17,7 +17,10 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from store import StatusPageRecord
+
 from .common import PATCH, REQUEST, Absent, Description, ListObject, Metadata, MonitorId, Name
+from .shaping import shaper
 
 __all__ = [
     "MAX_COMPONENTS",
@@ -27,6 +30,7 @@ __all__ = [
     "StatusPageList",
     "StatusPageObject",
     "StatusPageUpdate",
+    "status_page_object",
     "valid_slug",
 ]
 
@@ -124,6 +128,10 @@ class StatusPageObject(BaseModel):
     created: int
     updated: int
     metadata: dict[str, str]
+
+
+status_page_object = shaper(StatusPageObject, StatusPageRecord)
+"""A status page as the API shows it (each component ``{"monitor", "name", "group"}``)."""
 
 
 class StatusPageList(ListObject):

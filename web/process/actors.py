@@ -32,7 +32,7 @@ from engine import (
 )
 from store import Database, StoreActor, run_maintenance
 
-from ..api.objects import render_event
+from ..api.events import render_event
 from ..http.deps import Dependencies
 from ..http.idempotency import run_idempotency_purge
 from ..http.limits.returns import run_quota_returns

@@ -13,8 +13,8 @@ from functools import partial
 
 from store import EventFilter, events
 
-from ..api.events import EventList, EventObject
-from ..api.objects import event_object, list_object
+from ..api.common import list_object
+from ..api.events import EventList, EventObject, event_object
 from ..http.auth import EVENT_READ_PERMISSIONS, readable_event_kinds
 from ..http.errors import ApiError
 from ..http.params import parse_time_list

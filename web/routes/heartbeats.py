@@ -20,15 +20,16 @@ from typing import Any
 
 from store import CreatedBounds, HeartbeatRecord, heartbeats, new_id, pings
 
-from ..api.common import merge_metadata
+from ..api.common import list_object, merge_metadata
 from ..api.heartbeats import (
     HeartbeatCreate,
     HeartbeatList,
     HeartbeatObject,
     HeartbeatUpdate,
     PingList,
+    heartbeat_object,
+    ping_object,
 )
-from ..api.objects import heartbeat_object, list_object, ping_object
 from ..http.params import choice, parse_list_query, parse_time_list
 from ..http.pipeline import ApiResponse, RequestContext, Route
 from ..http.validation import validate

@@ -14,8 +14,8 @@ from typing import Any
 
 from store import Connection, checks, history, monitors
 
-from ..api.history import AvailabilityObject, CheckList
-from ..api.objects import check_object, list_object
+from ..api.common import list_object
+from ..api.history import AvailabilityObject, CheckList, availability_object, check_object
 from ..http.errors import ApiError
 from ..http.params import EPOCH, check_names, choice, parse_time_list, single
 from ..http.pipeline import ApiResponse, RequestContext, Route
@@ -83,23 +83,6 @@ async def list_checks(ctx: RequestContext) -> ApiResponse:
     )
 
 
-def _figures(part: history.Availability) -> dict[str, Any]:
-    return {
-        "start": part.start,
-        "end": part.end,
-        "uptime_percent": part.uptime_percent,
-        "up_seconds": part.up_seconds,
-        "down_seconds": part.down_seconds,
-        "paused_seconds": part.paused_seconds,
-        "unknown_seconds": part.unknown_seconds,
-        "checks": part.checks,
-        "failed_checks": part.failed_checks,
-        "incidents": part.incidents,
-        "longest_down_seconds": part.longest_down_seconds,
-        "response_time_ms": part.response_time_ms(),
-    }
-
-
 async def _availability(
     connection: Connection,
     account_id: str,
@@ -145,10 +128,8 @@ async def get_availability(ctx: RequestContext) -> ApiResponse:
     if found is None:
         raise not_found(RESOURCE, monitor_id)
     whole, parts = found
-    body = {"object": "availability", "monitor": monitor_id, **_figures(whole)}
-    if granularity is not None:
-        body["series"] = [_figures(part) for part in parts]
-    return ApiResponse(200, body)
+    series = None if granularity is None else parts
+    return ApiResponse(200, availability_object(whole, monitor_id=monitor_id, parts=series))
 
 
 RESOURCE = replace(

@@ -17,7 +17,7 @@ from typing import Any, get_args
 
 from store import IncidentRecord, incidents, new_id
 
-from ..api.common import Severity, merge_metadata
+from ..api.common import Severity, list_object, merge_metadata
 from ..api.incidents import (
     IncidentCreate,
     IncidentList,
@@ -28,8 +28,9 @@ from ..api.incidents import (
     IncidentUpdateCreate,
     IncidentUpdateList,
     IncidentUpdateObject,
+    incident_object,
+    incident_update_object,
 )
-from ..api.objects import incident_object, incident_update_object, list_object
 from ..http.errors import ApiError
 from ..http.params import boolean, choice, parse_list_query
 from ..http.pipeline import ApiResponse, RequestContext, Route

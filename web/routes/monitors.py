@@ -32,10 +32,16 @@ from typing import Any, get_args
 from engine import PROBE_TYPES, InvalidTarget, TargetPolicy, http_fields_apply, parse_target
 from store import MonitorRecord, PageRequest, monitors, new_id
 
-from ..api.common import merge_metadata
+from ..api.common import list_object, merge_metadata
 from ..api.http_checks import stored_assertions
-from ..api.monitors import MonitorCreate, MonitorList, MonitorObject, MonitorStatus, MonitorUpdate
-from ..api.objects import list_object, monitor_object
+from ..api.monitors import (
+    MonitorCreate,
+    MonitorList,
+    MonitorObject,
+    MonitorStatus,
+    MonitorUpdate,
+    monitor_object,
+)
 from ..http.errors import ApiError
 from ..http.params import choice, parse_list_query, text
 from ..http.pipeline import ApiResponse, RequestContext, Route

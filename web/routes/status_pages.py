@@ -18,14 +18,14 @@ from typing import Any, TypeVar
 
 from store import IntegrityConflict, StatusPageRecord, new_id, status_pages
 
-from ..api.common import merge_metadata
-from ..api.objects import list_object, status_page_object
+from ..api.common import list_object, merge_metadata
 from ..api.status_pages import (
     ComponentIn,
     StatusPageCreate,
     StatusPageList,
     StatusPageObject,
     StatusPageUpdate,
+    status_page_object,
 )
 from ..http.errors import ApiError
 from ..http.params import parse_list_query

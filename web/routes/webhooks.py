@@ -22,14 +22,17 @@ from typing import Any
 from engine import InvalidTarget, parse_target
 from store import WebhookEndpointRecord, deliveries, new_id, webhooks
 
-from ..api.common import EmptyBody, merge_metadata
-from ..api.objects import list_object, webhook_delivery_object, webhook_endpoint_object
+from ..api.common import EmptyBody, list_object, merge_metadata
 from ..api.webhooks import (
     WebhookDeliveryList,
     WebhookEndpointCreate,
     WebhookEndpointList,
     WebhookEndpointObject,
     WebhookEndpointUpdate,
+    WebhookEndpointWithSecret,
+    webhook_delivery_object,
+    webhook_endpoint_object,
+    webhook_endpoint_with_secret,
 )
 from ..http.auth import EVENT_READ_PERMISSIONS
 from ..http.errors import ApiError
@@ -101,7 +104,7 @@ async def create_endpoint(ctx: RequestContext) -> ApiResponse:
             f"an account may have at most {webhooks.MAX_ENDPOINTS} webhook endpoints; "
             "delete one first",
         )
-    return ApiResponse(201, webhook_endpoint_object(record, with_secret=True))
+    return ApiResponse(201, webhook_endpoint_with_secret(record))
 
 
 async def get_endpoint(ctx: RequestContext) -> ApiResponse:
@@ -158,7 +161,7 @@ async def rotate_secret(ctx: RequestContext) -> ApiResponse:
     )
     if record is None:
         raise not_found(RESOURCE, endpoint_id)
-    return ApiResponse(200, webhook_endpoint_object(record, with_secret=True))
+    return ApiResponse(200, webhook_endpoint_with_secret(record))
 
 
 async def list_deliveries(ctx: RequestContext) -> ApiResponse:
@@ -215,7 +218,7 @@ RESOURCE = Resource(
             summary="Create a webhook endpoint (the response shows its secret)",
             success_status=201,
             request_model=WebhookEndpointCreate,
-            response_model=WebhookEndpointObject,
+            response_model=WebhookEndpointWithSecret,
         ),
         Route(
             name="get_webhook_endpoint",
@@ -252,7 +255,7 @@ RESOURCE = Resource(
             handler=rotate_secret,
             permission="webhooks.update",
             summary="Rotate a webhook endpoint's secret (the old one stays valid 24 h)",
-            response_model=WebhookEndpointObject,
+            response_model=WebhookEndpointWithSecret,
         ),
         Route(
             name="list_webhook_deliveries",
