@@ -193,7 +193,14 @@ def test_stateful_create_get_update_delete(api_schema: Any, auth: dict[str, str]
     # Status pages are left to the test above: their slug is unique over the service, so
     # on this one live server a replayed create can fail where it first succeeded, and
     # their rules alone change which paths hypothesis explores here.
-    machine = api_schema.exclude(path_regex="^/status-pages").as_state_machine()
+    # Only the document's own links (create -> retrieve, update, delete, ...): the links
+    # schemathesis infers by dependency analysis include list -> item, whose ids depend on
+    # whatever earlier examples left on this live server, so hypothesis's replays of an
+    # example drew differently ("FlakyStrategyDefinition").
+    schema = api_schema.exclude(path_regex="^/status-pages")
+    schema.config.phases.stateful.inference.algorithms = []
+    machine = schema.as_state_machine()
+    assert len(machine.setup_state().rules) > 10  # the document's links (19 today)
 
     class Machine(machine):  # type: ignore[misc, valid-type]
         def get_call_kwargs(self, case: Any) -> dict[str, Any]:
