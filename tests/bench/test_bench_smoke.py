@@ -85,9 +85,13 @@ def test_bench_reports_every_figure_and_counts_agree(tmp_path: Path) -> None:
         assert phase["lateness_ms"]["target"]["count"] == checks["achieved"]
         assert phase["series"] and phase["samples"]
     # the window opens and closes at quiet instants: the service counted what the
-    # targets saw
+    # targets saw, but for a probe that reached its target just before the window closed
+    # and was counted (when it finished) after the service's counter was read: on a
+    # loaded machine the widest gap between 200 monitors' grid points (tens of
+    # milliseconds) can be shorter than a probe's lateness plus its response
     if metrics_present:
-        assert service["checks"]["service_counted"] == service["checks"]["achieved"]
+        counted, seen = service["checks"]["service_counted"], service["checks"]["achieved"]
+        assert seen - 2 <= counted <= seen, (counted, seen)
         assert service["checks"]["service_failures"] == 0
     # stopped at a quiet instant: every check a target saw is a stored row, per monitor
     consistency = service["run_consistency"]
