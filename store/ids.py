@@ -28,6 +28,10 @@ PREFIXES = frozenset(
         "hbt",
         "png",
         "hbm",
+        "mbr",
+        "nch",
+        "esc",
+        "ntf",
     }
 )
 
