@@ -25,8 +25,11 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 # Everything a developer uses: the service, its tests, linters and benchmark harness.
 install: $(TEST_STAMP)
 
+# `make serve ARGS="--smtp-url smtp://127.0.0.1:8025 --smtp-from uptrio@127.0.0.1"`: more
+# flags of `uptrio serve` (docs/operations.md, "Command line").
+ARGS ?=
 serve: $(SERVE_STAMP)
-	$(BIN)/uptrio serve --host 127.0.0.1 --port 8080 --data-dir ./.uptrio
+	$(BIN)/uptrio serve --host 127.0.0.1 --port 8080 --data-dir ./.uptrio $(ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check engine web store bench tests
