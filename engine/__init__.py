@@ -7,7 +7,7 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 """
 
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
-from .channels import ChannelSettings
+from .channels import CHANNEL_TYPES, ChannelSettings
 from .engine import Engine, run_engine
 from .handle import EngineHandle, PingTarget
 from .health import Health, after_check
@@ -61,6 +61,7 @@ from .targets import InvalidTarget
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "CHANNEL_TYPES",
     "KINDS",
     "MAX_ASSERTIONS",
     "MAX_CA_BUNDLE_BYTES",
