@@ -7,6 +7,7 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 """
 
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
+from .channels import CHANNEL_TYPES, ChannelSettings
 from .engine import Engine, run_engine
 from .handle import EngineHandle, PingTarget
 from .health import Health, after_check
@@ -18,6 +19,7 @@ from .leases import Holding, LeaseSettings, run_leases
 from .listener import ListenerSettings, run_listener
 from .mailbox import Mailbox
 from .monitor import EngineStatistics, probe_spec
+from .notifier import NotifierSettings, run_notifier
 from .observer import CheckObserver
 from .policy import TargetPolicy
 from .probes import (
@@ -59,6 +61,7 @@ from .targets import InvalidTarget
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "CHANNEL_TYPES",
     "KINDS",
     "MAX_ASSERTIONS",
     "MAX_CA_BUNDLE_BYTES",
@@ -72,6 +75,7 @@ __all__ = [
     "Apply",
     "AskTimeout",
     "Backoff",
+    "ChannelSettings",
     "CheckObserver",
     "ChildInfo",
     "ChildSpec",
@@ -95,6 +99,7 @@ __all__ = [
     "LeaseSettings",
     "ListenerSettings",
     "Mailbox",
+    "NotifierSettings",
     "Ping",
     "PingTarget",
     "ProbeResult",
@@ -123,6 +128,7 @@ __all__ = [
     "run_heartbeat",
     "run_leases",
     "run_listener",
+    "run_notifier",
     "run_webhook_sender",
     "shard_of",
     "signature_header",

@@ -33,6 +33,7 @@ __all__ = [
     "list_deliveries",
     "record_attempts",
     "retry_delay_seconds",
+    "retry_outcome",
 ]
 
 _ENDPOINT_COLUMNS = column_names(WebhookEndpointRecord)
@@ -259,14 +260,45 @@ async def claim_due(
     return claimed
 
 
-def retry_delay_seconds(failed_attempts: int, base_seconds: float, jitter: float) -> float:
+def retry_delay_seconds(
+    failed_attempts: int, base_seconds: float, jitter: float, *, cap_seconds: float | None = None
+) -> float:
     """Seconds from the end of a failed attempt to the next one (docs/webhooks.md:
     exponential back-off with jitter, first retry after ``--webhook-retry-base-seconds``,
     doubling):
     ``base_seconds * 2 ** (failed_attempts - 1) * jitter``, ``jitter`` a random factor in
-    [0.5, 1.5) drawn by the caller. With the default 60 s base the retries come after
-    about 1, 2, 4, 8, ... minutes; the 12th would fall past 3 days. Pure."""
-    return base_seconds * 2.0 ** min(max(failed_attempts - 1, 0), 40) * jitter
+    [0.5, 1.5) drawn by the caller; the exponential is first capped at ``cap_seconds``
+    when given (notifications: docs/alerts.md). With the default 60 s base the retries
+    come after about 1, 2, 4, 8, ... minutes; the 12th would fall past 3 days. Pure."""
+    delay = base_seconds * 2.0 ** min(max(failed_attempts - 1, 0), 40)
+    if cap_seconds is not None:
+        delay = min(delay, cap_seconds)
+    return delay * jitter
+
+
+def retry_outcome(
+    *,
+    succeeded: bool,
+    failed_attempts: int,
+    ended: float,
+    give_up_at: float,
+    base_seconds: float,
+    jitter: float,
+    cap_seconds: float | None = None,
+) -> tuple[str, float | None]:
+    """An outbox row's status and ``next_attempt_at`` (epoch seconds, or None) after an
+    attempt that ended at ``ended`` (epoch seconds), ``failed_attempts`` counting it if it
+    failed: ``succeeded``; else a retry :func:`retry_delay_seconds` after the attempt
+    *ended* (so a 10 s timeout does not eat into a back-off), or ``failed`` once that
+    would fall after ``give_up_at``. Shared by webhook deliveries (docs/webhooks.md,
+    Success and retries) and notifications (docs/alerts.md). Pure."""
+    if succeeded:
+        return "succeeded", None
+    delay = retry_delay_seconds(failed_attempts, base_seconds, jitter, cap_seconds=cap_seconds)
+    next_attempt_at = ended + delay
+    if next_attempt_at > give_up_at:
+        return "failed", None
+    return "pending", next_attempt_at
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -302,14 +334,14 @@ class Attempt:
         attempt *ended* (so a 10 s timeout does not eat into a back-off,
         docs/webhooks.md, Success and retries), or ``failed`` once that would fall after
         ``give_up_at`` (docs/webhooks.md). Pure."""
-        if self.succeeded:
-            return "succeeded", None
-        failed = self.delivery.attempts + 1
-        delay = retry_delay_seconds(failed, retry_base_seconds, self.jitter)
-        next_attempt_at = self.ended + delay
-        if next_attempt_at > self.delivery.give_up_at:
-            return "failed", None
-        return "pending", next_attempt_at
+        return retry_outcome(
+            succeeded=self.succeeded,
+            failed_attempts=self.delivery.attempts + 1,
+            ended=self.ended,
+            give_up_at=self.delivery.give_up_at,
+            base_seconds=retry_base_seconds,
+            jitter=self.jitter,
+        )
 
 
 async def record_attempts(

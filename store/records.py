@@ -297,3 +297,47 @@ class CheckRecord(_FromRow):
 def column_names(record: type[_FromRow]) -> list[str]:
     """The field names of a record class, in order."""
     return [f.name for f in fields(record)]  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptRecord(_FromRow):
+    """One attempt to send a notification (docs/alerts.md): ``attempted_at`` epoch
+    seconds, ``status`` ``succeeded`` or ``failed``, the provider's HTTP status (None
+    without one, or for email), the error code (None on success), ``duration_ms``
+    milliseconds."""
+
+    notification_id: str
+    attempted_at: int
+    status: str
+    response_status: int | None
+    error: str | None
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotificationRecord(_FromRow):
+    """One message of the notification outbox to one channel (docs/alerts.md).
+
+    ``kind``: trigger, escalation, reminder, acknowledged, resolved or test; ``status``:
+    pending, succeeded, failed or cancelled; ``step`` the escalation step (or None);
+    ``ack_token`` the acknowledge link's token the message carries (None: none);
+    ``last_attempt_at``, ``give_up_at`` and ``created`` epoch seconds;
+    ``next_attempt_at`` epoch seconds (fractional), None once settled;
+    ``attempts_list`` its attempts, oldest first (empty unless read with them).
+    """
+
+    id: str
+    account_id: str
+    alert_id: str | None
+    channel_id: str
+    member_id: str | None
+    kind: str
+    step: int | None
+    status: str
+    ack_token: str | None
+    attempts: int
+    last_attempt_at: int | None
+    next_attempt_at: float | None
+    give_up_at: int
+    created: int
+    attempts_list: list[AttemptRecord] = field(default_factory=list, metadata={"internal": True})

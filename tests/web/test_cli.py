@@ -223,3 +223,48 @@ def test_a_secret_file_copied_with_its_mode_open_is_closed_to_other_users(
     assert load_secret(data_dir) == FIRST_SECRET.encode()
     assert stat.S_IMODE(copied.stat().st_mode) == 0o600
     assert stat.S_IMODE(data_dir.stat().st_mode) == DATA_DIR_MODE
+
+
+def test_notification_flags_make_the_notifiers_settings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from web.process.cli.serve import service_settings
+
+    parse = build_parser().parse_args
+    default = service_settings(parse(["serve"]))
+    assert default.notifier.retry_base_seconds == 5.0 and not default.smtp_configured
+    args = parse(
+        [
+            "serve",
+            "--smtp-url",
+            "smtps://user:pw@mail.example.com:465",
+            "--smtp-from",
+            "uptrio@example.com",
+            "--provider-base",
+            "slack=http://127.0.0.1:9999/",
+            "--provider-base",
+            "ntfy=https://ntfy.example.com",
+            "--notification-retry-base-seconds",
+            "0.5",
+        ]
+    )
+    settings = service_settings(args)
+    assert settings.smtp_configured
+    assert settings.notifier.smtp_from == "uptrio@example.com"
+    assert settings.notifier.provider_bases == {
+        "slack": "http://127.0.0.1:9999",
+        "ntfy": "https://ntfy.example.com",
+    }
+    assert settings.notifier.retry_base_seconds == 0.5
+    for bad in (
+        ["--provider-base", "slack"],
+        ["--provider-base", "irc=http://127.0.0.1:1"],
+        ["--provider-base", "slack=ftp://x"],
+        ["--smtp-url", "http://mail.example.com"],
+        ["--smtp-url", "smtp://mail.example.com:notaport"],
+        ["--notification-retry-base-seconds", "0"],
+    ):
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            parse(["serve", *bad])
+        assert "error: argument" in capsys.readouterr().err, bad

@@ -16,7 +16,14 @@ from pathlib import Path
 
 import trio
 
-from engine import ActorUnavailable, Apply, PingTarget, TargetPolicy
+from engine import (
+    ActorUnavailable,
+    Apply,
+    ChannelSettings,
+    NotifierSettings,
+    PingTarget,
+    TargetPolicy,
+)
 from store import Database, MaintenanceSettings
 
 from .limits.quota import QuotaLimiter
@@ -111,6 +118,8 @@ class Dependencies:
             (:mod:`web.http.page_cache`: at most one render per page per 10 s).
         status_render_limiter: the worker threads public status pages are rendered on
             (:data:`STATUS_RENDER_THREADS`).
+        channels: what a notification channel's test send is given (the SMTP relay,
+            providers' bases, the target policy; docs/alerts.md); by default no relay.
     """
 
     db: Database
@@ -127,3 +136,12 @@ class Dependencies:
     status_render_limiter: trio.CapacityLimiter = field(
         default_factory=lambda: trio.CapacityLimiter(STATUS_RENDER_THREADS)
     )
+    channels: ChannelSettings = field(
+        default_factory=lambda: NotifierSettings().channel_settings(TargetPolicy())
+    )
+
+    @property
+    def smtp_configured(self) -> bool:
+        """Whether an SMTP relay is configured (``--smtp-url``): without one an email
+        channel is refused, 422 ``smtp_not_configured`` (docs/alerts.md)."""
+        return self.channels.smtp_url is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import trio
@@ -28,6 +28,7 @@ from engine import (
     run_engine,
     run_leases,
     run_listener,
+    run_notifier,
     run_webhook_sender,
 )
 from store import Database, StoreActor, run_maintenance
@@ -45,6 +46,9 @@ __all__ = ["ACTORS", "Actor", "Parts"]
 MAINTENANCE_DEADLINE_SECONDS = 300.0
 """The longest one statement of the maintenance actor may take (a partition detached
 CONCURRENTLY waits for the transactions using the table), seconds."""
+
+NOTIFIER_DATABASE_DEADLINE_SECONDS = 10.0
+"""The longest one claim or record of the notifier may wait on the database, seconds."""
 
 WEBHOOK_DATABASE_DEADLINE_SECONDS = 10.0
 """The longest one claim or record of the webhook sender may wait on the database,
@@ -176,6 +180,18 @@ def _webhooks(p: Parts) -> ChildSpec:
     return ChildSpec(child_id="webhooks", start=start)
 
 
+def _notifier(p: Parts) -> ChildSpec:
+    binds = p.server.binds if p.server is not None else []
+    public_url = p.settings.web.public_url or (binds[0] if binds else "")
+    start = partial(
+        run_notifier,
+        p.db.with_deadline(NOTIFIER_DATABASE_DEADLINE_SECONDS),
+        replace(p.settings.notifier, public_url=public_url),
+        policy=p.settings.target_policy,
+    )
+    return ChildSpec(child_id="notifier", start=start)
+
+
 def _limits(p: Parts) -> ChildSpec:
     assert p.deps is not None
     return ChildSpec(child_id="limits", start=partial(run_quota_returns, p.deps.rate_limiter))
@@ -218,6 +234,12 @@ ACTORS: tuple[Actor, ...] = (
         work="every node (deliveries claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: p.settings.webhooks is not None,
         child=_webhooks,
+    ),
+    Actor(
+        name="notifier",
+        work="every node (notifications claimed FOR UPDATE SKIP LOCKED)",
+        runs=lambda p: True,
+        child=_notifier,
     ),
     Actor(
         name="limits",

@@ -367,6 +367,7 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
                         RateLimiter(clock=time.time), db=db, shared=SHARED_WINDOWS
                     ),
                     status_cache=PageCache(max_bytes=settings.web.status_cache_bytes),
+                    channels=settings.notifier.channel_settings(settings.target_policy),
                 )
 
             web = WebOptions(bind=[f"{settings.host}:{settings.port}"], make_deps=make_deps)

@@ -15,6 +15,7 @@ from engine import (
     EngineSettings,
     Intensity,
     LeaseSettings,
+    NotifierSettings,
     TargetPolicy,
     WebhookSettings,
 )
@@ -41,6 +42,9 @@ class ServiceSettings:
         web: the web layer's settings (body size, rate limits, idempotency).
         webhooks: the webhook sender's settings (``engine.WebhookSettings``), or None
             to send no webhooks (``--no-webhooks``; deliveries then wait, pending).
+        notifier: the notifier's settings (``engine.NotifierSettings``: SMTP relay,
+            provider bases, retries; docs/alerts.md); its ``public_url`` is filled in
+            by the composition root.
         target_policy: which addresses monitors may point at (web layer and probes).
         dns_nameserver: ``(ip, port)`` of dns checks, or None for the system's.
         host: the address the API listens on (default 127.0.0.1).
@@ -63,6 +67,7 @@ class ServiceSettings:
     engine: EngineSettings | None = field(default_factory=EngineSettings)
     web: WebSettings = field(default_factory=WebSettings)
     webhooks: WebhookSettings | None = field(default_factory=WebhookSettings)
+    notifier: NotifierSettings = field(default_factory=NotifierSettings)
     target_policy: TargetPolicy = field(default_factory=TargetPolicy)
     dns_nameserver: tuple[str, int] | None = None
     host: str = "127.0.0.1"
@@ -72,6 +77,12 @@ class ServiceSettings:
     root_intensity: Intensity = ROOT_INTENSITY
     root_backoff: Backoff = ROOT_BACKOFF
     leases: LeaseSettings | None = None
+
+    @property
+    def smtp_configured(self) -> bool:
+        """Whether an SMTP relay is configured (``--smtp-url``): email channels are
+        refused without one (docs/alerts.md)."""
+        return self.notifier.smtp_configured
 
     @property
     def graceful_seconds(self) -> float:

@@ -21,9 +21,11 @@ import structlog
 import trio
 
 from engine import (
+    CHANNEL_TYPES,
     EngineSettings,
     Intensity,
     LeaseSettings,
+    NotifierSettings,
     TargetPolicy,
     WebhookSettings,
     nameserver_resolver,
@@ -38,7 +40,9 @@ from .flags import Commands, command, positive_float, positive_int, store_flags,
 __all__ = [
     "add_command",
     "parse_nameserver",
+    "parse_provider_base",
     "parse_public_url",
+    "parse_smtp_url",
     "serve_flags",
     "service_settings",
 ]
@@ -51,6 +55,7 @@ _ENGINE = EngineSettings()
 _WEB = WebSettings()
 _HISTORY = MaintenanceSettings()
 _WEBHOOKS = WebhookSettings()
+_NOTIFIER = NotifierSettings()
 
 
 def parse_nameserver(text: str) -> tuple[str, int]:
@@ -88,6 +93,54 @@ def parse_public_url(text: str) -> str:
     return text.rstrip("/")
 
 
+def parse_smtp_url(text: str) -> str:
+    """``smtp://[user:password@]host[:port]`` (STARTTLS) or ``smtps://…`` (TLS from the
+    start) for ``--smtp-url`` (docs/alerts.md).
+
+    Raises:
+        argparse.ArgumentTypeError: another scheme, no host, a bad port, or a path,
+            query or fragment.
+    """
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (
+        parts.scheme not in ("smtp", "smtps")
+        or not parts.hostname
+        or port == -1
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise argparse.ArgumentTypeError(
+            f"not smtp://[user:password@]host[:port] or smtps://...: {text!r}"
+        )
+    return text
+
+
+def parse_provider_base(text: str) -> tuple[str, str]:
+    """``NAME=URL`` for ``--provider-base`` (docs/alerts.md): NAME a channel type, URL an
+    absolute http(s) URL (returned without a trailing slash).
+
+    Raises:
+        argparse.ArgumentTypeError: no ``=``, an unknown channel type, or not an
+            http(s) URL.
+    """
+    name, sep, url = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"not NAME=URL: {text!r}")
+    if name not in CHANNEL_TYPES:
+        raise argparse.ArgumentTypeError(
+            f"unknown channel type {name!r} (one of {', '.join(CHANNEL_TYPES)})"
+        )
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {url!r}")
+    return name, url.rstrip("/")
+
+
 def service_settings(args: argparse.Namespace) -> ServiceSettings:
     """The service's settings from ``uptrio serve`` flags."""
     engine = EngineSettings(
@@ -107,8 +160,15 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         retry_base_seconds=args.webhook_retry_base_seconds,
         claim_seconds=args.webhook_claim_seconds,
     )
+    notifier = NotifierSettings(
+        smtp_url=args.smtp_url,
+        smtp_from=args.smtp_from,
+        provider_bases=dict(args.provider_base or []),
+        retry_base_seconds=args.notification_retry_base_seconds,
+    )
     return ServiceSettings(
         webhooks=None if args.no_webhooks else webhooks,
+        notifier=notifier,
         store=StoreSettings(
             batch_size=args.batch_size,
             batch_age_seconds=args.batch_age_ms / 1000,
@@ -317,6 +377,37 @@ _WEBHOOK_FLAGS: list[tuple[str, Callable[[str], Any], object, str]] = [
 """The webhook sender's flags of ``uptrio serve`` (docs/webhooks.md, Flags), in the same form."""
 
 
+def _notification_flags(group: argparse._ArgumentGroup) -> None:
+    """The notifier's flags of ``uptrio serve`` (docs/alerts.md)."""
+    group.add_argument(
+        "--smtp-url",
+        type=parse_smtp_url,
+        default=_NOTIFIER.smtp_url,
+        help="the SMTP relay of email channels: smtp://user:password@host:port (STARTTLS) "
+        "or smtps://... (default: none; email channels are then refused)",
+    )
+    group.add_argument(
+        "--smtp-from",
+        default=_NOTIFIER.smtp_from,
+        help="the From address of notification emails",
+    )
+    group.add_argument(
+        "--provider-base",
+        type=parse_provider_base,
+        action="append",
+        metavar="NAME=URL",
+        help="send one channel type's requests to URL instead of the provider's public "
+        f"API (repeatable; NAME one of {', '.join(CHANNEL_TYPES)})",
+    )
+    group.add_argument(
+        "--notification-retry-base-seconds",
+        type=positive_float,
+        default=_NOTIFIER.retry_base_seconds,
+        help="delay before a failed notification's first retry, doubling after each "
+        f"(at most 5 minutes apart, for 1 hour), s (default {_NOTIFIER.retry_base_seconds})",
+    )
+
+
 def serve_flags(serve: argparse.ArgumentParser) -> None:
     """The flags of ``uptrio serve``; every default comes from the settings dataclasses."""
     store_flags(serve)
@@ -338,6 +429,7 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         help="how long this node's bucket leases last unrenewed (renewed every third), s "
         f"(default {_LEASE_SECONDS})",
     )
+    _notification_flags(serve.add_argument_group("notifications"))
     hooks.add_argument(
         "--no-webhooks",
         action="store_true",

@@ -1,0 +1,87 @@
+"""Rows of the alerting schema written directly in SQL, for tests of the notification
+outbox and the notifier (docs/alerts.md): a channel, an alert of a monitor, and a
+notification, each at a chosen time (epoch seconds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store import Connection, Database, MonitorRecord, new_id
+
+
+async def _execute(db: Database, sql: str, *args: Any) -> None:
+    async def run(connection: Connection) -> None:
+        await connection.execute(sql, *args)
+
+    await db.transaction(run)
+
+
+async def new_channel(
+    db: Database,
+    account_id: str,
+    *,
+    now: int,
+    type: str = "webhook",
+    config: dict[str, Any] | None = None,
+    enabled: bool = True,
+) -> str:
+    """A notification channel of ``account_id``; its ``nch_`` id."""
+    channel_id = new_id("nch")
+    await _execute(
+        db,
+        "INSERT INTO notification_channels (id, account_id, name, type, config, enabled, "
+        "created, updated) VALUES ($1, $2, 'ops', $3, $4, $5, $6, $6)",
+        channel_id,
+        account_id,
+        type,
+        config or {"url": "http://127.0.0.1:9/hook"},
+        enabled,
+        now,
+    )
+    return channel_id
+
+
+async def new_alert(db: Database, monitor: MonitorRecord, *, now: int) -> str:
+    """A triggered alert of ``monitor``; its ``alt_`` id."""
+    alert_id = new_id("alt")
+    await _execute(
+        db,
+        "INSERT INTO alerts (id, account_id, resource_id, status, severity, summary, "
+        "triggered_at, created, updated) VALUES ($1, $2, $3, 'triggered', 'critical', "
+        "$4, $5, $5, $5)",
+        alert_id,
+        monitor.account_id,
+        monitor.id,
+        f"{monitor.name} is down: connection refused",
+        now,
+    )
+    return alert_id
+
+
+async def new_notification(
+    db: Database,
+    *,
+    account_id: str,
+    alert_id: str | None,
+    channel_id: str,
+    now: int,
+    kind: str = "trigger",
+    ack_token: str | None = "tok",
+) -> str:
+    """A pending notification due at ``now``, given up on an hour later; its ``ntf_``
+    id."""
+    notification_id = new_id("ntf")
+    await _execute(
+        db,
+        "INSERT INTO notifications (id, account_id, alert_id, channel_id, kind, step, "
+        "status, ack_token, next_attempt_at, give_up_at, created) VALUES ($1, $2, $3, $4, "
+        "$5, 0, 'pending', $6, $7::bigint, $7::bigint + 3600, $7::bigint)",
+        notification_id,
+        account_id,
+        alert_id,
+        channel_id,
+        kind,
+        ack_token,
+        now,
+    )
+    return notification_id
