@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from engine import ActorUnavailable, Apply, PingTarget, TargetPolicy
+from engine import ActorUnavailable, Apply, ChannelSettings, PingTarget, TargetPolicy
 from store import Database, MaintenanceSettings
 
 from .limits.quota import QuotaLimiter
@@ -74,6 +74,9 @@ class WebSettings:
             (``--pings-per-minute``, default 60); past it a ping gets 429.
         status_cache_bytes: memory the cache of rendered public status pages may hold,
             in bytes (``--status-cache-bytes``, default 64 MiB; :mod:`web.http.page_cache`).
+        smtp_configured: whether the server has an SMTP relay (``--smtp-url``); without
+            one an email notification channel is refused (422 ``smtp_not_configured``,
+            docs/alerts.md).
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -86,6 +89,7 @@ class WebSettings:
     public_url: str | None = None
     pings_per_minute: int = 60
     status_cache_bytes: int = DEFAULT_MAX_BYTES
+    smtp_configured: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +115,9 @@ class Dependencies:
             (:mod:`web.http.page_cache`: at most one render per page per 10 s).
         status_render_limiter: the worker threads public status pages are rendered on
             (:data:`STATUS_RENDER_THREADS`).
+        channels: how notification channels send (the SMTP relay, provider bases; its
+            ``policy`` None: ``target_policy``), for ``POST
+            /notification-channels/:id/test`` (docs/alerts.md).
     """
 
     db: Database
@@ -127,3 +134,4 @@ class Dependencies:
     status_render_limiter: trio.CapacityLimiter = field(
         default_factory=lambda: trio.CapacityLimiter(STATUS_RENDER_THREADS)
     )
+    channels: ChannelSettings = field(default_factory=ChannelSettings)
