@@ -7,7 +7,17 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 """
 
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
-from .channels import CHANNEL_TYPES, ChannelSettings
+from .channels import (
+    CHANNEL_TYPES,
+    Attempt,
+    ChannelSettings,
+    InvalidChannelConfig,
+    Message,
+    SmtpNotConfigured,
+    mask_config,
+    send,
+    validate_config,
+)
 from .engine import Engine, run_engine
 from .handle import EngineHandle, PingTarget
 from .health import Health, after_check
@@ -74,6 +84,7 @@ __all__ = [
     "ActorUnavailable",
     "Apply",
     "AskTimeout",
+    "Attempt",
     "Backoff",
     "ChannelSettings",
     "CheckObserver",
@@ -93,12 +104,14 @@ __all__ = [
     "Intensity",
     "InvalidAssertion",
     "InvalidCaBundle",
+    "InvalidChannelConfig",
     "InvalidRequestHeaders",
     "InvalidTarget",
     "Kind",
     "LeaseSettings",
     "ListenerSettings",
     "Mailbox",
+    "Message",
     "NotifierSettings",
     "Ping",
     "PingTarget",
@@ -108,6 +121,7 @@ __all__ = [
     "RestartType",
     "Runner",
     "ShardContext",
+    "SmtpNotConfigured",
     "Source",
     "Supervisor",
     "SupervisorEscalation",
@@ -120,6 +134,7 @@ __all__ = [
     "check_ca_bundle",
     "check_request_headers",
     "http_fields_apply",
+    "mask_config",
     "nameserver_resolver",
     "open_supervisor",
     "parse_target",
@@ -130,6 +145,8 @@ __all__ = [
     "run_listener",
     "run_notifier",
     "run_webhook_sender",
+    "send",
     "shard_of",
     "signature_header",
+    "validate_config",
 ]

@@ -42,7 +42,15 @@ __all__ = [
 _COLUMNS = column_names(HeartbeatRecord)
 _SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
 UPDATABLE = frozenset(
-    {"name", "period_seconds", "grace_seconds", "auto_incidents", "incident_severity", "metadata"}
+    {
+        "name",
+        "period_seconds",
+        "grace_seconds",
+        "auto_incidents",
+        "incident_severity",
+        "metadata",
+        "escalation_policy",
+    }
 )
 """Columns :func:`update_heartbeat` may change."""
 PING_KEY_CONSTRAINT = "heartbeats_ping_key_key"

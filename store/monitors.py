@@ -42,10 +42,11 @@ _COLUMNS = (
     "tls_expiry_days",
     "tls_verify",
     "tls_ca_bundle",
+    "escalation_policy",
 )
 _SETTINGS_DIGEST = (
     "hashtextextended(row("
-    + ", ".join(f"t.{c}" for c in _COLUMNS if c not in ("status", "updated"))
+    + ", ".join(f"t.{c}" for c in _COLUMNS if c not in ("status", "updated", "escalation_policy"))
     + ")::text, 0)"
 )
 """A 64-bit hash of what an actor runs by (every column but the ones the store moves on
@@ -75,6 +76,7 @@ UPDATABLE = frozenset(
         "tls_expiry_days",
         "tls_verify",
         "tls_ca_bundle",
+        "escalation_policy",
     }
 )
 """Columns :func:`update_monitor` may change."""

@@ -162,3 +162,18 @@ async def delete_owned(
     await bury(connection, table=table, row_id=row_id, now=now)
     await connection.execute(f"DELETE FROM {table} WHERE id = $1", row_id)
     return True
+
+
+async def foreign_ids(
+    connection: Connection, *, table: str, account_id: str, ids: Sequence[str]
+) -> list[str]:
+    """The ids of ``ids`` that are no row of the account in ``table``, in their order
+    (a reference that must name the account's own objects: a member's contact channels,
+    a policy's targets)."""
+    rows = await connection.fetch(
+        f"SELECT id FROM {table} WHERE account_id = $1 AND id = ANY($2::text[])",
+        account_id,
+        list(ids),
+    )
+    own = {r["id"] for r in rows}
+    return [i for i in ids if i not in own]

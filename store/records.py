@@ -113,6 +113,7 @@ class MonitorRecord(_FromRow):
     tls_expiry_days: int | None = None
     tls_verify: bool | None = None
     tls_ca_bundle: str | None = None
+    escalation_policy: str | None = None
     settings_digest: int = field(default=0, metadata={"internal": True})
     """A 64-bit hash of its settings and run epoch (every column but ``status`` and
     ``updated``), computed by the store's queries (``store.monitors``): equal digests,
@@ -142,6 +143,7 @@ class HeartbeatRecord(_FromRow):
     created: int
     updated: int
     metadata: dict[str, str]
+    escalation_policy: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -292,6 +294,56 @@ class CheckRecord(_FromRow):
     error_message: str | None
     created: int
     tls_expires_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberRecord(_FromRow):
+    """A member, someone who can be paged (docs/alerts.md): ``email`` or None, an IANA
+    ``time_zone``, and ``contact_channels``, the ``nch_`` ids tried in order."""
+
+    id: str
+    account_id: str
+    name: str
+    email: str | None
+    time_zone: str
+    contact_channels: list[str]
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotificationChannelRecord(_FromRow):
+    """A notification channel (docs/alerts.md): ``type`` one of the nine and its
+    ``config``, secrets included (the API masks them)."""
+
+    id: str
+    account_id: str
+    name: str
+    type: str
+    config: dict[str, Any]
+    enabled: bool
+    send_resolved: bool
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EscalationPolicyRecord(_FromRow):
+    """An escalation policy (docs/alerts.md): ``steps`` as stored, each ``{"delay_seconds",
+    "targets": [{"type", "id"}]}``; ``repeat`` 0 to 9; ``is_default`` (the API's
+    ``default``), at most one per account."""
+
+    id: str
+    account_id: str
+    name: str
+    steps: list[dict[str, Any]]
+    repeat: int
+    is_default: bool
+    created: int
+    updated: int
+    metadata: dict[str, str]
 
 
 def column_names(record: type[_FromRow]) -> list[str]:

@@ -17,6 +17,9 @@ from tests.web.helpers import assert_error, create_incident, create_monitor, exp
 from web.routes import PERMISSIONS, ROUTES
 
 EVENT_READERS = ("monitors.read", "incidents.read", "heartbeats.read")
+CHANNEL = {"name": "c", "type": "webhook", "config": {"url": "http://127.0.0.1:9/"}}
+"""A channel whose test send is refused at once (port 9 on loopback: nothing listens)."""
+
 ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
     # (method, path with {mon}/{inc}/{evt}/{we}/{stp}/{hbt}, permission, name, body, status)
     ("GET", "/monitors", "monitors.read", "list monitors", None, 200),
@@ -114,6 +117,36 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
     ("POST", "/heartbeats/{hbt}/pause", "heartbeats.update", "pause heartbeat", None, 200),
     ("POST", "/heartbeats/{hbt}/resume", "heartbeats.update", "resume heartbeat", None, 200),
     ("DELETE", "/heartbeats/{hbt}", "heartbeats.delete", "delete heartbeat", None, 204),
+    ("GET", "/members", "on_call.read", "list members", None, 200),
+    ("GET", "/members/{mbr}", "on_call.read", "get member", None, 200),
+    ("POST", "/members", "on_call.create", "create member", {"name": "m"}, 201),
+    ("PATCH", "/members/{mbr}", "on_call.update", "update member", {"name": "n"}, 200),
+    ("GET", "/notification-channels", "on_call.read", "list channels", None, 200),
+    ("GET", "/notification-channels/{nch}", "on_call.read", "get channel", None, 200),
+    ("POST", "/notification-channels", "on_call.create", "create channel", CHANNEL, 201),
+    (
+        "PATCH",
+        "/notification-channels/{nch}",
+        "on_call.update",
+        "update channel",
+        {"name": "n"},
+        200,
+    ),
+    ("POST", "/notification-channels/{nch}/test", "on_call.update", "test channel", None, 200),
+    ("GET", "/escalation-policies", "on_call.read", "list policies", None, 200),
+    ("GET", "/escalation-policies/{esc}", "on_call.read", "get policy", None, 200),
+    (
+        "POST",
+        "/escalation-policies",
+        "on_call.create",
+        "create policy",
+        {"name": "p", "steps": []},
+        422,
+    ),
+    ("PATCH", "/escalation-policies/{esc}", "on_call.update", "update policy", {"name": "q"}, 200),
+    ("DELETE", "/escalation-policies/{esc}", "on_call.delete", "delete policy", None, 204),
+    ("DELETE", "/members/{mbr}", "on_call.delete", "delete member", None, 204),
+    ("DELETE", "/notification-channels/{nch}", "on_call.delete", "delete channel", None, 204),
 ]
 
 
@@ -159,6 +192,17 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         event = expect(await api.get("/events", query={"type": f"{kind}.created"}))["data"][0]
         ids = {"mon": monitor["id"], "inc": incident["id"], "evt": event["id"], "we": hook["id"]}
         ids["stp"], ids["hbt"] = page["id"], beat["id"]
+        channel = expect(await api.post("/notification-channels", json=CHANNEL), 201)
+        member = expect(await api.post("/members", json={"name": "Ann"}), 201)
+        target = {"type": "channel", "id": channel["id"]}
+        policy = expect(
+            await api.post(
+                "/escalation-policies",
+                json={"name": "p", "steps": [{"delay_seconds": 0, "targets": [target]}]},
+            ),
+            201,
+        )
+        ids["nch"], ids["mbr"], ids["esc"] = channel["id"], member["id"], policy["id"]
         for method, template, needed, name, body, success in ENDPOINTS:
             path = template.format(**ids)
             response = await limited.request(method, path, json=body)

@@ -90,6 +90,14 @@ Name = Annotated[str, Field(min_length=1, max_length=200)]
 Url = Annotated[str, Field(min_length=1, max_length=2048)]
 Description = Annotated[str, Field(max_length=10_000)]
 MonitorId = Annotated[str, Field(pattern=r"^mon_[a-z0-9]{1,64}$")]
+EscalationPolicyId = Annotated[
+    str,
+    Field(
+        pattern=r"^esc_[a-z0-9]{1,64}$",
+        description="The escalation policy of its alerts (esc_ id of the account), or null: "
+        "the account's default policy, if any (docs/alerts.md).",
+    ),
+]
 
 REQUEST = ConfigDict(strict=True, extra="forbid")
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from store import HeartbeatRecord, PingRecord
 
-from .common import PATCH, REQUEST, Absent, ListObject, Metadata, Name, Severity
+from .common import PATCH, REQUEST, Absent, EscalationPolicyId, ListObject, Metadata, Name, Severity
 from .shaping import Computed, From, shaper
 
 __all__ = [
@@ -56,6 +56,7 @@ class HeartbeatCreate(BaseModel):
     incident_severity: Severity = Field(
         default="major", description="Severity of the incidents the heartbeat opens."
     )
+    escalation_policy: EscalationPolicyId | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -70,6 +71,7 @@ class HeartbeatUpdate(BaseModel):
     grace_seconds: Grace | Absent = None
     auto_incidents: bool | Absent = None
     incident_severity: Severity | Absent = None
+    escalation_policy: EscalationPolicyId | None = None
     metadata: Metadata | Absent = None
 
 
@@ -96,6 +98,7 @@ class HeartbeatObject(BaseModel):
     last_ping_at: int | None = Field(description="Epoch seconds of the latest ping.")
     auto_incidents: bool
     incident_severity: Severity
+    escalation_policy: str | None
     created: int
     updated: int
     metadata: dict[str, str]

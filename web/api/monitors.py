@@ -15,7 +15,17 @@ from pydantic import BaseModel, Field
 from engine import PROBE_TYPES
 from store import MonitorRecord
 
-from .common import PATCH, REQUEST, Absent, ListObject, Metadata, Name, Severity, Url
+from .common import (
+    PATCH,
+    REQUEST,
+    Absent,
+    EscalationPolicyId,
+    ListObject,
+    Metadata,
+    Name,
+    Severity,
+    Url,
+)
 from .http_checks import (
     AssertionObject,
     Assertions,
@@ -77,6 +87,7 @@ class MonitorCreate(BaseModel):
     tls_expiry_days: TlsExpiryDays | None = None
     tls_verify: TlsVerify | None = None
     tls_ca_bundle: TlsCaBundle | None = None
+    escalation_policy: EscalationPolicyId | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -103,6 +114,7 @@ class MonitorUpdate(BaseModel):
     tls_expiry_days: TlsExpiryDays | None = None
     tls_verify: TlsVerify | Absent = None
     tls_ca_bundle: TlsCaBundle | None = None
+    escalation_policy: EscalationPolicyId | None = None
     metadata: Metadata | Absent = None
 
 
@@ -130,6 +142,7 @@ class MonitorObject(BaseModel):
     tls_expiry_days: int | None
     tls_verify: bool | None
     tls_ca_bundle: str | None
+    escalation_policy: str | None
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
     updated: int

@@ -122,6 +122,11 @@ CODES: dict[str, tuple[int, str]] = {
         409,
         "A request with this Idempotency-Key is still running; retry after Retry-After.",
     ),
+    "policy_in_use": (
+        409,
+        "An escalation policy still used by a monitor, a heartbeat or an open alert cannot "
+        "be deleted (type invalid_request_error).",
+    ),
     # 422: a readable body that fails validation
     "parameter_missing": (422, "A required field is missing."),
     "parameter_unknown": (422, "A field the endpoint does not take (or may not set)."),
@@ -160,6 +165,30 @@ CODES: dict[str, tuple[int, str]] = {
         422,
         "The account already has 16 webhook endpoints (enabled or disabled), the most it "
         "may have: delete one first.",
+    ),
+    "invalid_email": (422, "A member's email is not an email address."),
+    "invalid_time_zone": (422, "A member's time_zone is no IANA time zone name."),
+    "unknown_channel": (
+        422,
+        "A member's contact_channels or a policy's channel target names a notification "
+        "channel the account does not have (param names where).",
+    ),
+    "unknown_member": (
+        422,
+        "A policy's member target names a member the account does not have (param names "
+        "where: steps[0].targets[1].id).",
+    ),
+    "unknown_escalation_policy": (
+        422,
+        "escalation_policy (a monitor's or heartbeat's) names a policy the account does not have.",
+    ),
+    "invalid_channel_config": (
+        422,
+        "A notification channel's config does not fit its type (param names the key: config.url).",
+    ),
+    "smtp_not_configured": (
+        422,
+        "An email notification channel where the server has no SMTP relay (--smtp-url).",
     ),
     "metadata_too_many_keys": (422, "metadata would have more than 50 keys."),
     "metadata_key_too_long": (422, "A metadata key is longer than 40 characters, or empty."),
@@ -230,6 +259,10 @@ CODES: dict[str, tuple[int, str]] = {
 }
 """Every error code: its HTTP status and when it occurs (copied into docs/api.md, Error codes)."""
 
+TYPE_OVERRIDES = {"policy_in_use": "invalid_request_error"}
+"""Codes whose type is not their status's (a 409 is an ``idempotency_error`` but for
+these: docs/alerts.md, a policy in use)."""
+
 
 class ApiError(Exception):
     """An error response: ``status`` and ``type`` follow from ``code`` (see :data:`CODES`).
@@ -265,7 +298,7 @@ class ApiError(Exception):
     @property
     def type(self) -> str:
         """The error type of this error (docs/api.md, Error codes)."""
-        return TYPES_BY_STATUS[self.status]
+        return TYPE_OVERRIDES.get(self.code) or TYPES_BY_STATUS[self.status]
 
 
 def error_body(error: ApiError, request_id: str) -> dict[str, Any]:

@@ -7,7 +7,18 @@ at import time: :data:`ROUTES` (served by ``web.process.app.create_app`` and doc
 by :mod:`web.routes.openapi`) and :data:`PERMISSIONS`.
 """
 
-from . import events, heartbeats, history, incidents, monitors, status_pages, webhooks
+from . import (
+    escalation_policies,
+    events,
+    heartbeats,
+    history,
+    incidents,
+    members,
+    monitors,
+    notification_channels,
+    status_pages,
+    webhooks,
+)
 from .resource import Resource, permissions_of, routes_of
 
 RESOURCES: tuple[Resource, ...] = (
@@ -18,6 +29,9 @@ RESOURCES: tuple[Resource, ...] = (
     webhooks.RESOURCE,
     status_pages.RESOURCE,
     heartbeats.RESOURCE,
+    members.RESOURCE,
+    notification_channels.RESOURCE,
+    escalation_policies.RESOURCE,
 )
 """Every API resource, in the order of the route table and of the OpenAPI document."""
 
@@ -25,8 +39,9 @@ ROUTES = routes_of(RESOURCES)
 """Every endpoint of the API, as :class:`web.http.pipeline.Route` entries."""
 
 PERMISSIONS = permissions_of(RESOURCES)
-"""The permission strings a token may hold, each resource's ``read``, ``create``,
-``update`` and ``delete`` in the order of :data:`RESOURCES` (``--permissions all`` grants
+"""The permission strings a token may hold, each namespace's ``read``, ``create``,
+``update`` and ``delete`` in the order of :data:`RESOURCES` (a namespace several resources
+share, ``on_call``, listed once, where it first appears) (``--permissions all`` grants
 them all: docs/operations.md, "Command line"; what each needs: the OpenAPI document)."""
 
 __all__ = ["PERMISSIONS", "RESOURCES", "ROUTES", "Resource"]

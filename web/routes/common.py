@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -12,7 +12,7 @@ from store import has_prefix
 
 from ..api.common import MAX_METADATA_KEYS, EmptyBody, merge_metadata
 from ..http.errors import ApiError
-from ..http.pipeline import ApiResponse, RequestContext
+from ..http.pipeline import ApiResponse, Handler, RequestContext, Route
 from .resource import Resource
 
 PAGE_QUERY = (
@@ -115,17 +115,19 @@ def patch_changes(
     current: Any,
     *,
     nullable: frozenset[str] = frozenset(),
+    skip: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The columns a PATCH body changes on ``current``: fields sent whose value differs,
     with ``metadata`` merged (docs/api.md, "Conventions and decisions": metadata) and
-    its 50-key limit checked after the merge.
+    its 50-key limit checked after the merge. Fields in ``skip`` are left to the caller
+    (a field stored under another name or in another form).
 
     Raises:
         ApiError: 422 ``invalid_type`` for null sent to a field not in ``nullable``;
             ``metadata_too_many_keys`` when the merge would pass 50 keys.
     """
     changes: dict[str, Any] = {}
-    for name in body.model_fields_set:
+    for name in body.model_fields_set - skip:
         value = getattr(body, name)
         if value is None and name not in nullable:
             raise ApiError("invalid_type", f"{name} may not be null", param=name)
@@ -147,3 +149,84 @@ def merged_metadata(current: Mapping[str, str], patch: dict[str, str]) -> dict[s
             param="metadata",
         )
     return merged
+
+
+SORT_QUERY = (("sort", "string", "created, updated or name; a leading - for descending."),)
+"""The ``sort`` of a list sortable by ``created``, ``updated`` and ``name``."""
+
+
+def crud_routes(
+    *,
+    path: str,
+    permission: str,
+    singular: str,
+    plural: str,
+    prefix: str,
+    handlers: tuple[Handler, Handler, Handler, Handler, Handler],
+    models: tuple[type[BaseModel], type[BaseModel], type[BaseModel], type[BaseModel]],
+    noun: str,
+    list_query: Sequence[tuple[str, str, str]] = (),
+    list_schema: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[Route, ...]:
+    """The five routes of a plain CRUD resource at ``path`` (list, create, retrieve,
+    update, delete), named ``list_<plural>``, ``create_<singular>``... and needing
+    ``<permission>.read``, ``.create``, ``.update``, ``.delete``: ``handlers`` in that
+    order, ``models`` the list, create body, object and update body. The list is
+    sortable by ``created``, ``updated`` and ``name`` and also takes ``list_query``."""
+    list_handler, create, get, update, delete = handlers
+    list_model, create_model, object_model, update_model = models
+    item = f"{path}/<id>"
+    return (
+        Route(
+            name=f"list_{plural}",
+            method="GET",
+            path=path,
+            handler=list_handler,
+            permission=f"{permission}.read",
+            summary=f"List {noun}s",
+            response_model=list_model,
+            cursor=prefix,
+            query=(*PAGE_QUERY, *SORT_QUERY, *list_query),
+            query_schema={"sort": {"pattern": "^-?(created|updated|name)$"}, **(list_schema or {})},
+        ),
+        Route(
+            name=f"create_{singular}",
+            method="POST",
+            path=path,
+            handler=create,
+            permission=f"{permission}.create",
+            summary=f"Create a {noun}",
+            success_status=201,
+            request_model=create_model,
+            response_model=object_model,
+            links=(f"get_{singular}", f"update_{singular}", f"delete_{singular}"),
+        ),
+        Route(
+            name=f"get_{singular}",
+            method="GET",
+            path=item,
+            handler=get,
+            permission=f"{permission}.read",
+            summary=f"Retrieve a {noun}",
+            response_model=object_model,
+        ),
+        Route(
+            name=f"update_{singular}",
+            method="PATCH",
+            path=item,
+            handler=update,
+            permission=f"{permission}.update",
+            summary=f"Update a {noun}",
+            request_model=update_model,
+            response_model=object_model,
+        ),
+        Route(
+            name=f"delete_{singular}",
+            method="DELETE",
+            path=item,
+            handler=delete,
+            permission=f"{permission}.delete",
+            summary=f"Delete a {noun}",
+            success_status=204,
+        ),
+    )

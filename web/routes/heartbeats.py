@@ -44,6 +44,7 @@ from .common import (
     patch_changes,
     path_id,
 )
+from .escalation_policies import own_policy
 from .resource import Resource
 
 __all__ = ["RESOURCE"]
@@ -60,6 +61,7 @@ async def create_heartbeat(ctx: RequestContext) -> ApiResponse:
     """POST /heartbeats: 201 with the new heartbeat, status ``pending`` (until its first
     ping) and its ``ping_url``."""
     body = ctx.json_body(HeartbeatCreate)
+    await own_policy(ctx, body.escalation_policy)
     created = now()
     values = {
         "id": new_id(RESOURCE.prefix),
@@ -71,6 +73,7 @@ async def create_heartbeat(ctx: RequestContext) -> ApiResponse:
         "ping_key": secrets.token_hex(16),
         "auto_incidents": body.auto_incidents,
         "incident_severity": body.incident_severity,
+        "escalation_policy": body.escalation_policy,
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
@@ -103,9 +106,10 @@ async def update_heartbeat(ctx: RequestContext) -> ApiResponse:
     """PATCH /heartbeats/:id: only the fields sent change; metadata merges."""
     heartbeat_id = path_id(ctx, RESOURCE)
     body = validate(HeartbeatUpdate, ctx.json_object())
+    await own_policy(ctx, body.escalation_policy)
 
     def apply(current: HeartbeatRecord) -> dict[str, Any]:
-        return patch_changes(body, current)
+        return patch_changes(body, current, nullable=frozenset({"escalation_policy"}))
 
     record = await ctx.deps.db.transaction(
         heartbeats.update_heartbeat, ctx.account_id, heartbeat_id, apply, now(), ctx.cause

@@ -56,6 +56,7 @@ from .common import (
     patch_changes,
     path_id,
 )
+from .escalation_policies import own_policy
 from .resource import Resource
 
 _HTTP_ONLY = (
@@ -73,6 +74,8 @@ _HTTP_NULLABLE = frozenset(
 )
 """http fields a PATCH may set to null (``request_headers`` and ``assertions`` are then
 emptied; ``tls_verify`` may not be)."""
+_NULLABLE = frozenset({"escalation_policy"})
+"""Fields of every type a PATCH may set to null (docs/alerts.md: no policy of its own)."""
 
 
 def check_target(type: str, url: str) -> None:
@@ -127,6 +130,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
     check_timeout(body.interval_seconds, body.timeout_seconds)
     check_target(body.type, body.url)
     await check_target_policy(ctx.deps.target_policy, body.type, body.url)
+    await own_policy(ctx, body.escalation_policy)
     created = now()
     is_http = http_fields_apply(body.type)
     values = {
@@ -156,6 +160,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         else None,
         "tls_verify": body.tls_verify is not False if is_http else None,
         "tls_ca_bundle": body.tls_ca_bundle,
+        "escalation_policy": body.escalation_policy,
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
@@ -200,6 +205,7 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
             param="type",
         )
     body = validate(MonitorUpdate, data)
+    await own_policy(ctx, body.escalation_policy)
     if body.url is not None:  # the policy may resolve names: not inside the transaction
         current = await ctx.deps.db.run(monitors.get_monitor, ctx.account_id, monitor_id)
         if current is not None:
@@ -208,7 +214,9 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
     def apply(current: MonitorRecord) -> dict[str, Any]:
         is_http = http_fields_apply(current.type)
         changes = patch_changes(
-            body, current, nullable=_HTTP_NULLABLE if is_http else frozenset(_HTTP_ONLY)
+            body,
+            current,
+            nullable=(_HTTP_NULLABLE if is_http else frozenset(_HTTP_ONLY)) | _NULLABLE,
         )
         check_http_only(current.type, changes)
         if is_http:

@@ -37,6 +37,9 @@ class Resource:
         permission: its permission namespace (``monitors``: ``monitors.read``,
             ``.create``, ``.update``, ``.delete``); None for a resource that has none
             of its own (events are read with the read permission of their resource).
+            Several resources may share one namespace (``on_call``: members,
+            notification channels, escalation policies, alerts; docs/alerts.md): the
+            permission list names it once, where it first appears.
         tag: the name of its group of operations in the OpenAPI document (``Monitors``).
         description: the group's description there, for a reader of the API.
         routes: its endpoints, in the order the OpenAPI document lists them.
