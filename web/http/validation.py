@@ -5,6 +5,7 @@ pydantic's own."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -15,6 +16,10 @@ from .params import holds_nul
 __all__ = ["validate"]
 
 M = TypeVar("M", bound=BaseModel)
+
+_ID_PATTERN = re.compile(r"\^\(?([a-z|]+)\)?_\[a-z0-9\].*")
+"""The pattern of an id field (``^esc_[a-z0-9]{1,64}$``, ``^(mon|hbt)_[a-z0-9]{1,64}$``):
+its message names the prefixes (docs/api.md, "Error codes")."""
 
 _PYDANTIC_CODES = {
     "missing": "parameter_missing",
@@ -49,7 +54,13 @@ def _message(error: Any, code: str, param: str | None) -> str:
     if code == "metadata_invalid":
         return f"{name} must be an object of string values"
     if kind == "string_pattern_mismatch":
-        return f"{name} is malformed: it must match {limits.get('pattern')}"
+        pattern = str(limits.get("pattern", ""))
+        ids = _ID_PATTERN.fullmatch(pattern)
+        if ids is not None:  # an id field: say which ids, not the regular expression
+            return f"{name} must be an id: " + " or ".join(
+                f"{prefix}_…" for prefix in ids.group(1).split("|")
+            )
+        return f"{name} is malformed: it must match {pattern}"
     if code == "invalid_value":
         return f"{name} must be one of {limits.get('expected', 'the documented values')}"
     if code == "value_out_of_range":
