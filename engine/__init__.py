@@ -7,6 +7,17 @@ import only the names below (checked by the import contracts in ``pyproject.toml
 """
 
 from .actor import ActorRef, ActorUnavailable, AskTimeout, ask
+from .channels import (
+    CHANNEL_TYPES,
+    Attempt,
+    ChannelSettings,
+    InvalidChannelConfig,
+    Message,
+    SmtpNotConfigured,
+    mask_config,
+    send,
+    validate_config,
+)
 from .engine import Engine, run_engine
 from .handle import EngineHandle, PingTarget
 from .health import Health, after_check
@@ -59,6 +70,7 @@ from .targets import InvalidTarget
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
+    "CHANNEL_TYPES",
     "KINDS",
     "MAX_ASSERTIONS",
     "MAX_CA_BUNDLE_BYTES",
@@ -71,7 +83,9 @@ __all__ = [
     "ActorUnavailable",
     "Apply",
     "AskTimeout",
+    "Attempt",
     "Backoff",
+    "ChannelSettings",
     "CheckObserver",
     "ChildInfo",
     "ChildSpec",
@@ -89,12 +103,14 @@ __all__ = [
     "Intensity",
     "InvalidAssertion",
     "InvalidCaBundle",
+    "InvalidChannelConfig",
     "InvalidRequestHeaders",
     "InvalidTarget",
     "Kind",
     "LeaseSettings",
     "ListenerSettings",
     "Mailbox",
+    "Message",
     "Ping",
     "PingTarget",
     "ProbeResult",
@@ -103,6 +119,7 @@ __all__ = [
     "RestartType",
     "Runner",
     "ShardContext",
+    "SmtpNotConfigured",
     "Source",
     "Supervisor",
     "SupervisorEscalation",
@@ -115,6 +132,7 @@ __all__ = [
     "check_ca_bundle",
     "check_request_headers",
     "http_fields_apply",
+    "mask_config",
     "nameserver_resolver",
     "open_supervisor",
     "parse_target",
@@ -124,6 +142,8 @@ __all__ = [
     "run_leases",
     "run_listener",
     "run_webhook_sender",
+    "send",
     "shard_of",
     "signature_header",
+    "validate_config",
 ]
