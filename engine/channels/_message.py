@@ -1,0 +1,207 @@
+"""What a notification channel is given and what it gives back: the `Message` (one alert
+notice, rendered per channel type), the `ChannelSettings` of the process, the `Attempt`
+(one try at sending), the errors of config validation, and the few wordings every type
+shares (the headline, the severity's name), so that an alert reads the same on every
+channel (docs/alerts.md).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final
+from urllib.parse import urlsplit, urlunsplit
+
+from engine.policy import TargetPolicy
+
+__all__ = [
+    "KINDS",
+    "TRIGGERING_KINDS",
+    "Attempt",
+    "ChannelSettings",
+    "InvalidChannelConfig",
+    "Message",
+    "SmtpNotConfigured",
+    "clip",
+    "facts",
+    "headline",
+    "iso_time",
+]
+
+KINDS: Final = ("trigger", "escalation", "reminder", "acknowledged", "resolved", "test")
+"""The kinds of notification (docs/alerts.md): the alert's trigger, a later step of its
+escalation, a reminder (the policy's steps walked again), its acknowledgement, its
+resolution, and a test sent from ``POST /notification-channels/:id/test``."""
+
+TRIGGERING_KINDS: Final = frozenset({"trigger", "escalation", "reminder", "test"})
+"""The kinds that ask someone to act: providers with incidents of their own (PagerDuty,
+Opsgenie) open or re-notify one for these."""
+
+_PREFIX: Final = {
+    "trigger": "DOWN",
+    "escalation": "DOWN",
+    "reminder": "STILL DOWN",
+    "acknowledged": "ACKNOWLEDGED",
+    "resolved": "RESOLVED",
+    "test": "TEST",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """One notice about an alert, before it is rendered for a channel type.
+
+    It carries nothing secret of the monitor: ``resource_url`` is the monitor's url with
+    any user and password removed by the renderers (`public_url`), and never its request
+    headers or body.
+
+    Attributes:
+        kind: one of `KINDS`.
+        alert_id: the ``alt_`` id, or None for a test message.
+        resource_id: the ``mon_`` or ``hbt_`` id the alert is about.
+        resource_name: its name.
+        resource_url: a monitor's url, or None (a heartbeat has none).
+        status: the alert's status: ``triggered``, ``acknowledged`` or ``resolved``.
+        severity: ``critical``, ``major``, ``minor`` or ``maintenance`` (the monitor's
+            ``incident_severity``).
+        summary: ``"<name> is down: <error message>"``.
+        error: the failing check's error message, or None.
+        triggered_at: when the alert was raised, epoch seconds.
+        ack_url: the one-click acknowledge link (``<public url>/alerts/ack/<token>``), or
+            None when the notice needs none (acknowledged, resolved).
+        step: the escalation step (0 based) this notice belongs to, or None.
+    """
+
+    kind: str
+    alert_id: str | None
+    resource_id: str
+    resource_name: str
+    resource_url: str | None
+    status: str
+    severity: str
+    summary: str
+    error: str | None
+    triggered_at: int
+    ack_url: str | None
+    step: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelSettings:
+    """How this process sends notifications (``uptrio serve`` flags; docs/alerts.md).
+
+    Attributes:
+        smtp_url: the mail relay, ``smtp://user:password@host:port`` (STARTTLS when the
+            relay offers it; port 25 by default) or ``smtps://…`` (TLS from the first
+            byte; port 465 by default); None: no relay, email channels are refused.
+        smtp_from: the ``From`` address of notification emails; None:
+            ``uptrio@<relay host>``.
+        provider_bases: a channel type's name to a base url (``scheme://host[:port]``)
+            that replaces the provider's (``--provider-base NAME=URL``): a proxy, or a
+            local receiver in tests.
+        policy: where HTTP sends may connect (the monitors' target policy); None: the
+            default `TargetPolicy` (cloud metadata refused).
+        timeout_seconds: the deadline of one attempt, whole (resolution, connect, TLS,
+            request, answer; every SMTP step), seconds.
+        ssl_context: verifies the TLS of providers and of the mail relay; None: the
+            system's CAs, host names checked. Tests pass one trusting their own CA.
+    """
+
+    smtp_url: str | None = None
+    smtp_from: str | None = None
+    provider_bases: Mapping[str, str] = field(default_factory=dict)
+    policy: TargetPolicy | None = None
+    timeout_seconds: float = 10.0
+    ssl_context: ssl.SSLContext | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt:
+    """The outcome of one try at sending a notice (object ``notification_attempt``).
+
+    Attributes:
+        status: ``succeeded`` or ``failed``.
+        response_status: the provider's HTTP status (the SMTP reply code of a relay that
+            refused the mail), or None when no answer came.
+        error: None on success; else ``"<code>: <sentence>"``, the code one of the
+            webhook deliveries' (``timeout``, ``connection_refused``, ``target_denied``,
+            ``unexpected_status``, …: docs/webhooks.md) or ``smtp_error``,
+            ``smtp_not_configured``, ``invalid_config``, ``internal_error``.
+        duration_ms: from the start of the attempt to its end, milliseconds.
+    """
+
+    status: str
+    response_status: int | None
+    error: str | None
+    duration_ms: float
+
+    @classmethod
+    def failed(cls, error: str, *, status: int | None = None, duration_ms: float = 0.0) -> Attempt:
+        """A failed attempt with ``error`` (``"<code>: <sentence>"``)."""
+        return cls(status="failed", response_status=status, error=error, duration_ms=duration_ms)
+
+
+class InvalidChannelConfig(ValueError):
+    """A channel's ``config`` is refused (the API's 422 on ``config.<param>``).
+
+    Attributes:
+        param: the offending config key (``"config"`` when the config as a whole is
+            wrong, ``"type"`` for an unknown channel type).
+    """
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class SmtpNotConfigured(ValueError):
+    """An email channel on a server without a mail relay (``--smtp-url``): the API's
+    422 ``smtp_not_configured``."""
+
+
+def headline(message: Message) -> str:
+    """``"[DOWN] <name>"``, ``"[RESOLVED] <name>"``…: short enough for a lock screen and
+    an email subject (at most 78 characters, RFC 5322's line length)."""
+    return clip(f"[{_PREFIX.get(message.kind, message.kind.upper())}] {message.resource_name}", 78)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ``…`` marking a cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def public_url(url: str | None) -> str | None:
+    """``url`` without its user and password (a monitor's url may carry them), or None."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=host))
+
+
+def facts(message: Message) -> list[tuple[str, str]]:
+    """The details every rendering shows, as (label, value) pairs, in order: severity,
+    status, since (UTC), the monitor or heartbeat, its url, the error, the step."""
+    found = [
+        ("Severity", message.severity),
+        ("Status", message.status),
+        ("Since", iso_time(message.triggered_at).replace("T", " ").replace("+00:00", " UTC")),
+        ("Monitor" if message.resource_id.startswith("mon_") else "Heartbeat", message.resource_id),
+    ]
+    url = public_url(message.resource_url)
+    if url is not None:
+        found.append(("URL", url))
+    if message.error:
+        found.append(("Error", message.error))
+    if message.step is not None:
+        found.append(("Escalation step", str(message.step + 1)))
+    return found
+
+
+def iso_time(epoch_seconds: int) -> str:
+    """Epoch seconds as ISO 8601 in UTC (``2025-01-02T03:04:05+00:00``)."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).isoformat()
