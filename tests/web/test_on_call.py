@@ -31,16 +31,22 @@ def _policy(*targets: dict[str, str], default: bool = False) -> dict[str, Any]:
 
 async def test_a_channel_secret_never_comes_back_and_a_patch_keeps_it(api: Api) -> None:
     with trio.fail_after(20):
-        channel = await _channel(api)
-        assert channel["config"] == {"url": "…alue"}
+        # a Slack incoming webhook's URL is its secret
+        body = {"name": "chat", "type": "slack", "config": {"webhook_url": SECRET_URL}}
+        channel = expect(await api.post("/notification-channels", json=body), 201)
+        assert channel["config"] == {"webhook_url": "…alue"}
         renamed = expect(
             await api.patch(f"/notification-channels/{channel['id']}", json={"name": "x"})
         )
         listed = expect(await api.get("/notification-channels"))
         fetched = expect(await api.get(f"/notification-channels/{channel['id']}"))
-        for shown in (renamed, listed, fetched):
+        for shown in (channel, renamed, listed, fetched):
             assert "s3cr3t" not in str(shown)
-        assert fetched["config"] == {"url": "…alue"}
+        assert fetched["config"] == {"webhook_url": "…alue"}
+        # a webhook channel's signing secret is made for it, and shown masked only
+        hook = await _channel(api, "http://127.0.0.1:9/hook")
+        assert hook["config"]["url"] == "http://127.0.0.1:9/hook"
+        assert hook["config"]["secret"].startswith("…") and "whsec_" not in str(hook)
 
 
 async def test_email_without_a_relay_is_refused(api: Api) -> None:
