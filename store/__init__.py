@@ -9,6 +9,7 @@ asyncio coroutines taking the connection first; run them with :meth:`Database.ru
 
 from . import (
     accounts,
+    alerts,
     checks,
     events,
     heartbeats,
@@ -17,6 +18,7 @@ from . import (
     incidents,
     leases,
     monitors,
+    notifications,
     notify,
     pings,
     rate_limits,
@@ -32,6 +34,7 @@ from .actor import (
     WriterStatistics,
     run_store_writer,
 )
+from .alerts import AlertNotOpen, AlertRecord
 from .checks import StatusChange, WriteCheck
 from .database import Connection, Database, open_database
 from .datadir import DATA_DIR_MODE, OPEN_TO_OTHERS, secure_data_dir
@@ -48,6 +51,7 @@ from .ids import check_created, has_prefix, new_check_id, new_id
 from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
 from .maintenance import MaintenanceSettings, maintain, run_maintenance
 from .migrate import LATEST_VERSION, apply_migrations, schema_version
+from .notifications import AttemptRecord, NotificationRecord
 from .pagination import CreatedBounds, Page, PageRequest
 from .pings import HeartbeatChange, WritePing
 from .records import (
@@ -72,6 +76,9 @@ __all__ = [
     "LATEST_VERSION",
     "OPEN_TO_OTHERS",
     "AccountRecord",
+    "AlertNotOpen",
+    "AlertRecord",
+    "AttemptRecord",
     "CheckRecord",
     "Connection",
     "CreatedBounds",
@@ -89,6 +96,7 @@ __all__ = [
     "IntegrityConflict",
     "MaintenanceSettings",
     "MonitorRecord",
+    "NotificationRecord",
     "Page",
     "PageRequest",
     "PingRecord",
@@ -109,6 +117,7 @@ __all__ = [
     "WriterObserver",
     "WriterStatistics",
     "accounts",
+    "alerts",
     "apply_migrations",
     "check_created",
     "checks",
@@ -124,6 +133,7 @@ __all__ = [
     "monitors",
     "new_check_id",
     "new_id",
+    "notifications",
     "notify",
     "open_database",
     "open_store",

@@ -7,7 +7,7 @@ at import time: :data:`ROUTES` (served by ``web.process.app.create_app`` and doc
 by :mod:`web.routes.openapi`) and :data:`PERMISSIONS`.
 """
 
-from . import events, heartbeats, history, incidents, monitors, status_pages, webhooks
+from . import alerts, events, heartbeats, history, incidents, monitors, status_pages, webhooks
 from .resource import Resource, permissions_of, routes_of
 
 RESOURCES: tuple[Resource, ...] = (
@@ -18,6 +18,7 @@ RESOURCES: tuple[Resource, ...] = (
     webhooks.RESOURCE,
     status_pages.RESOURCE,
     heartbeats.RESOURCE,
+    alerts.RESOURCE,
 )
 """Every API resource, in the order of the route table and of the OpenAPI document."""
 
