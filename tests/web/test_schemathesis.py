@@ -171,8 +171,8 @@ SETTINGS = settings(
 def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[str, str]) -> None:
     operations = [result.ok() for result in api_schema.get_all_operations()]
     # monitors 9 (checks and availability included), incidents 8 (updates included),
-    # heartbeats 8, webhook endpoints 7, status pages 5, events 2
-    assert len(operations) == 39
+    # heartbeats 8, webhook endpoints 7, status pages 5, alerts 5, events 2
+    assert len(operations) == 44
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
