@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from store import Database
+from store import AlertRecord, Database, EventRecord
 from tests.api import Api
 from tests.web.alert_helpers import (
     account_id,
@@ -21,9 +21,11 @@ from tests.web.alert_helpers import (
     insert_notification,
 )
 from tests.web.helpers import assert_error, create_monitor, expect
-from web.api.alerts import AlertList, AlertObject, NotificationList
+from web.api.alerts import AlertList, AlertObject, NotificationList, alert_object
+from web.api.events import event_object
 
 ApiFor = Callable[..., Awaitable[Api]]
+SUMMARY = "web is down: connection refused"
 
 
 async def test_list_is_newest_first_with_filters_and_cursors(api: Api, db: Database) -> None:
@@ -230,3 +232,27 @@ async def test_the_messages_of_an_alert_with_their_attempts(api: Api, db: Databa
         )  # fmt: skip
         missing = await api.get("/alerts/alt_nope/notifications")
         assert_error(missing, 404, "resource_missing", param="id")
+
+
+def test_an_alert_event_carries_the_alert_as_the_api_shows_it() -> None:
+    """``alert.*`` events (docs/alerts.md, "Alerts") show the alert object, and an
+    acknowledgement's ``previous_attributes`` name what it changed."""
+    t = 1_795_000_000
+    alert = AlertRecord(
+        id="alt_" + "a" * 24, account_id="acct_x", resource_id="mon_" + "m" * 24,
+        incident_id=None, status="acknowledged", severity="major", summary=SUMMARY,
+        escalation_policy="esc_" + "e" * 24, escalation_step=0, walks=0, next_step_at=None,
+        triggered_at=t, acknowledged_at=t + 30, acknowledged_by={"type": "member", "id": "mbr_a"},
+        resolved_at=None, created=t, updated=t + 30, metadata={},
+    )  # fmt: skip
+    event = EventRecord(
+        id="evt_" + "e" * 24, account_id="acct_x", type="alert.acknowledged",
+        resource_id=alert.id, created=t + 30, object=alert.snapshot(),
+        previous={"status": "triggered", "acknowledged_at": None, "acknowledged_by": None},
+        request_id=None, idempotency_key=None,
+    )  # fmt: skip
+    data = event_object(event, ping_base="")["data"]
+    assert data["object"] == alert_object(alert)
+    assert data["previous_attributes"] == {
+        "status": "triggered", "acknowledged_at": None, "acknowledged_by": None,
+    }  # fmt: skip
