@@ -21,6 +21,9 @@ from tests.web.alert_helpers import (
     insert_channel,
 )
 from tests.web.helpers import create_monitor, expect
+from tests.web.test_status_public_hostile import down_client
+
+__all__ = ["down_client"]  # the app on a database that is not there (a fixture)
 
 SUMMARY = "Checkout API is down: connection refused"
 
@@ -132,3 +135,14 @@ async def test_the_page_shows_no_private_data(
                 alert, MEMBER, channel, "hooks.example.com", token,
             ):  # fmt: skip
                 assert private not in page, private
+
+
+async def test_with_the_database_down_the_page_is_a_503_not_a_500(
+    down_client: TestClientProtocol,
+) -> None:
+    with trio.fail_after(30):
+        for method in ("GET", "POST"):
+            status, page, headers = await _open(down_client, method, "0" * 32)
+            assert status == 503 and headers["Retry-After"] == "5", (method, page)
+            assert "Temporarily unavailable" in page
+            assert headers["Cache-Control"] == "no-store"
