@@ -9,6 +9,7 @@ asyncio coroutines taking the connection first; run them with :meth:`Database.ru
 
 from . import (
     accounts,
+    alerts,
     checks,
     escalation_policies,
     events,
@@ -36,6 +37,7 @@ from .actor import (
     WriterStatistics,
     run_store_writer,
 )
+from .alerts import AlertNotOpen, AlertRecord
 from .checks import StatusChange, WriteCheck
 from .database import Connection, Database, open_database
 from .datadir import DATA_DIR_MODE, OPEN_TO_OTHERS, secure_data_dir
@@ -81,6 +83,8 @@ __all__ = [
     "LATEST_VERSION",
     "OPEN_TO_OTHERS",
     "AccountRecord",
+    "AlertNotOpen",
+    "AlertRecord",
     "AttemptRecord",
     "CheckRecord",
     "Connection",
@@ -123,6 +127,7 @@ __all__ = [
     "WriterObserver",
     "WriterStatistics",
     "accounts",
+    "alerts",
     "apply_migrations",
     "check_created",
     "checks",

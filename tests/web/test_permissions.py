@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 import trio
 
+from store import Database
 from tests.api import Api
+from tests.web.alert_helpers import account_id, insert_alert
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect
 from web.routes import PERMISSIONS, ROUTES
 
@@ -21,7 +23,7 @@ CHANNEL = {"name": "c", "type": "webhook", "config": {"url": "http://127.0.0.1:9
 """A channel whose test send is refused at once (port 9 on loopback: nothing listens)."""
 
 ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
-    # (method, path with {mon}/{inc}/{evt}/{we}/{stp}/{hbt}, permission, name, body, status)
+    # (method, path with {mon}/{inc}/{evt}/{we}/{stp}/{hbt}/{alt}, permission, name, body, status)
     ("GET", "/monitors", "monitors.read", "list monitors", None, 200),
     ("GET", "/monitors/{mon}", "monitors.read", "get monitor", None, 200),
     ("GET", "/monitors/{mon}/checks", "monitors.read", "list checks", None, 200),
@@ -147,6 +149,11 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
     ("DELETE", "/escalation-policies/{esc}", "on_call.delete", "delete policy", None, 204),
     ("DELETE", "/members/{mbr}", "on_call.delete", "delete member", None, 204),
     ("DELETE", "/notification-channels/{nch}", "on_call.delete", "delete channel", None, 204),
+    ("GET", "/alerts", "on_call.read", "list alerts", None, 200),
+    ("GET", "/alerts/{alt}", "on_call.read", "get alert", None, 200),
+    ("GET", "/alerts/{alt}/notifications", "on_call.read", "list alert notifications", None, 200),
+    ("POST", "/alerts/{alt}/acknowledge", "on_call.update", "acknowledge alert", None, 200),
+    ("POST", "/alerts/{alt}/resolve", "on_call.update", "resolve alert", None, 200),
 ]
 
 
@@ -166,7 +173,7 @@ permission of every event the endpoint subscribes to."""
 
 @pytest.mark.parametrize("permission", [*PERMISSIONS, None])
 async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
-    api: Api, api_for: Callable[..., Awaitable[Api]], permission: str | None
+    api: Api, api_for: Callable[..., Awaitable[Api]], db: Database, permission: str | None
 ) -> None:
     with trio.fail_after(20):
         granted = [] if permission is None else [permission]
@@ -203,6 +210,9 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             201,
         )
         ids["nch"], ids["mbr"], ids["esc"] = channel["id"], member["id"], policy["id"]
+        ids["alt"] = await insert_alert(
+            db, await account_id(db), beat["id"], created=event["created"]
+        )
         for method, template, needed, name, body, success in ENDPOINTS:
             path = template.format(**ids)
             response = await limited.request(method, path, json=body)
@@ -247,6 +257,8 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             assert (beat_left[1]["name"] == "n") is (permission == "heartbeats.update")
         beats = expect(await api.get("/heartbeats"))["data"]
         assert len(beats) == {"heartbeats.create": 2, "heartbeats.delete": 0}.get(permission, 1)
+        alert_left = expect(await api.get(f"/alerts/{ids['alt']}"))
+        assert (alert_left["status"] == "resolved") is (permission == "on_call.update")
         monitors = expect(await api.get("/monitors"))["data"]
         incidents = expect(await api.get("/incidents"))["data"]
         assert len(monitors) == {"monitors.create": 2, "monitors.delete": 0}.get(permission, 1)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from store import (
+    AlertRecord,
     EventRecord,
     HeartbeatRecord,
     IncidentRecord,
@@ -22,6 +23,7 @@ from store import (
     MonitorRecord,
 )
 
+from .alerts import alert_object
 from .common import ListObject
 from .heartbeats import heartbeat_object
 from .incidents import incident_object, incident_update_object
@@ -78,6 +80,7 @@ _SHAPES: dict[str, tuple[type[Any], Callable[..., dict[str, Any]]]] = {
     "incident": (IncidentRecord, incident_object),
     "incident_update": (IncidentUpdateRecord, incident_update_object),
     "heartbeat": (HeartbeatRecord, heartbeat_object),
+    "alert": (AlertRecord, alert_object),
 }
 """Each kind of event resource: its record class and its shaper."""
 _NOT_PREVIOUS = frozenset({"updated"})

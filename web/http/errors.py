@@ -65,6 +65,10 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_version": (400, "Service-Version is not a date of the form YYYY-MM-DD."),
     "unknown_version": (400, "Service-Version names no version of this API."),
     "incident_not_open": (400, "Resolve was called on an incident that is already resolved."),
+    "alert_not_open": (
+        400,
+        "Acknowledge or resolve was called on an alert that is already resolved.",
+    ),
     "too_many_updates": (
         400,
         "The incident's timeline already holds 1,000 entries: posting an update, or a "

@@ -2,8 +2,8 @@
 :data:`web.routes.ROUTES` behind :data:`web.http.middleware.DEFAULT_MIDDLEWARES`) and,
 beside it, the plain Quart routes that need no token: ``/openapi.json`` and its viewer at
 ``/docs`` (:mod:`web.public.docs`), the operational endpoints (:mod:`web.process.ops`),
-the public status pages (:mod:`web.public.status_pages`) and the heartbeats' ping URLs
-(:mod:`web.public.pings`).
+the public status pages (:mod:`web.public.status_pages`), the heartbeats' ping URLs
+(:mod:`web.public.pings`) and the alerts' acknowledge links (:mod:`web.public.alert_ack`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..http.app import api_app
 from ..http.deps import Dependencies
 from ..http.middleware import DEFAULT_MIDDLEWARES
 from ..http.pipeline import Middleware, Route
+from ..public.alert_ack import add_alert_ack_routes
 from ..public.docs import add_docs_routes
 from ..public.pings import add_ping_routes
 from ..public.status_pages import add_status_page_routes
@@ -37,7 +38,8 @@ def create_app(
     operational endpoints of :mod:`web.process.ops` (``/healthz``, ``/readyz``,
     ``/metrics``) reading ``ops`` (a fresh :class:`~web.process.ops.Operations` when
     None), ``/openapi.json`` and its viewer at ``/docs`` (:mod:`web.public.docs`), the
-    public status pages and the ping URLs, none of which needs a token.
+    public status pages, the ping URLs and the acknowledge links, none of which needs a
+    token.
 
     Serve it with Hypercorn's trio worker (``hypercorn.trio.serve``) inside the service's
     root nursery, within ``trio_asyncio.open_loop()`` (the store runs on asyncio).
@@ -48,4 +50,5 @@ def create_app(
     add_operational_routes(app, deps, ops)
     add_status_page_routes(app, deps)
     add_ping_routes(app, deps)
+    add_alert_ack_routes(app, deps)
     return app

@@ -57,7 +57,7 @@ from ..http.errors import ApiError, error_body
 from ..http.page_cache import MISSING, Rendered, RenderFailed
 from .status_view import format_percent, summary
 
-__all__ = ["add_status_page_routes", "render_page"]
+__all__ = ["CSP", "HTML", "TEMPLATES", "add_status_page_routes", "render_page"]
 
 CACHE_CONTROL = "public, max-age=10"
 CSP = (
@@ -115,6 +115,10 @@ def _count(number: int) -> str:
 _ENV.filters.update(
     utc=_utc, iso=_iso, words=_words, percent=format_percent, bars=_bars, count=_count
 )
+TEMPLATES = _ENV
+"""The public pages' Jinja2 environment (``web/public/templates``, autoescaped, with the
+filters above: ``utc``, ``iso``, ``words``...), shared by the acknowledge pages
+(:mod:`web.public.alert_ack`)."""
 _PAGE = _ENV.get_template("status_page.html")
 _MISSING_HTML = _ENV.get_template("status_missing.html").render().encode()
 _UNAVAILABLE_HTML = _ENV.get_template("status_unavailable.html").render().encode()

@@ -8,6 +8,7 @@ by :mod:`web.routes.openapi`) and :data:`PERMISSIONS`.
 """
 
 from . import (
+    alerts,
     escalation_policies,
     events,
     heartbeats,
@@ -32,6 +33,7 @@ RESOURCES: tuple[Resource, ...] = (
     members.RESOURCE,
     notification_channels.RESOURCE,
     escalation_policies.RESOURCE,
+    alerts.RESOURCE,
 )
 """Every API resource, in the order of the route table and of the OpenAPI document."""
 
