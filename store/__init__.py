@@ -9,6 +9,7 @@ asyncio coroutines taking the connection first; run them with :meth:`Database.ru
 
 from . import (
     accounts,
+    alerts,
     checks,
     escalation_policies,
     events,
@@ -56,6 +57,7 @@ from .pagination import CreatedBounds, Page, PageRequest
 from .pings import HeartbeatChange, WritePing
 from .records import (
     AccountRecord,
+    AlertRecord,
     AttemptRecord,
     CheckRecord,
     EscalationPolicyRecord,
@@ -81,6 +83,7 @@ __all__ = [
     "LATEST_VERSION",
     "OPEN_TO_OTHERS",
     "AccountRecord",
+    "AlertRecord",
     "AttemptRecord",
     "CheckRecord",
     "Connection",
@@ -123,6 +126,7 @@ __all__ = [
     "WriterObserver",
     "WriterStatistics",
     "accounts",
+    "alerts",
     "apply_migrations",
     "check_created",
     "checks",
