@@ -13,7 +13,7 @@ import trio
 
 from store import AlertRecord, Connection, Database, alerts, new_id, pings
 from store.pings import HeartbeatChange
-from tests.outbox import new_channel
+from tests.outbox import new_channel, new_member, new_policy
 from tests.store.helpers import new_heartbeat, new_monitor, write_checks
 
 T0 = 1_790_000_000
@@ -24,48 +24,6 @@ async def _sql(db: Database, query: str, *args: Any) -> list[dict[str, Any]]:
         return [dict(r) for r in await connection.fetch(query, *args)]
 
     return await db.transaction(run)
-
-
-async def _policy(
-    db: Database,
-    account_id: str,
-    steps: list[tuple[int, list[tuple[str, str]]]],
-    *,
-    repeat: int = 0,
-    default: bool = False,
-) -> str:
-    """An escalation policy: ``steps`` of ``(delay_seconds, [(type, id), ...])``."""
-    policy_id = new_id("esc")
-    stored = [
-        {"delay_seconds": d, "targets": [{"type": t, "id": i} for t, i in targets]}
-        for d, targets in steps
-    ]
-    await _sql(
-        db,
-        "INSERT INTO escalation_policies (id, account_id, name, steps, repeat, is_default, "
-        "created, updated) VALUES ($1, $2, 'p', $3, $4, $5, $6, $6)",
-        policy_id,
-        account_id,
-        stored,
-        repeat,
-        default,
-        T0 - 100,
-    )
-    return policy_id
-
-
-async def _member(db: Database, account_id: str, channels: list[str]) -> str:
-    member_id = new_id("mbr")
-    await _sql(
-        db,
-        "INSERT INTO members (id, account_id, name, contact_channels, created, updated) "
-        "VALUES ($1, $2, 'Ada', $3, $4, $4)",
-        member_id,
-        account_id,
-        channels,
-        T0 - 100,
-    )
-    return member_id
 
 
 async def _monitor(db: Database, policy: str | None = None) -> tuple[str, str]:
@@ -109,7 +67,7 @@ async def test_a_down_raises_an_alert_with_the_monitors_policy_and_the_up_resolv
     with trio.fail_after(20):
         account, mid = await _monitor(db)
         channel = await new_channel(db, account, now=T0 - 100)
-        policy = await _policy(db, account, [(60, [("channel", channel)])])
+        policy = await new_policy(db, account, [(60, [("channel", channel)])], now=T0 - 100)
         await _sql(
             db,
             "UPDATE monitors SET escalation_policy = $2, incident_severity = 'critical' "
@@ -149,7 +107,9 @@ async def test_the_accounts_default_policy_stands_in_and_without_one_nothing_is_
         await _down(db, bare, T0)
         assert await _alerts(db, bare) == []  # no policy at all
         channel = await new_channel(db, account, now=T0 - 100)
-        policy = await _policy(db, account, [(60, [("channel", channel)])], default=True)
+        policy = await new_policy(
+            db, account, [(60, [("channel", channel)])], default=True, now=T0 - 100
+        )
         _, other = await _monitor(db)
         await _down(db, other, T0 + 1)
         [alert] = await _alerts(db, other)
@@ -162,7 +122,7 @@ async def test_one_alert_per_episode_and_a_hand_resolved_one_stays_resolved(
     with trio.fail_after(20):
         account, _ = await _monitor(db)
         channel = await new_channel(db, account, now=T0 - 100)
-        policy = await _policy(db, account, [(60, [("channel", channel)])])
+        policy = await new_policy(db, account, [(60, [("channel", channel)])], now=T0 - 100)
         _, mid = await _monitor(db, policy)
         await _down(db, mid, T0)
         await _down(db, mid, T0 + 10, before="pending")  # paused and resumed while down
@@ -189,7 +149,9 @@ async def test_a_heartbeats_down_raises_an_alert_saying_why(db: Database) -> Non
     with trio.fail_after(20):
         beat = await new_heartbeat(db, created=T0 - 100)
         channel = await new_channel(db, beat.account_id, now=T0 - 100)
-        await _policy(db, beat.account_id, [(0, [("channel", channel)])], default=True)
+        await new_policy(
+            db, beat.account_id, [(0, [("channel", channel)])], default=True, now=T0 - 100
+        )
         why = "No ping for 90 s (period 60 s + grace 30 s)"
         move = HeartbeatChange(
             heartbeat_id=beat.id,
@@ -220,9 +182,9 @@ async def test_the_walk_tells_members_on_their_channels_then_escalates_and_repea
         off = await new_channel(db, account, now=T0 - 100, enabled=False)
         sms = await new_channel(db, account, now=T0 - 100)
         team = await new_channel(db, account, now=T0 - 100, type="slack")
-        ada = await _member(db, account, [email, off, sms])
+        ada = await new_member(db, account, [email, off, sms], now=T0 - 100)
         steps = [(0, [("member", ada), ("schedule", "sch_x")]), (300, [("channel", team)])]
-        policy = await _policy(db, account, steps, repeat=1)
+        policy = await new_policy(db, account, steps, repeat=1, now=T0 - 100)
         _, mid = await _monitor(db, policy)
         await _down(db, mid, T0)
         [alert] = await _alerts(db, mid)
@@ -269,7 +231,7 @@ async def test_acknowledging_stops_the_walk_and_cancels_pending_pages(db: Databa
         duty = await new_channel(db, account, now=T0 - 100, type="pagerduty")
         chat = await new_channel(db, account, now=T0 - 100, type="slack")
         steps = [(0, [("channel", duty), ("channel", chat)]), (60, [("channel", chat)])]
-        policy = await _policy(db, account, steps)
+        policy = await new_policy(db, account, steps, now=T0 - 100)
         _, mid = await _monitor(db, policy)
         await _down(db, mid, T0)
         [alert] = await _alerts(db, mid)
@@ -317,8 +279,8 @@ async def test_an_acknowledge_link_acknowledges_and_dies_with_the_alert(db: Data
     with trio.fail_after(20):
         account, _ = await _monitor(db)
         sms = await new_channel(db, account, now=T0 - 100)
-        ada = await _member(db, account, [sms])
-        policy = await _policy(db, account, [(0, [("member", ada)])])
+        ada = await new_member(db, account, [sms], now=T0 - 100)
+        policy = await new_policy(db, account, [(0, [("member", ada)])], now=T0 - 100)
         _, mid = await _monitor(db, policy)
         await _down(db, mid, T0)
         [alert] = await _alerts(db, mid)
@@ -343,7 +305,7 @@ async def test_two_concurrent_walks_never_notify_a_step_twice(db: Database) -> N
     with trio.fail_after(30):
         account, _ = await _monitor(db)
         chat = await new_channel(db, account, now=T0 - 100)
-        policy = await _policy(db, account, [(60, [("channel", chat)])])
+        policy = await new_policy(db, account, [(60, [("channel", chat)])], now=T0 - 100)
         monitors = [(await _monitor(db, policy))[1] for _ in range(3)]
         for mid in monitors:
             await _down(db, mid, T0)
