@@ -11,10 +11,25 @@ from typing import Any
 import pytest
 import trio
 
-from store import AlertRecord, Connection, Database, alerts, new_id, pings
+from store import (
+    AlertRecord,
+    Connection,
+    Database,
+    StatusChange,
+    alerts,
+    checks,
+    new_id,
+    pings,
+)
 from store.pings import HeartbeatChange
 from tests.outbox import new_channel, new_member, new_policy
-from tests.store.helpers import new_heartbeat, new_monitor, write_checks
+from tests.store.helpers import (
+    check_records,
+    new_heartbeat,
+    new_monitor,
+    run_epoch,
+    write_checks,
+)
 
 T0 = 1_790_000_000
 
@@ -339,3 +354,37 @@ async def test_two_concurrent_walks_never_notify_a_step_twice(db: Database) -> N
         rows = await _sql(db, "SELECT alert_id, step FROM notifications")
         assert len(rows) == 3 and len({r["alert_id"] for r in rows}) == 3
         assert json.dumps(sorted(r["step"] for r in rows)) == "[0, 0, 0]"
+
+
+async def test_a_down_and_an_up_in_one_batch_raise_and_resolve_one_alert(db: Database) -> None:
+    with trio.fail_after(20):
+        account, _ = await _monitor(db)
+        chat = await new_channel(db, account, now=T0 - 100)
+        policy = await new_policy(db, account, [(0, [("channel", chat)])], now=T0 - 100)
+        _, mid = await _monitor(db, policy)
+        [down] = check_records(mid, [T0], status="down")
+        [up] = check_records(mid, [T0 + 5])
+        epoch = await run_epoch(db, mid)
+        changes = [
+            StatusChange(
+                monitor_id=mid,
+                check_id=check.id,
+                from_status=before,
+                to_status=check.status,
+                run_epoch=epoch,
+                created=check.created,
+            )
+            for check, before in ((down, "up"), (up, "down"))
+        ]
+        await db.transaction(checks.write_check_batch, [down, up], changes)
+        [alert] = await _alerts(db, mid)
+        assert (alert["status"], alert["triggered_at"], alert["resolved_at"]) == (
+            "resolved",
+            T0,
+            T0 + 5,
+        )
+        # its page was written, then cancelled before anyone was told: no resolution notice
+        assert [(n["kind"], n["status"]) for n in await _notes(db, alert["id"])] == [
+            ("trigger", "cancelled")
+        ]
+        assert [t for t, _ in await _alert_events(db)] == ["alert.triggered", "alert.resolved"]
