@@ -199,6 +199,11 @@ async def apply_moves(connection: Connection, source: MoveSource, moves: Sequenc
         rounds[rank].append(move)
     statement = source.sql
     for batch in rounds:
+        ups = [move[0] for move in batch if move[3] == "up"]
+        if ups:
+            # Lock the open alerts first: the round's statement then reads with a snapshot
+            # taken after a walk in flight committed, so it cancels the pages that walk wrote.
+            await connection.execute(alerts.LOCK_OPEN, ups)
         raised = await connection.fetch(
             statement, *(list(column) for column in zip(*batch, strict=True))
         )

@@ -34,6 +34,7 @@ __all__ = [
     "RAISE_CTE",
     "RESOLVED_EVENTS",
     "RESOLVE_CTES",
+    "LOCK_OPEN",
     "AlertNotOpen",
     "acknowledge",
     "acknowledge_by_token",
@@ -139,6 +140,16 @@ alert_raised AS (
 escalation_policy, to_status, created``; ``opened`` the incidents the round opened) whose
 resource has a policy (its own, else the account's default) and no open alert:
 ``alert_raised``, the rows."""
+
+
+LOCK_OPEN = """
+SELECT 1 FROM alerts WHERE resource_id = ANY($1::text[]) AND status <> 'resolved'
+FOR UPDATE
+"""
+"""Locks the open alerts of the resources ``$1`` (``mon_``/``hbt_`` ids) before a
+statement resolves them: a statement waiting for a lock inside itself keeps its older
+snapshot and would miss the notifications a walk in flight (:mod:`store.alert_walk`)
+committed meanwhile."""
 
 
 async def get_alert(

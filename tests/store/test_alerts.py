@@ -388,3 +388,33 @@ async def test_a_down_and_an_up_in_one_batch_raise_and_resolve_one_alert(db: Dat
             ("trigger", "cancelled")
         ]
         assert [t for t, _ in await _alert_events(db)] == ["alert.triggered", "alert.resolved"]
+
+
+async def test_an_up_waiting_on_a_walk_in_flight_cancels_the_pages_it_wrote(db: Database) -> None:
+    with trio.fail_after(30):
+        account, _ = await _monitor(db)
+        chat = await new_channel(db, account, now=T0 - 100)
+        policy = await new_policy(db, account, [(60, [("channel", chat)])], now=T0 - 100)
+        _, mid = await _monitor(db, policy)
+        await _down(db, mid, T0)
+        walked = asyncio.Event()
+
+        async def walk(connection: Connection) -> int:
+            count = await alerts.walk_due(connection, T0 + 60, 10)
+            walked.set()
+            await asyncio.sleep(1.0)  # hold the alert's lock while the up waits for it
+            return count
+
+        async def up() -> None:
+            while not walked.is_set():
+                await trio.sleep(0.01)
+            await _up(db, mid, T0 + 61)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(db.transaction, walk)
+            nursery.start_soon(up)
+        [alert] = await _alerts(db, mid)
+        assert alert["status"] == "resolved"
+        assert [(n["kind"], n["status"]) for n in await _notes(db, alert["id"])] == [
+            ("trigger", "cancelled")
+        ]
