@@ -30,11 +30,11 @@ from .pagination import Page, PageRequest, fetch_page
 from .records import AlertRecord, column_names
 
 __all__ = [
+    "LOCK_OPEN",
     "NOTICE_SECONDS",
     "RAISE_CTE",
     "RESOLVED_EVENTS",
     "RESOLVE_CTES",
-    "LOCK_OPEN",
     "AlertNotOpen",
     "acknowledge",
     "acknowledge_by_token",

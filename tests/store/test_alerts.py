@@ -49,6 +49,16 @@ async def _monitor(db: Database, policy: str | None = None) -> tuple[str, str]:
     return record.account_id, record.id
 
 
+async def _paged(db: Database, delay: int) -> tuple[str, str, str]:
+    """A monitor that is up, whose own policy's one step tells a channel after ``delay``
+    seconds; (account, monitor, channel)."""
+    account, _ = await _monitor(db)
+    channel = await new_channel(db, account, now=T0 - 100)
+    policy = await new_policy(db, account, [(delay, [("channel", channel)])], now=T0 - 100)
+    _, mid = await _monitor(db, policy)
+    return account, mid, channel
+
+
 async def _down(db: Database, monitor_id: str, at: int, before: str = "up") -> None:
     await write_checks(db, monitor_id, [at], status="down", moved_from=before)
 
@@ -135,10 +145,7 @@ async def test_one_alert_per_episode_and_a_hand_resolved_one_stays_resolved(
     db: Database,
 ) -> None:
     with trio.fail_after(20):
-        account, _ = await _monitor(db)
-        channel = await new_channel(db, account, now=T0 - 100)
-        policy = await new_policy(db, account, [(60, [("channel", channel)])], now=T0 - 100)
-        _, mid = await _monitor(db, policy)
+        account, mid, _ = await _paged(db, 60)
         await _down(db, mid, T0)
         await _down(db, mid, T0 + 10, before="pending")  # paused and resumed while down
         [alert] = await _alerts(db, mid)
@@ -358,10 +365,7 @@ async def test_two_concurrent_walks_never_notify_a_step_twice(db: Database) -> N
 
 async def test_a_down_and_an_up_in_one_batch_raise_and_resolve_one_alert(db: Database) -> None:
     with trio.fail_after(20):
-        account, _ = await _monitor(db)
-        chat = await new_channel(db, account, now=T0 - 100)
-        policy = await new_policy(db, account, [(0, [("channel", chat)])], now=T0 - 100)
-        _, mid = await _monitor(db, policy)
+        _, mid, _ = await _paged(db, 0)
         [down] = check_records(mid, [T0], status="down")
         [up] = check_records(mid, [T0 + 5])
         epoch = await run_epoch(db, mid)
@@ -392,10 +396,7 @@ async def test_a_down_and_an_up_in_one_batch_raise_and_resolve_one_alert(db: Dat
 
 async def test_an_up_waiting_on_a_walk_in_flight_cancels_the_pages_it_wrote(db: Database) -> None:
     with trio.fail_after(30):
-        account, _ = await _monitor(db)
-        chat = await new_channel(db, account, now=T0 - 100)
-        policy = await new_policy(db, account, [(60, [("channel", chat)])], now=T0 - 100)
-        _, mid = await _monitor(db, policy)
+        _, mid, _ = await _paged(db, 60)
         await _down(db, mid, T0)
         walked = asyncio.Event()
 
