@@ -19,6 +19,7 @@ from .channels import (
     validate_config,
 )
 from .engine import Engine, run_engine
+from .escalation import EscalationSettings, run_escalations
 from .handle import EngineHandle, PingTarget
 from .health import Health, after_check
 from .heartbeat import PING_KINDS, HeartbeatState, Ping, run_heartbeat
@@ -96,6 +97,7 @@ __all__ = [
     "EngineHandle",
     "EngineSettings",
     "EngineStatistics",
+    "EscalationSettings",
     "Health",
     "HeartbeatGroup",
     "HeartbeatHandle",
@@ -140,6 +142,7 @@ __all__ = [
     "parse_target",
     "probe_spec",
     "run_engine",
+    "run_escalations",
     "run_heartbeat",
     "run_leases",
     "run_listener",

@@ -58,6 +58,7 @@ from .pagination import CreatedBounds, Page, PageRequest
 from .pings import HeartbeatChange, WritePing
 from .records import (
     AccountRecord,
+    AlertRecord,
     AttemptRecord,
     CheckRecord,
     EscalationPolicyRecord,

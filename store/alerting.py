@@ -20,7 +20,14 @@ connection and in the same transaction:
   (``resolved_at`` the move's time, ``resolution_message`` ``"<name> is up again after
   <duration>"``), with a timeline entry and ``incident.resolved``. An incident resolved
   by hand is not open, so it is left alone, and the next move into ``down`` opens a new
-  one.
+  one;
+* raises and resolves alerts (docs/alerts.md; the SQL is :mod:`store.alerts`'s): a move
+  into ``down`` of a resource with an escalation policy (its own, else the account's
+  default) and no open alert raises one (``"<name> is down: <error>"``, the error of the
+  failing check or the heartbeat's reason, the episode's incident) with
+  ``alert.triggered``, and, when the policy's first step waits 0 s, writes that step's
+  notifications too; a move into ``up`` resolves the open alert (pending pages
+  cancelled, acknowledge links dead, ``resolved`` notices, ``alert.resolved``).
 
 The timeline entries written here carry the resource's id in ``generated_by`` (migration
 0015): their texts hold its private name, so a public status page builds its own from the
@@ -40,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import alerts
 from .database import Connection
 
 # One round: $1..$5 are the moves of this rank (at most one per resource). The source
@@ -80,7 +88,15 @@ timeline AS (
     FROM opened
     UNION ALL
     SELECT new_id('inu'), account_id, id, status, resolution_message, resolved_at, monitor_id
-    FROM resolved)
+    FROM resolved),
+alert_closing AS (
+    SELECT a.id, a.status AS old_status, mon.created AS at
+    FROM alerts a JOIN mon ON a.resource_id = mon.resource_id
+    WHERE mon.to_status = 'up' AND a.status <> 'resolved'
+    FOR UPDATE OF a),
+{resolve_alerts},
+{raise_alert},
+written AS (
 INSERT INTO events (id, account_id, type, resource_id, created, object, previous)
 SELECT new_id('evt'), account_id, type, resource_id, created, object, previous FROM (
     SELECT 1 AS ord, account_id, '{kind}.' || to_status AS type, resource_id,
@@ -93,8 +109,14 @@ SELECT new_id('evt'), account_id, type, resource_id, created, object, previous F
            to_jsonb(resolved) - 'old_status' - 'old_message',
            jsonb_build_object('status', old_status, 'resolved_at', NULL,
                               'resolution_message', old_message)
-    FROM resolved) AS e
-ORDER BY ord, resource_id
+    FROM resolved
+    UNION ALL
+    SELECT 3, account_id, 'alert.triggered', id, created, to_jsonb(alert_raised) - 'seq', NULL
+    FROM alert_raised
+    UNION ALL
+    SELECT 3, r.* FROM ({resolved_events}) r) AS e
+ORDER BY ord, resource_id)
+SELECT id, triggered_at FROM alert_raised WHERE next_step_at <= triggered_at
 """
 
 
@@ -115,7 +137,13 @@ class MoveSource:
     @property
     def sql(self) -> str:
         """The round's statement for this source."""
-        return _ROUND.format(resources=self.resources, kind=self.kind)
+        return _ROUND.format(
+            resources=self.resources,
+            kind=self.kind,
+            resolve_alerts=alerts.RESOLVE_CTES,
+            raise_alert=alerts.RAISE_CTE,
+            resolved_events=alerts.RESOLVED_EVENTS,
+        )
 
 
 MONITOR_MOVES = MoveSource(
@@ -124,6 +152,7 @@ MONITOR_MOVES = MoveSource(
     # error (the check is in the same batch, so it is read by its key).
     resources="""
     SELECT mv.*, m.account_id, m.name, m.auto_incidents, m.incident_severity,
+           m.escalation_policy, coalesce(c.error_message, c.error_code) AS error,
            to_jsonb(m) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
                'last_checked_at', mv.created) AS snapshot,
            'Check ' || mv.detail || ' failed: ' || coalesce(c.error_code, 'unknown')
@@ -139,6 +168,7 @@ HEARTBEAT_MOVES = MoveSource(
     # detail: the description itself (the engine knows why: a deadline or a /fail).
     resources="""
     SELECT mv.*, h.account_id, h.name, h.auto_incidents, h.incident_severity,
+           h.escalation_policy, mv.detail AS error,
            to_jsonb(h) || jsonb_build_object('status', mv.to_status, 'updated', mv.created)
                AS snapshot,
            mv.detail AS description
@@ -169,4 +199,16 @@ async def apply_moves(connection: Connection, source: MoveSource, moves: Sequenc
         rounds[rank].append(move)
     statement = source.sql
     for batch in rounds:
-        await connection.execute(statement, *(list(column) for column in zip(*batch, strict=True)))
+        ups = [move[0] for move in batch if move[3] == "up"]
+        if ups:
+            # Lock the open alerts first: the round's statement then reads with a snapshot
+            # taken after a walk in flight committed, so it cancels the pages that walk wrote.
+            await connection.execute(alerts.LOCK_OPEN, ups)
+        raised = await connection.fetch(
+            statement, *(list(column) for column in zip(*batch, strict=True))
+        )
+        due: dict[int, list[str]] = {}
+        for row in raised:
+            due.setdefault(row["triggered_at"], []).append(row["id"])
+        for at, alert_ids in due.items():
+            await alerts.walk_alerts(connection, alert_ids, at)

@@ -1,73 +1,155 @@
-"""Alert queries (docs/alerts.md, "Alerts"; asyncio side: run them through
-:class:`store.Database`): read, list, acknowledge and resolve an alert, by the API or by
-the one-click acknowledge link's token.
+"""Alerts: raised, walked up their escalation policy, acknowledged and resolved
+(docs/alerts.md; asyncio side: run these through :class:`store.Database`).
 
-Acknowledging or resolving stops the walk of the escalation policy (``next_step_at``
-cleared) and cancels the alert's pending messages; resolving deletes its acknowledge
-tokens, so the links die (docs/alerts.md, "Acknowledge links").
+- **Raised and resolved by moves** in the store actor's batch transaction
+  (:mod:`store.alerting` embeds :data:`RAISE_CTE`, :data:`RESOLVE_CTES` and
+  :data:`RESOLVED_EVENTS` in its round, then walks step 0 with :func:`walk_alerts` when
+  its delay is 0), so a move into ``down`` commits with its alert, its
+  ``alert.triggered`` event and its first notifications.
+- **The walk** (:func:`walk_due`, from :mod:`store.alert_walk`): each due step of a
+  triggered alert is notified once, by one node.
+- **Acknowledge and resolve** by the API or by an acknowledge link's token
+  (:func:`acknowledge`, :func:`resolve`, :func:`acknowledge_by_token`): both stop the
+  walk and cancel the pending trigger, escalation and reminder notifications at once.
+
+"Told" (who gets the ``acknowledged`` and ``resolved`` notices): a channel with a trigger,
+escalation or reminder notification of the alert that was attempted at least once. A
+message cancelled before any attempt told nobody, so it earns no follow-up.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from .alert_walk import NOTICE_SECONDS, walk_alerts, walk_due
 from .database import Connection
 from .errors import StoreError
+from .events import EventCause, record_event
 from .owned import select_owned
 from .pagination import Page, PageRequest, fetch_page
-from .records import _FromRow, column_names
+from .records import AlertRecord, column_names
 
 __all__ = [
+    "LOCK_OPEN",
+    "NOTICE_SECONDS",
+    "RAISE_CTE",
+    "RESOLVED_EVENTS",
+    "RESOLVE_CTES",
     "AlertNotOpen",
-    "AlertRecord",
     "acknowledge",
     "acknowledge_by_token",
     "alert_of_token",
     "get_alert",
     "list_alerts",
     "resolve",
+    "walk_alerts",
+    "walk_due",
 ]
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AlertRecord(_FromRow):
-    """One alert (docs/alerts.md, "Alerts"): the columns of ``alerts``. ``resource_id``
-    is the ``mon_`` or ``hbt_`` id; ``status`` triggered, acknowledged or resolved;
-    ``escalation_step`` the index of the last step notified (-1: none yet);
-    ``next_step_at`` epoch seconds (fractional) or None; the other times integer epoch
-    seconds; ``acknowledged_by`` ``{"type": "member" | "channel" | "token", "id"}`` or
-    None."""
-
-    id: str
-    account_id: str
-    resource_id: str
-    incident_id: str | None
-    status: str
-    severity: str
-    summary: str
-    escalation_policy: str | None
-    escalation_step: int
-    walks: int
-    next_step_at: float | None
-    triggered_at: int
-    acknowledged_at: int | None
-    acknowledged_by: dict[str, Any] | None
-    resolved_at: int | None
-    created: int
-    updated: int
-    metadata: dict[str, str]
+_COLUMNS = column_names(AlertRecord)
+_SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
+_PAGING_SQL = "('trigger', 'escalation', 'reminder')"
 
 
 class AlertNotOpen(StoreError):
-    """Acknowledge or resolve of a resolved alert (the API's 400 ``alert_not_open``)."""
+    """The alert is resolved: it can be neither acknowledged nor resolved again (the API's
+    400 ``alert_not_open``, docs/alerts.md).
+
+    Attributes:
+        alert_id: the alert.
+    """
 
     def __init__(self, alert_id: str) -> None:
-        super().__init__(f"alert {alert_id} is already resolved")
+        super().__init__(f"alert {alert_id} is resolved")
         self.alert_id = alert_id
 
 
-_SELECT = ", ".join(f"t.{c}" for c in column_names(AlertRecord))
+def _notices(name: str, kind: str, channels: str) -> str:
+    """A CTE ``name`` writing a ``kind`` notification, due at once, to every channel told
+    of the alerts in ``alert_closing`` (``id``, ``at``) whose channel row ``ch`` passes
+    ``channels`` (SQL from code)."""
+    return f"""{name} AS (
+    INSERT INTO notifications (id, account_id, alert_id, channel_id, member_id, kind,
+                               status, next_attempt_at, give_up_at, created)
+    SELECT new_id('ntf'), told.account_id, told.alert_id, told.channel_id, told.member_id,
+           '{kind}', 'pending', told.at, told.at + {NOTICE_SECONDS}, told.at
+    FROM (SELECT DISTINCT ON (n.alert_id, n.channel_id) n.account_id, n.alert_id,
+                 n.channel_id, n.member_id, c.at
+          FROM alert_closing c
+          JOIN notifications n ON n.alert_id = c.id AND n.kind IN {_PAGING_SQL}
+              AND n.attempts > 0
+          JOIN notification_channels ch ON ch.id = n.channel_id AND ch.enabled
+          WHERE {channels}
+          ORDER BY n.alert_id, n.channel_id, n.seq) told),
+alert_cancelled AS (
+    UPDATE notifications n SET status = 'cancelled', next_attempt_at = NULL
+    FROM alert_closing c
+    WHERE n.alert_id = c.id AND n.status = 'pending' AND n.kind IN {_PAGING_SQL})"""
+
+
+_BOTH_WAYS = "ch.type IN ('pagerduty', 'opsgenie')"
+
+RESOLVE_CTES = (
+    _notices("alert_notices", "resolved", f"ch.send_resolved OR {_BOTH_WAYS}")
+    + """,
+alert_tokens_dropped AS (
+    DELETE FROM alert_ack_tokens k USING alert_closing c WHERE k.alert_id = c.id),
+alert_resolved AS (
+    UPDATE alerts a SET status = 'resolved', resolved_at = c.at, updated = c.at,
+        next_step_at = NULL
+    FROM alert_closing c WHERE a.id = c.id
+    RETURNING a.*, c.old_status)"""
+)
+"""CTEs resolving the alerts of a preceding CTE ``alert_closing (id, old_status, at)``
+that has locked them (``at`` epoch seconds): pending paging notifications cancelled,
+acknowledge tokens deleted (the links die), ``resolved`` notices to the told channels
+with ``send_resolved`` and to told PagerDuty and Opsgenie channels, and the alerts
+resolved (``alert_resolved``: the rows and ``old_status``)."""
+
+RESOLVED_EVENTS = """
+SELECT account_id, 'alert.resolved' AS type, id AS resource_id, resolved_at AS created,
+       to_jsonb(r) - 'seq' - 'old_status' AS object,
+       jsonb_build_object('status', old_status, 'resolved_at', NULL) AS previous
+FROM alert_resolved r"""
+"""The ``alert.resolved`` events of :data:`RESOLVE_CTES` (columns ``account_id, type,
+resource_id, created, object, previous``)."""
+
+RAISE_CTE = """
+alert_raised AS (
+    INSERT INTO alerts AS a (id, account_id, resource_id, incident_id, status, severity,
+                             summary, escalation_policy, next_step_at, triggered_at,
+                             created, updated)
+    SELECT new_id('alt'), mon.account_id, mon.resource_id,
+           coalesce((SELECT o.id FROM opened o WHERE o.monitor_id = mon.resource_id),
+                    (SELECT i.id FROM incidents i WHERE i.monitor_id = mon.resource_id
+                     AND i.resolved_at IS NULL ORDER BY i.created DESC LIMIT 1)),
+           'triggered', mon.incident_severity,
+           left(mon.name || ' is down: ' || coalesce(mon.error, 'unknown'), 1000), p.id,
+           mon.created + coalesce((p.steps -> 0 ->> 'delay_seconds')::float8, 0),
+           mon.created, mon.created, mon.created
+    FROM mon JOIN escalation_policies p ON p.account_id = mon.account_id
+        AND p.id = coalesce(mon.escalation_policy,
+            (SELECT d.id FROM escalation_policies d
+             WHERE d.account_id = mon.account_id AND d.is_default))
+    WHERE mon.to_status = 'down' AND NOT EXISTS (
+        SELECT 1 FROM alerts o WHERE o.resource_id = mon.resource_id AND o.status <> 'resolved')
+    ON CONFLICT (resource_id) WHERE status <> 'resolved' DO NOTHING
+    RETURNING a.*)"""
+"""The CTE raising an alert for each move into ``down`` in ``mon`` (the round of
+:mod:`store.alerting`: ``resource_id, account_id, name, incident_severity, error,
+escalation_policy, to_status, created``; ``opened`` the incidents the round opened) whose
+resource has a policy (its own, else the account's default) and no open alert:
+``alert_raised``, the rows."""
+
+
+LOCK_OPEN = """
+SELECT 1 FROM alerts WHERE resource_id = ANY($1::text[]) AND status <> 'resolved'
+FOR UPDATE
+"""
+"""Locks the open alerts of the resources ``$1`` (``mon_``/``hbt_`` ids) before a
+statement resolves them: a statement waiting for a lock inside itself keeps its older
+snapshot and would miss the notifications a walk in flight (:mod:`store.alert_walk`)
+committed meanwhile."""
 
 
 async def get_alert(
@@ -93,8 +175,9 @@ async def list_alerts(
     status: str | None = None,
     resource_id: str | None = None,
 ) -> Page[AlertRecord]:
-    """One page of the account's alerts (newest first unless ``page`` says otherwise),
-    filtered by exact ``status`` and ``resource_id`` (a ``mon_`` or ``hbt_`` id).
+    """One page of the account's alerts (newest first with the default ``page``: keyset
+    on ``created``), filtered by exact ``status`` and ``resource_id`` (``mon_`` or
+    ``hbt_``).
 
     Raises:
         CursorNotFound: the cursor names no alert of the account.
@@ -115,65 +198,100 @@ async def list_alerts(
     return Page([AlertRecord.from_row(r) for r in rows], has_more)
 
 
-async def _stop(connection: Connection, alert_id: str, values: dict[str, Any]) -> AlertRecord:
-    """Write ``values`` to the alert, stop its walk and cancel its pending messages."""
-    sets = ", ".join(f"{c} = ${i + 2}" for i, c in enumerate(values))
-    row = await connection.fetchrow(
-        f"UPDATE alerts t SET {sets}, next_step_at = NULL WHERE t.id = $1 RETURNING {_SELECT}",
-        alert_id,
-        *values.values(),
-    )
-    await connection.execute(
-        "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL "
-        "WHERE alert_id = $1 AND status = 'pending' AND kind IN ('trigger', 'escalation', "
-        "'reminder')",
-        alert_id,
-    )
-    return AlertRecord.from_row(row)
+async def _open(connection: Connection, account_id: str, alert_id: str) -> AlertRecord | None:
+    """The account's alert, locked; None when there is none.
 
-
-async def acknowledge(
-    connection: Connection, account_id: str, alert_id: str, *, by: dict[str, Any], now: int
-) -> tuple[AlertRecord | None, bool]:
-    """Acknowledge the account's alert on behalf of ``by`` (``{"type", "id"}``) at
-    ``now`` (epoch seconds). Run inside a transaction.
-
-    Returns:
-        (None, False) for no such alert; (the alert, False) when it was already
-        acknowledged (nothing changes); (the alert, True) when this acknowledged it.
     Raises:
-        AlertNotOpen: the alert is resolved.
+        AlertNotOpen: it is resolved.
     """
     current = await get_alert(connection, account_id, alert_id, for_update=True)
-    if current is None:
-        return None, False
-    if current.status == "resolved":
+    if current is not None and current.status == "resolved":
         raise AlertNotOpen(alert_id)
-    if current.status == "acknowledged":
-        return current, False
-    values = {"status": "acknowledged", "acknowledged_at": now, "acknowledged_by": by}
-    return await _stop(connection, alert_id, {**values, "updated": now}), True
+    return current
+
+
+_RESOLVE = f"""
+WITH alert_closing AS (
+    SELECT id, status AS old_status, $2::bigint AS at FROM alerts WHERE id = $1),
+{RESOLVE_CTES}
+INSERT INTO events (id, account_id, type, resource_id, created, object, previous,
+                    request_id, idempotency_key)
+SELECT new_id('evt'), e.*, $3, $4 FROM ({RESOLVED_EVENTS}) e
+"""
 
 
 async def resolve(
-    connection: Connection, account_id: str, alert_id: str, *, by: dict[str, Any], now: int
+    connection: Connection,
+    account_id: str,
+    alert_id: str,
+    *,
+    by: dict[str, Any],
+    now: int,
+    cause: EventCause | None = None,
 ) -> AlertRecord | None:
-    """Resolve the account's alert at ``now`` (epoch seconds; ``by`` who did it) and
-    delete its acknowledge tokens. Run inside a transaction. None: no such alert.
+    """Resolve the account's alert by hand (docs/alerts.md) at ``now`` (epoch seconds), as
+    a move into ``up`` does (:data:`RESOLVE_CTES`), and write ``alert.resolved``. Run it
+    in a transaction. ``by`` (``{"type", "id"}``) is who asked; an alert keeps no
+    resolver (docs/alerts.md), so it is not stored: the event's ``request`` names the
+    call. None when the account has no such alert.
 
     Raises:
         AlertNotOpen: the alert is already resolved.
     """
-    current = await get_alert(connection, account_id, alert_id, for_update=True)
-    if current is None:
+    if await _open(connection, account_id, alert_id) is None:
         return None
-    if current.status == "resolved":
-        raise AlertNotOpen(alert_id)
-    record = await _stop(
-        connection, alert_id, {"status": "resolved", "resolved_at": now, "updated": now}
+    cause = cause or EventCause()
+    await connection.execute(_RESOLVE, alert_id, now, cause.request_id, cause.idempotency_key)
+    return await get_alert(connection, account_id, alert_id)
+
+
+_ACKNOWLEDGE = f"""
+WITH alert_closing AS (SELECT $1::text AS id, $2::bigint AS at),
+{_notices("alert_notices", "acknowledged", _BOTH_WAYS)}
+UPDATE alerts SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3,
+    next_step_at = NULL, updated = $2
+WHERE id = $1
+RETURNING {", ".join(_COLUMNS)}
+"""
+
+
+async def acknowledge(
+    connection: Connection,
+    account_id: str,
+    alert_id: str,
+    *,
+    by: dict[str, Any],
+    now: int,
+    cause: EventCause | None = None,
+) -> tuple[AlertRecord | None, bool]:
+    """Acknowledge the account's triggered alert at ``now`` (epoch seconds; docs/alerts.md):
+    ``acknowledged_at``, ``acknowledged_by`` = ``by`` (``{"type": "member" | "token",
+    "id": ...}``), the walk stopped, pending trigger, escalation and reminder
+    notifications cancelled, an ``acknowledged`` notice to every told PagerDuty and
+    Opsgenie channel, and ``alert.acknowledged``. Run it in a transaction.
+
+    Returns:
+        ``(alert, changed)``: ``(None, False)`` when the account has no such alert;
+        ``changed`` False when it was already acknowledged (nothing is written).
+    Raises:
+        AlertNotOpen: the alert is resolved.
+    """
+    current = await _open(connection, account_id, alert_id)
+    if current is None:
+        return None, False
+    if current.status == "acknowledged":
+        return current, False
+    row = await connection.fetchrow(_ACKNOWLEDGE, alert_id, now, by)
+    record = AlertRecord.from_row(row)
+    await record_event(
+        connection,
+        type="alert.acknowledged",
+        record=record,
+        created=now,
+        cause=cause,
+        previous={"status": current.status, "acknowledged_at": None, "acknowledged_by": None},
     )
-    await connection.execute("DELETE FROM alert_ack_tokens WHERE alert_id = $1", alert_id)
-    return record
+    return record, True
 
 
 async def _token(connection: Connection, token: str) -> Any:
@@ -186,30 +304,26 @@ async def _token(connection: Connection, token: str) -> Any:
 
 async def alert_of_token(connection: Connection, token: str) -> AlertRecord | None:
     """The open alert an acknowledge link's ``token`` is bound to; None for an unknown
-    token or a dead one (its alert resolved)."""
-    row = await _token(connection, token)
-    if row is None:
+    token or a dead one (its alert resolved: docs/alerts.md)."""
+    bound = await _token(connection, token)
+    if bound is None:
         return None
-    return await get_alert(connection, row["account_id"], row["alert_id"])
+    return await get_alert(connection, bound["account_id"], bound["alert_id"])
 
 
 async def acknowledge_by_token(
     connection: Connection, token: str, *, now: int
 ) -> tuple[AlertRecord | None, bool]:
-    """Acknowledge the alert of an acknowledge link's ``token`` at ``now`` (epoch
-    seconds), on behalf of the member the token is bound to (``{"type": "member"}``), else
-    of its channel (``{"type": "channel"}``). Run inside a transaction.
+    """Acknowledge the alert of an acknowledge link (docs/alerts.md) as :func:`acknowledge`
+    does, ``acknowledged_by`` ``{"type": "token", "id": <the member the link was sent
+    to, or the channel for a channel target>}``. Run it in a transaction.
 
     Returns:
-        as :func:`acknowledge`; (None, False) for an unknown or dead token.
-    Raises:
-        AlertNotOpen: the alert was resolved after the token was read.
+        ``(alert, changed)``: ``(None, False)`` for an unknown or dead token; ``changed``
+        False when the alert was already acknowledged.
     """
-    row = await _token(connection, token)
-    if row is None:
+    bound = await _token(connection, token)
+    if bound is None:
         return None, False
-    if row["member_id"] is not None:
-        by = {"type": "member", "id": row["member_id"]}
-    else:
-        by = {"type": "channel", "id": row["channel_id"]}
-    return await acknowledge(connection, row["account_id"], row["alert_id"], by=by, now=now)
+    by = {"type": "token", "id": bound["member_id"] or bound["channel_id"]}
+    return await acknowledge(connection, bound["account_id"], bound["alert_id"], by=by, now=now)

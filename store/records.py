@@ -346,6 +346,40 @@ class EscalationPolicyRecord(_FromRow):
     metadata: dict[str, str]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertRecord(_FromRow):
+    """An alert, one page-worthy episode of a monitor or heartbeat (docs/alerts.md).
+
+    ``resource_id`` is the ``mon_`` or ``hbt_`` id (the API's ``monitor``);
+    ``incident_id`` the incident of the episode, or None; ``status`` triggered,
+    acknowledged or resolved; ``summary`` ``"<name> is down: <error message>"``;
+    ``escalation_step`` the index of the last step notified (-1: none yet) and ``walks``
+    how many times the steps were walked again (``repeat``); ``next_step_at`` epoch
+    seconds (fractional) when the next step is due, None when nothing is;
+    ``acknowledged_by`` ``{"type": "member" | "token", "id": ...}`` or None; every other
+    time epoch seconds.
+    """
+
+    id: str
+    account_id: str
+    resource_id: str
+    incident_id: str | None
+    status: str
+    severity: str
+    summary: str
+    escalation_policy: str | None
+    escalation_step: int
+    walks: int
+    next_step_at: float | None
+    triggered_at: int
+    acknowledged_at: int | None
+    acknowledged_by: dict[str, Any] | None
+    resolved_at: int | None
+    created: int
+    updated: int
+    metadata: dict[str, str]
+
+
 def column_names(record: type[_FromRow]) -> list[str]:
     """The field names of a record class, in order."""
     return [f.name for f in fields(record)]  # type: ignore[arg-type]

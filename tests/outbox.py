@@ -1,6 +1,6 @@
 """Rows of the alerting schema written directly in SQL, for tests of the notification
 outbox and the notifier (docs/alerts.md): a channel, an alert of a monitor, and a
-notification, each at a chosen time (epoch seconds)."""
+notification, a member and an escalation policy, each at a chosen time (epoch seconds)."""
 
 from __future__ import annotations
 
@@ -85,3 +85,48 @@ async def new_notification(
         now,
     )
     return notification_id
+
+
+async def new_policy(
+    db: Database,
+    account_id: str,
+    steps: list[tuple[int, list[tuple[str, str]]]],
+    *,
+    repeat: int = 0,
+    default: bool = False,
+    now: int,
+) -> str:
+    """An escalation policy of ``account_id``: ``steps`` of ``(delay_seconds, [(type, id),
+    ...])``; its ``esc_`` id."""
+    policy_id = new_id("esc")
+    stored = [
+        {"delay_seconds": d, "targets": [{"type": t, "id": i} for t, i in targets]}
+        for d, targets in steps
+    ]
+    await _execute(
+        db,
+        "INSERT INTO escalation_policies (id, account_id, name, steps, repeat, is_default, "
+        "created, updated) VALUES ($1, $2, 'p', $3, $4, $5, $6, $6)",
+        policy_id,
+        account_id,
+        stored,
+        repeat,
+        default,
+        now,
+    )
+    return policy_id
+
+
+async def new_member(db: Database, account_id: str, channels: list[str], *, now: int) -> str:
+    """A member of ``account_id`` with ``channels`` as contact channels; its ``mbr_`` id."""
+    member_id = new_id("mbr")
+    await _execute(
+        db,
+        "INSERT INTO members (id, account_id, name, contact_channels, created, updated) "
+        "VALUES ($1, $2, 'Ada', $3, $4, $4)",
+        member_id,
+        account_id,
+        channels,
+        now,
+    )
+    return member_id

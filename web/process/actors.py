@@ -22,10 +22,12 @@ from engine import (
     Engine,
     EngineHandle,
     EngineStatistics,
+    EscalationSettings,
     Holding,
     Prober,
     RestartType,
     run_engine,
+    run_escalations,
     run_leases,
     run_listener,
     run_notifier,
@@ -46,6 +48,10 @@ __all__ = ["ACTORS", "Actor", "Parts"]
 MAINTENANCE_DEADLINE_SECONDS = 300.0
 """The longest one statement of the maintenance actor may take (a partition detached
 CONCURRENTLY waits for the transactions using the table), seconds."""
+
+ESCALATION_DATABASE_DEADLINE_SECONDS = 10.0
+"""The longest one walk of the escalation walker may wait on the database, seconds (a
+hung database then costs a poll, not the walker)."""
 
 NOTIFIER_DATABASE_DEADLINE_SECONDS = 10.0
 """The longest one claim or record of the notifier may wait on the database, seconds."""
@@ -192,6 +198,15 @@ def _notifier(p: Parts) -> ChildSpec:
     return ChildSpec(child_id="notifier", start=start)
 
 
+def _escalations(p: Parts) -> ChildSpec:
+    start = partial(
+        run_escalations,
+        p.db.with_deadline(ESCALATION_DATABASE_DEADLINE_SECONDS),
+        EscalationSettings(),
+    )
+    return ChildSpec(child_id="escalations", start=start)
+
+
 def _limits(p: Parts) -> ChildSpec:
     assert p.deps is not None
     return ChildSpec(child_id="limits", start=partial(run_quota_returns, p.deps.rate_limiter))
@@ -240,6 +255,12 @@ ACTORS: tuple[Actor, ...] = (
         work="every node (notifications claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: True,
         child=_notifier,
+    ),
+    Actor(
+        name="escalations",
+        work="every node (alerts claimed FOR UPDATE SKIP LOCKED)",
+        runs=lambda p: True,
+        child=_escalations,
     ),
     Actor(
         name="limits",
