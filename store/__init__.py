@@ -37,7 +37,7 @@ from .actor import (
     WriterStatistics,
     run_store_writer,
 )
-from .alerts import AlertNotOpen, AlertRecord
+from .alerts import AlertNotOpen
 from .checks import StatusChange, WriteCheck
 from .database import Connection, Database, open_database
 from .datadir import DATA_DIR_MODE, OPEN_TO_OTHERS, secure_data_dir

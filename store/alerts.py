@@ -315,8 +315,9 @@ async def acknowledge_by_token(
     connection: Connection, token: str, *, now: int
 ) -> tuple[AlertRecord | None, bool]:
     """Acknowledge the alert of an acknowledge link (docs/alerts.md) as :func:`acknowledge`
-    does, ``acknowledged_by`` ``{"type": "token", "id": <the member the link was sent
-    to, or the channel for a channel target>}``. Run it in a transaction.
+    does, ``acknowledged_by`` ``{"type": "member", "id": <the member the link was sent
+    to>}``, or ``{"type": "channel", "id": <the channel>}`` for a link sent to a channel
+    target (docs/alerts.md, "Acknowledge links"). Run it in a transaction.
 
     Returns:
         ``(alert, changed)``: ``(None, False)`` for an unknown or dead token; ``changed``
@@ -325,5 +326,8 @@ async def acknowledge_by_token(
     bound = await _token(connection, token)
     if bound is None:
         return None, False
-    by = {"type": "token", "id": bound["member_id"] or bound["channel_id"]}
+    if bound["member_id"] is not None:
+        by = {"type": "member", "id": bound["member_id"]}
+    else:
+        by = {"type": "channel", "id": bound["channel_id"]}
     return await acknowledge(connection, bound["account_id"], bound["alert_id"], by=by, now=now)

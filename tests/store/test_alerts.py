@@ -313,7 +313,7 @@ async def test_an_acknowledge_link_acknowledges_and_dies_with_the_alert(db: Data
         assert shown is not None and shown.id == alert["id"] and shown.status == "triggered"
         acked, changed = await db.transaction(alerts.acknowledge_by_token, token, now=T0 + 9)
         assert changed and acked is not None
-        assert acked.acknowledged_by == {"type": "token", "id": ada}
+        assert acked.acknowledged_by == {"type": "member", "id": ada}
         await _up(db, mid, T0 + 60)
         assert await db.run(alerts.alert_of_token, token) is None
         assert await db.transaction(alerts.acknowledge_by_token, token, now=T0 + 61) == (
