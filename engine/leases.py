@@ -266,8 +266,9 @@ async def _renew(
 ) -> float:
     """One renewal, published in ``holding``, then the hand-over of what is above the
     share (:func:`_give_back`); the seconds until the next: a third of the lease, or
-    sooner when below its share and another node's lease expires first (a dead node's
-    buckets are taken as soon as they lapse).
+    sooner when another node's lease expires first (a live node renews its leases every
+    third of one, so only a dead node's lapse that early: its buckets are taken as soon
+    as they do, at its share's end, not up to a third of a lease later).
 
     Raises:
         store.DatabaseUnavailable: the renewal failed (``holding`` says so).

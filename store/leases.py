@@ -69,8 +69,10 @@ class LeaseRound:
         live_nodes: nodes renewing (this one included), not stopping.
         settled: True when it holds its share or no bucket was left to claim (the
             others hold the rest, and give back what is above their share).
-        next_expiry_seconds: below its share, seconds until the next lease of another
-            node expires (the earliest moment a bucket may be claimed), else None.
+        next_expiry_seconds: seconds until the next lease of another node expires (the
+            earliest moment a bucket may be claimed, and the share may grow: a node
+            that stopped renewing is no longer live then), None when no other node
+            holds a lease.
     """
 
     held: dict[int, int]
@@ -162,13 +164,11 @@ async def renew_leases(connection: Connection, name: str, lease_seconds: float) 
         settled = len(claimed) == wanted or not await connection.fetchval(
             "SELECT EXISTS (SELECT 1 FROM bucket_leases WHERE node IS NULL OR expires_at <= now())"
         )
-    next_expiry: float | None = None
-    if len(held) < share:
-        next_expiry = await connection.fetchval(
-            "SELECT extract(epoch FROM min(expires_at) - now())::float8 FROM bucket_leases "
-            "WHERE node <> $1 AND expires_at > now()",
-            name,
-        )
+    next_expiry = await connection.fetchval(
+        "SELECT extract(epoch FROM min(expires_at) - now())::float8 FROM bucket_leases "
+        "WHERE node <> $1 AND expires_at > now()",
+        name,
+    )
     surplus: frozenset[int] = frozenset()
     if len(held) > share:
         surplus = frozenset(sorted(held)[-min(RELEASE_PER_ROUND, len(held) - share) :])
