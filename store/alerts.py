@@ -316,7 +316,7 @@ async def acknowledge_by_token(
 ) -> tuple[AlertRecord | None, bool]:
     """Acknowledge the alert of an acknowledge link (docs/alerts.md) as :func:`acknowledge`
     does, ``acknowledged_by`` ``{"type": "member", "id": <the member the link was sent
-    to>}``, or ``{"type": "channel", "id": <the channel>}`` for a link sent to a channel
+    to>}``, or ``{"type": "token", "id": <the channel>}`` for a link sent to a channel
     target (docs/alerts.md, "Acknowledge links"). Run it in a transaction.
 
     Returns:
@@ -329,5 +329,5 @@ async def acknowledge_by_token(
     if bound["member_id"] is not None:
         by = {"type": "member", "id": bound["member_id"]}
     else:
-        by = {"type": "channel", "id": bound["channel_id"]}
+        by = {"type": "token", "id": bound["channel_id"]}
     return await acknowledge(connection, bound["account_id"], bound["alert_id"], by=by, now=now)

@@ -96,7 +96,7 @@ async def test_post_acknowledges_for_the_member_or_channel_of_the_link(
         link = await insert_ack_token(db, other, created=t, channel_id=channel)
         assert (await _open(client, "POST", link))[0] == 200
         acked = expect(await api.get(f"/alerts/{other}"))["acknowledged_by"]
-        assert acked == {"type": "channel", "id": channel}
+        assert acked == {"type": "token", "id": channel}
 
 
 async def test_a_dead_or_unknown_link_is_a_404_page(

@@ -6,8 +6,8 @@ acknowledges the alert.
 No token, no cookie: the 128-bit token in the path is the capability, bound to one alert
 and to the member (or, for a channel target, the channel) it was sent to, and it dies
 when the alert resolves. The alert is acknowledged on behalf of that member
-(``acknowledged_by`` ``{"type": "member", "id": "mbr_…"}``), or of the channel
-(``{"type": "channel", "id": "nch_…"}``) when the link went to a channel target. These
+(``acknowledged_by`` ``{"type": "member", "id": "mbr_…"}``), or as a token naming the
+channel (``{"type": "token", "id": "nch_…"}``) when the link went to a channel target. These
 are plain Quart routes beside the API, like the status pages
 (:mod:`web.public.status_pages`) and the ping URLs (:mod:`web.public.pings`).
 
