@@ -256,3 +256,30 @@ def test_an_alert_event_carries_the_alert_as_the_api_shows_it() -> None:
     assert data["previous_attributes"] == {
         "status": "triggered", "acknowledged_at": None, "acknowledged_by": None,
     }  # fmt: skip
+
+
+async def test_alert_events_are_listed_and_subscribed_to_with_on_call_read(
+    api: Api, api_for: ApiFor, db: Database
+) -> None:
+    """``GET /events`` lists the ``alert.*`` events to a token with ``on_call.read`` only
+    (docs/alerts.md, "Permissions"), and a webhook endpoint may subscribe to them with it
+    (docs/webhooks.md, "Permissions")."""
+    with trio.fail_after(15):
+        acme = await account_id(db)
+        web = await create_monitor(api)
+        alert = await insert_alert(db, acme, web["id"], created=int(time.time()))
+        acked = expect(await api.post(f"/alerts/{alert}/acknowledge"))
+        on_call = await api_for(account="acme", permissions=["on_call.read"])
+        listed = expect(await on_call.get("/events", query={"type": "alert.*"}))["data"]
+        assert [e["type"] for e in listed] == ["alert.acknowledged"]
+        assert listed[0]["data"]["object"] == acked
+        assert listed[0]["data"]["previous_attributes"]["status"] == "triggered"
+        monitors_only = await api_for(account="acme", permissions=["monitors.read"])
+        shown = expect(await monitors_only.get("/events"))["data"]
+        assert shown and not [e for e in shown if e["type"].startswith("alert.")]
+        hooks = await api_for(account="acme", permissions=["webhooks.create", "on_call.read"])
+        body = {"url": "https://hooks.example.com/", "enabled_events": ["alert.*"]}
+        expect(await hooks.post("/webhook-endpoints", json=body), 201)
+        no_alerts = await api_for(account="acme", permissions=["webhooks.create", "monitors.read"])
+        refused = await no_alerts.post("/webhook-endpoints", json=body)
+        assert_error(refused, 403, "missing_permission", param="enabled_events")

@@ -18,7 +18,7 @@ from tests.web.alert_helpers import account_id, insert_alert
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect
 from web.routes import PERMISSIONS, ROUTES
 
-EVENT_READERS = ("monitors.read", "incidents.read", "heartbeats.read")
+EVENT_READERS = ("monitors.read", "incidents.read", "heartbeats.read", "on_call.read")
 CHANNEL = {"name": "c", "type": "webhook", "config": {"url": "http://127.0.0.1:9/"}}
 """A channel whose test send is refused at once (port 9 on loopback: nothing listens)."""
 
@@ -193,11 +193,7 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         beat = expect(
             await api.post("/heartbeats", json={"name": "backup", "period_seconds": 3600}), 201
         )
-        kind = {"incidents.read": "incident", "heartbeats.read": "heartbeat"}.get(
-            permission or "", "monitor"
-        )  # an event it may read
-        event = expect(await api.get("/events", query={"type": f"{kind}.created"}))["data"][0]
-        ids = {"mon": monitor["id"], "inc": incident["id"], "evt": event["id"], "we": hook["id"]}
+        ids = {"mon": monitor["id"], "inc": incident["id"], "we": hook["id"]}
         ids["stp"], ids["hbt"] = page["id"], beat["id"]
         channel = expect(await api.post("/notification-channels", json=CHANNEL), 201)
         member = expect(await api.post("/members", json={"name": "Ann"}), 201)
@@ -211,8 +207,15 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         )
         ids["nch"], ids["mbr"], ids["esc"] = channel["id"], member["id"], policy["id"]
         ids["alt"] = await insert_alert(
-            db, await account_id(db), beat["id"], created=event["created"]
+            db, await account_id(db), beat["id"], created=beat["created"]
         )
+        expect(await api.post(f"/alerts/{ids['alt']}/acknowledge"))  # an alert.* event
+        type_ = {
+            "incidents.read": "incident.created",
+            "heartbeats.read": "heartbeat.created",
+            "on_call.read": "alert.acknowledged",
+        }.get(permission or "", "monitor.created")  # an event it may read
+        ids["evt"] = expect(await api.get("/events", query={"type": type_}))["data"][0]["id"]
         for method, template, needed, name, body, success in ENDPOINTS:
             path = template.format(**ids)
             response = await limited.request(method, path, json=body)

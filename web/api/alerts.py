@@ -20,10 +20,9 @@ NotificationStatus = Literal["pending", "succeeded", "failed", "cancelled"]
 
 
 class AlertActor(BaseModel):
-    """Who acknowledged an alert (``../shared/spec/extensions.md`` part 8: a member or a
-    token): a member (through the acknowledge link a member was sent, ``mbr_`` id), or a
-    token: an API token (``POST /alerts/{id}/acknowledge``, ``tok_`` id) or the link a
-    channel target was sent (the channel's ``nch_`` id, docs/alerts.md)."""
+    """Who acknowledged an alert: a member (through the acknowledge link a member was
+    sent, `mbr_` id), or a token: an API token (`POST /alerts/{id}/acknowledge`, `tok_`
+    id) or the acknowledge link a channel target was sent (the channel's `nch_` id)."""
 
     type: Literal["member", "token"]
     id: str = Field(pattern=r"^(mbr|nch|tok)_[A-Za-z0-9]+$")

@@ -50,13 +50,17 @@ EVENT_TYPES = (
     "heartbeat.resumed",
     "heartbeat.down",
     "heartbeat.up",
+    "alert.triggered",
+    "alert.acknowledged",
+    "alert.escalated",
+    "alert.resolved",
 )
 """Every event type (docs/incidents.md, "Events"; the heartbeats' of docs/heartbeats.md,
-"Incidents and events", included)."""
+"Incidents and events", and the alerts' of docs/alerts.md, "Events", included)."""
 
 EVENT_FAMILIES = tuple(sorted({t.split(".")[0] + ".*" for t in EVENT_TYPES}))
 """The prefixes an endpoint may subscribe to: ``heartbeat.*``, ``incident.*``,
-``monitor.*``."""
+``monitor.*``, ``alert.*``."""
 
 
 class EventData(BaseModel):

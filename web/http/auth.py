@@ -43,10 +43,12 @@ EVENT_READ_PERMISSIONS = {
     "monitor": "monitors.read",
     "incident": "incidents.read",
     "heartbeat": "heartbeats.read",
+    "alert": "on_call.read",
 }
-"""The read permission that shows an event, by the first part of its type (docs/incidents.md,
-"Events": the read permission of the event's resource; ``incident.update_posted`` is an
-incident's). ``GET /events`` lists only the events a token may read, and a webhook
+"""The read permission that shows an event, by the first part of its type
+(docs/incidents.md, "Events": the read permission of the event's resource;
+``incident.update_posted`` is an incident's; ``alert.*`` needs ``on_call.read``,
+docs/alerts.md). ``GET /events`` lists only the events a token may read, and a webhook
 endpoint may subscribe only to them (docs/webhooks.md, "Permissions")."""
 
 
