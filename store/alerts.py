@@ -42,6 +42,7 @@ __all__ = [
     "get_alert",
     "list_alerts",
     "resolve",
+    "resolve_of_deleted",
     "walk_alerts",
     "walk_due",
 ]
@@ -243,6 +244,32 @@ async def resolve(
     cause = cause or EventCause()
     await connection.execute(_RESOLVE, alert_id, now, cause.request_id, cause.idempotency_key)
     return await get_alert(connection, account_id, alert_id)
+
+
+async def resolve_of_deleted(
+    connection: Connection,
+    account_id: str,
+    resource_id: str,
+    *,
+    now: int,
+    cause: EventCause | None = None,
+) -> str | None:
+    """Resolve the open alert of a monitor or heartbeat being deleted (docs/alerts.md,
+    "Alerts": nothing will ever move it up, so it would page until someone resolved it
+    by hand), as :func:`resolve` does: the walk stopped, resolution notices to the told
+    channels (PagerDuty's and Opsgenie's incidents close), ``alert.resolved``. Run it in
+    the deleting transaction. Returns the resolved alert's id, None when none was open.
+    """
+    alert_id = await connection.fetchval(
+        "SELECT id FROM alerts WHERE account_id = $1 AND resource_id = $2 "
+        "AND status <> 'resolved' FOR UPDATE",
+        account_id,
+        resource_id,
+    )
+    if alert_id is not None:
+        cause = cause or EventCause()
+        await connection.execute(_RESOLVE, alert_id, now, cause.request_id, cause.idempotency_key)
+    return alert_id  # type: ignore[no-any-return]
 
 
 _ACKNOWLEDGE = f"""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from .alerts import resolve_of_deleted
 from .database import Connection
 from .events import EventCause, Resource, record_event
 from .notify import notify_change
@@ -141,11 +142,13 @@ class EventedTable(Generic[R]):
         cause: EventCause | None,
     ) -> bool:
         """Delete the row for good, with the rows of :attr:`owned_by`, and write
-        ``<kind>.deleted`` (its last state). Must run inside a transaction. False when
-        the account has no such row."""
+        ``<kind>.deleted`` (its last state); its open alert is resolved first
+        (:func:`store.alerts.resolve_of_deleted`). Must run inside a transaction. False
+        when the account has no such row."""
         record = await self.get(connection, account_id, row_id, for_update=True)
         if record is None:
             return False
+        await resolve_of_deleted(connection, account_id, row_id, now=now, cause=cause)
         await delete_owned(
             connection, table=self.table, account_id=account_id, row_id=row_id, now=now
         )

@@ -18,6 +18,8 @@ from store import (
     StatusChange,
     alerts,
     checks,
+    heartbeats,
+    monitors,
     new_id,
     pings,
 )
@@ -419,3 +421,43 @@ async def test_an_up_waiting_on_a_walk_in_flight_cancels_the_pages_it_wrote(db: 
         assert [(n["kind"], n["status"]) for n in await _notes(db, alert["id"])] == [
             ("trigger", "cancelled")
         ]
+
+
+async def test_deleting_a_monitor_or_heartbeat_resolves_its_open_alert(db: Database) -> None:
+    """Nothing moves a deleted monitor up: its open alert is resolved in the deleting
+    transaction, and the channels told of it get their resolution notice."""
+    with trio.fail_after(20):
+        account, mid, channel = await _paged(db, 0)
+        await _down(db, mid, T0)
+        [alert] = await _alerts(db, mid)
+        [trigger] = await _notes(db, alert["id"])
+        await _sql(
+            db, "UPDATE notifications SET status = 'succeeded', attempts = 1 WHERE id = $1",
+            trigger["id"],
+        )  # fmt: skip
+        assert await db.transaction(monitors.delete_monitor, account, mid, T0 + 40)
+        [resolved] = await _alerts(db, mid)
+        assert (resolved["status"], resolved["resolved_at"]) == ("resolved", T0 + 40)
+        assert resolved["next_step_at"] is None
+        notes = await _notes(db, alert["id"])
+        assert [(n["kind"], n["channel_id"]) for n in notes] == [
+            ("trigger", channel), ("resolved", channel),
+        ]  # fmt: skip
+        assert [t for t, _ in await _alert_events(db)] == ["alert.triggered", "alert.resolved"]
+
+        beat = await new_heartbeat(db, created=T0 - 100)
+        await _sql(
+            db, "UPDATE heartbeats SET escalation_policy = $2 WHERE id = $1", beat.id,
+            resolved["escalation_policy"],
+        )  # fmt: skip
+        move = HeartbeatChange(
+            heartbeat_id=beat.id, move_id=new_id("hbm"), from_status="up",
+            to_status="down", run_epoch=0, created=T0, detail="no ping",
+        )  # fmt: skip
+        await db.transaction(pings.write_ping_batch, [], [move])
+        assert [a["status"] for a in await _alerts(db, beat.id)] == ["triggered"]
+        assert await db.transaction(heartbeats.delete_heartbeat, account, beat.id, T0 + 50)
+        assert [a["status"] for a in await _alerts(db, beat.id)] == ["resolved"]
+        # with nothing open, a delete resolves nothing
+        _, other = await _monitor(db)
+        assert await db.transaction(monitors.delete_monitor, account, other, T0 + 60)
