@@ -156,3 +156,28 @@ async def test_the_test_message_reports_the_receivers_answer(api: Api) -> None:
                 assert attempt["status"] == outcome
                 assert attempt["response_status"] == status
             nursery.cancel_scope.cancel()
+
+
+async def test_a_repeated_walk_needs_a_step_that_waits(api: Api) -> None:
+    """With every delay 0, each repeat would go out in the same instant as the first walk
+    (docs/alerts.md, "Escalation policies and the walk")."""
+    with trio.fail_after(20):
+        target = {"type": "channel", "id": (await _channel(api))["id"]}
+        burst = {**_policy(target), "repeat": 2}
+        assert_error(
+            await api.post("/escalation-policies", json=burst), 422, "invalid_value",
+            param="repeat",
+        )  # fmt: skip
+        once = expect(await api.post("/escalation-policies", json=_policy(target)), 201)
+        path = f"/escalation-policies/{once['id']}"
+        assert_error(
+            await api.patch(path, json={"repeat": 1}), 422, "invalid_value", param="repeat"
+        )
+        assert expect(await api.get(path))["repeat"] == 0  # nothing half-written
+        waits = [{"delay_seconds": 300, "targets": [target]}]
+        spaced = expect(await api.patch(path, json={"repeat": 1, "steps": waits}))
+        assert (spaced["repeat"], spaced["steps"][0]["delay_seconds"]) == (1, 300)
+        back = [{"delay_seconds": 0, "targets": [target]}]
+        assert_error(
+            await api.patch(path, json={"steps": back}), 422, "invalid_value", param="repeat"
+        )

@@ -8,7 +8,9 @@ targets are taken with any ``sch_`` id (schedules are a resource still to come);
 a policy the ``default`` unsets the account's previous default in the same transaction;
 deleting a policy a monitor, heartbeat or open alert uses is refused (409
 ``policy_in_use``, type ``invalid_request_error``); lists are sortable by ``created``,
-``updated`` and ``name``; PATCH ``steps`` replaces the list. Policies write no events.
+``updated`` and ``name``; PATCH ``steps`` replaces the list; a ``repeat`` above 0 needs
+a step whose delay is not 0 (422 ``invalid_value``, ``param`` ``repeat``). Policies write
+no events.
 """
 
 from __future__ import annotations
@@ -86,10 +88,28 @@ async def own_policy(ctx: RequestContext, policy_id: str | None) -> None:
         )
 
 
+def _spaced(steps: list[dict[str, Any]], repeat: int) -> None:
+    """A repeated walk must take time (docs/alerts.md, "Escalation policies and the
+    walk"): with ``repeat`` above 0 and every step's delay 0, every walk would be sent in
+    the same instant, a burst of identical pages rather than reminders.
+
+    Raises:
+        ApiError: 422 ``invalid_value``, ``param`` ``repeat``.
+    """
+    if repeat > 0 and not any(s["delay_seconds"] for s in steps):
+        raise ApiError(
+            "invalid_value",
+            "repeat needs a step that waits: with every delay_seconds 0 each repeated walk "
+            "would be sent at the same instant as the first",
+            param="repeat",
+        )
+
+
 async def create_policy(ctx: RequestContext) -> ApiResponse:
     """POST /escalation-policies: 201 with the new policy."""
     body = ctx.json_body(PolicyCreate)
     steps = await _steps(ctx, body.steps)
+    _spaced(steps, body.repeat)
     created = now()
     values = {
         "id": new_id(RESOURCE.prefix),
@@ -136,6 +156,7 @@ async def update_policy(ctx: RequestContext) -> ApiResponse:
             changes["steps"] = steps
         if body.default is not None and body.default != current.is_default:
             changes["is_default"] = body.default
+        _spaced(changes.get("steps", current.steps), changes.get("repeat", current.repeat))
         return changes
 
     record = await ctx.deps.db.transaction(
