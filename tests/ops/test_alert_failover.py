@@ -49,13 +49,15 @@ machine) for step 0 to be sent and recorded before the kill."""
 @dataclass(frozen=True, slots=True)
 class _Message:
     """One request the receiver got: its path (``/s<step>``), kind, step, the node whose
-    acknowledge link it carries (None: no link), and the link's token."""
+    acknowledge link it carries (None: no link), the link's token, and when it was sent
+    (``sent_at``, epoch seconds)."""
 
     path: str
     kind: str
     step: int | None
     node: str | None
     token: str | None
+    sent_at: int
 
 
 def _read(received: Received) -> _Message:
@@ -70,6 +72,7 @@ def _read(received: Received) -> _Message:
         step=body["alert"]["escalation_step"],
         node=node,
         token=None if link is None else link.rsplit("/", 1)[1],
+        sent_at=body["sent_at"],
     )
 
 
@@ -120,9 +123,11 @@ class _Paged:
         return page.json()["data"]  # type: ignore[no-any-return]
 
     async def settled(self, count: int) -> list[dict[str, Any]]:
-        """The alert's messages once there are ``count`` and none is pending."""
+        """The alert's messages once there are ``count`` and none is pending (more than
+        ``count`` fails at once: a step written twice)."""
         while True:
             found = await self.notifications()
+            assert len(found) <= count, found
             if len(found) == count and all(n["status"] != "pending" for n in found):
                 return found
             await trio.sleep(0.1)
@@ -239,6 +244,12 @@ async def test_a_node_killed_between_two_steps_loses_and_repeats_none(
                 ("/s2", "resolved", None),
             ], messages
             assert all(m.node == survivor for m in messages if m.step in (1, 2)), messages
+            # and not early: each step its delay after the one before (the first's trigger)
+            due = (await paged.alert())["triggered_at"]
+            for step, delay in enumerate(_DELAYS):
+                due += delay
+                (sent,) = [m for m in messages if m.step == step]
+                assert sent.sent_at >= due, (step, sent, due)
             assert len(await paged.alerts()) == 1  # the takeover raised no second alert
             kinds = ["trigger", "escalation", "escalation"]
             assert [(n["channel"], n["kind"], n["step"]) for n in done[:3]] == [
