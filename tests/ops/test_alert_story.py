@@ -279,6 +279,7 @@ async def _story(
     page = await browser.get(link)
     assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
     assert "checkout api is down" in page.text and "<form" in page.text
+    assert target.url("/health") not in page.text  # only what the message said
     assert (await api.get(f"/alerts/{alert['id']}")).json()["status"] == "triggered"
     pressed = await browser.post(link)
     assert pressed.status_code == 200, pressed.text
