@@ -48,6 +48,10 @@ _PREFIX: Final = {
     "test": "TEST",
 }
 
+_RESOURCE_LABELS: Final = {"mon": "Monitor", "hbt": "Heartbeat", "nch": "Channel"}
+"""The label of a message's resource by its id's prefix: a test message is about its
+channel (``POST /notification-channels/:id/test``)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
@@ -60,7 +64,8 @@ class Message:
     Attributes:
         kind: one of `KINDS`.
         alert_id: the ``alt_`` id, or None for a test message.
-        resource_id: the ``mon_`` or ``hbt_`` id the alert is about.
+        resource_id: the ``mon_`` or ``hbt_`` id the alert is about (a test message's
+            ``nch_`` channel).
         resource_name: its name.
         resource_url: a monitor's url, or None (a heartbeat has none).
         status: the alert's status: ``triggered``, ``acknowledged`` or ``resolved``.
@@ -185,12 +190,14 @@ def public_url(url: str | None) -> str | None:
 
 def facts(message: Message) -> list[tuple[str, str]]:
     """The details every rendering shows, as (label, value) pairs, in order: severity,
-    status, since (UTC), the monitor or heartbeat, its url, the error, the step."""
+    status, since (UTC), the monitor, heartbeat or (a test message) channel, its url, the
+    error, the step."""
+    resource = _RESOURCE_LABELS.get(message.resource_id.split("_", 1)[0], "Resource")
     found = [
         ("Severity", message.severity),
         ("Status", message.status),
         ("Since", iso_time(message.triggered_at).replace("T", " ").replace("+00:00", " UTC")),
-        ("Monitor" if message.resource_id.startswith("mon_") else "Heartbeat", message.resource_id),
+        (resource, message.resource_id),
     ]
     url = public_url(message.resource_url)
     if url is not None:

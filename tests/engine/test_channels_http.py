@@ -111,6 +111,18 @@ async def test_slack_resolution_has_no_button(nursery: trio.Nursery) -> None:
     assert blocks[0]["text"]["text"].startswith("[RESOLVED]")
 
 
+async def test_slack_test_message_names_the_channel(nursery: trio.Nursery) -> None:
+    # POST /notification-channels/:id/test sends a message about the channel itself
+    # (web.routes.notification_channels.sample_message): its id is no heartbeat's
+    test = dataclasses.replace(
+        ALERT, kind="test", alert_id=None, resource_id="nch_abc", resource_url=None, step=None
+    )
+    _, request = await sent(nursery, "slack", {"webhook_url": "https://h.example/x"}, test)
+    fields = json.loads(request.body)["blocks"][2]["fields"]
+    assert {"type": "mrkdwn", "text": "*Channel*\nnch_abc"} in fields
+    assert not [f for f in fields if f["text"].startswith(("*Heartbeat*", "*Monitor*"))]
+
+
 async def test_discord_webhook(nursery: trio.Nursery) -> None:
     config = {"webhook_url": "https://discord.com/api/webhooks/1/abc"}
     attempt, request = await sent(nursery, "discord", config)
