@@ -22,7 +22,7 @@ import numpy as np
 from .output import write_chart, write_json
 from .plan import BenchParams
 from .report import build_report
-from .run import RunExtension, run_bench
+from .run import RunExtension, RunRecord, run_bench
 
 __all__ = [
     "COMMIT_TIMESTAMPS",
@@ -84,8 +84,12 @@ def cpu_ratio(before: dict[str, Any], after: dict[str, Any]) -> float | None:
     return None
 
 
-def print_cpu(reference: dict[str, Any], other: dict[str, Any], ratio: float | None,
-              labels: tuple[str, str]) -> None:  # fmt: skip
+def print_cpu(
+    reference: dict[str, Any],
+    other: dict[str, Any],
+    ratio: float | None,
+    labels: tuple[str, str],
+) -> None:
     """Both runs' CPU per check and their ratio (`cpu_of` sections), plain text on
     stdout; ``labels`` name the two runs."""
 
@@ -119,29 +123,31 @@ async def run_pair(
     ``chart.png`` when ``chart``). Returns the reports by run name and the extension
     (its figures filled once its run is over)."""
     common = dataclasses.replace(params, failure_threshold=1, postgres_settings=COMMIT_TIMESTAMPS)
-    reports: dict[str, dict[str, Any]] = {}
-    extension: Extension | None = None
-    for run in ("reference", name):
-        run_params = dataclasses.replace(
-            common,
-            output_dir=output / run,
-            flapping_share=common.flapping_share if run == name else 0.0,
-        )
+
+    def plan(run: str, flapping: float) -> BenchParams:
+        run_params = dataclasses.replace(common, output_dir=output / run, flapping_share=flapping)
         run_params.output_dir.mkdir(parents=True, exist_ok=True)
-        if run == "reference":
-            record = await run_bench(run_params, argv)
-        else:
-            budget = 3600.0 + params.monitors / 10 + 4 * (params.warmup + params.window_seconds)
-            async with open_extension(run_params.output_dir, budget) as extension:
-                record = await run_bench(run_params, argv, extension)
-        report = build_report(record)
-        report["files"] = {"json": str(run_params.output_dir / "report.json")}
-        if chart:
-            write_chart(report, run_params.output_dir / "chart.png")
-        write_json(report, run_params.output_dir / "report.json")
-        reports[run] = report
-    assert extension is not None
+        return run_params
+
+    reference = plan("reference", 0.0)
+    reports = {"reference": _report(await run_bench(reference, argv), reference, chart)}
+    second = plan(name, common.flapping_share)
+    budget = 3600.0 + params.monitors / 10 + 4 * (params.warmup + params.window_seconds)
+    async with open_extension(second.output_dir, budget) as extension:
+        record = await run_bench(second, argv, extension)
+    reports[name] = _report(record, second, chart)
     return reports, extension
+
+
+def _report(record: RunRecord, run_params: BenchParams, chart: bool) -> dict[str, Any]:
+    """``record``'s report (`bench.report.build_report`), written to the run's
+    ``report.json`` (and ``chart.png`` when ``chart``)."""
+    report = build_report(record)
+    report["files"] = {"json": str(run_params.output_dir / "report.json")}
+    if chart:
+        write_chart(report, run_params.output_dir / "chart.png")
+    write_json(report, run_params.output_dir / "report.json")
+    return report
 
 
 def finish(result: dict[str, Any], report: dict[str, Any], path: Path) -> dict[str, Any]:

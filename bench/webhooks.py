@@ -1,7 +1,8 @@
 """``uptrio bench webhooks``: how late signed webhooks reach a receiver when monitors
 flap, and what events and deliveries cost (bench/RESULTS.md, Events and webhooks).
 
-Two runs of `bench.run.run_bench` on the same parameters, one after the other:
+Two runs of `bench.run.run_bench` on the same parameters, one after the other
+(`bench.pair.run_pair`, which ``uptrio bench alerts`` uses too):
 
 1. *reference*: ``--monitors`` http monitors every ``--interval``, no flapping target,
    no webhook endpoint;
