@@ -16,6 +16,8 @@ when they are missing::
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench webhooks [--monitors 10000] [--flapping 0.01] [--window 120]
                           [--drain 60] [same options]
+    uptrio bench alerts [--monitors 10000] [--flapping 0.01] [--window 120]
+                        [--drain 60] [same options]
     uptrio bench heartbeats [--heartbeats 10000] [--period 60] [--grace 5] [--rounds 2]
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench limits [--node-counts 1,2,4] [--limit 1000] [--over 0.1] [--senders 8]
@@ -65,12 +67,22 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     bench.add_argument(
         "action",
         nargs="?",
-        choices=("run", "sweep", "history", "status-pages", "webhooks", "heartbeats", "limits"),
+        choices=(
+            "run",
+            "sweep",
+            "history",
+            "status-pages",
+            "webhooks",
+            "alerts",
+            "heartbeats",
+            "limits",
+        ),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
         "availability latency and bytes on disk over a synthetic history; status-pages: "
         "a status page's cold render and its cached throughput under the load; webhooks: "
         "a run without and one with a webhook endpoint and flapping targets, side by side; "
+        "alerts: the same with an escalation policy and a notification channel too; "
         "heartbeats: the ping endpoint's throughput against /healthz, and the memory of "
         "--heartbeats heartbeats held; limits: the rate limits' overshoot and cost per "
         "request with --node-counts nodes",
@@ -113,7 +125,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         "--failure-threshold",
         type=int,
         default=None,
-        help="the monitors' failure_threshold (default the API's; webhooks: 1)",
+        help="the monitors' failure_threshold (default the API's; webhooks, alerts: 1)",
     )
     parts = bench.add_argument_group("parts")
     parts.add_argument(
@@ -195,12 +207,13 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     pages.add_argument("--wrk-rounds", type=int, default=3, help="wrk runs per route (default 3)")
     pages.add_argument("--wrk-connections", type=int, default=32, help="(default 32)")
     pages.add_argument("--wrk-threads", type=int, default=1, help="(default 1)")
-    hooks = bench.add_argument_group("webhooks")
+    hooks = bench.add_argument_group("webhooks and alerts")
     hooks.add_argument(
         "--drain",
         type=float,
         default=60.0,
-        help="longest wait after the window for pending deliveries, s (default 60)",
+        help="longest wait after the window for pending deliveries (and notifications), "
+        "s (default 60)",
     )
     beats = bench.add_argument_group("heartbeats (with the wrk options above)")
     beats.add_argument(

@@ -1,5 +1,6 @@
 """Running a parsed ``uptrio bench`` command: `main` dispatches on its action (one run,
-``sweep``, ``history``, ``status-pages``, ``webhooks``, ``heartbeats``, ``limits``;
+``sweep``, ``history``, ``status-pages``, ``webhooks``, ``alerts``, ``heartbeats``,
+``limits``;
 docs/benchmarks.md, "`uptrio bench`" and "The other benchmarks") and turns the
 arguments into each benchmark's parameters (`params_from_args` for the runs of
 ``uptrio bench`` itself, the options of the others).
@@ -157,6 +158,35 @@ def _limits(args: argparse.Namespace, stamp: str) -> int:
     return 0
 
 
+def _pair(args: argparse.Namespace, argv: list[str], stamp: str) -> int:
+    """``uptrio bench webhooks`` (bench.webhooks) or ``uptrio bench alerts``
+    (bench.alerts): two runs side by side."""
+    import trio
+
+    if args.action == "alerts":
+        from .alerts import print_alerts as show
+        from .alerts import run_alerts_bench as run
+
+        name = "report.json"
+    else:
+        from .webhooks import print_comparison as show
+        from .webhooks import run_webhooks_bench as run
+
+        name = "webhooks.json"
+    base = args.output or Path("bench-results") / f"{stamp}-{args.action}-{args.monitors}"
+    plans = _params(args, [(args.monitors, base)])
+    if plans is None:
+        return 2
+    result = trio.run(
+        functools.partial(
+            run, plans[0], argv, base, drain_seconds=args.drain, chart=not args.no_chart
+        )
+    )
+    show(result)
+    print(f"report: {base / name}")
+    return 0
+
+
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
     (0 when the run completed, whatever it measured; 2 for bad parameters or when the
@@ -202,26 +232,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         return _heartbeats(args, stamp)
     if args.action == "limits":
         return _limits(args, stamp)
-    if args.action == "webhooks":
-        from .webhooks import print_comparison, run_webhooks_bench
-
-        base = args.output or Path("bench-results") / f"{stamp}-webhooks-{args.monitors}"
-        webhook_plans = _params(args, [(args.monitors, base)])
-        if webhook_plans is None:
-            return 2
-        result = trio.run(
-            functools.partial(
-                run_webhooks_bench,
-                webhook_plans[0],
-                argv,
-                base,
-                drain_seconds=args.drain,
-                chart=not args.no_chart,
-            )
-        )
-        print_comparison(result)
-        print(f"report: {base / 'webhooks.json'}")
-        return 0
+    if args.action in ("webhooks", "alerts"):
+        return _pair(args, argv, stamp)
     if args.action == "sweep":
         from .sweep import run_sweep
 

@@ -1,13 +1,20 @@
-"""The webhook receiver of ``uptrio bench webhooks``: an HTTP server on 127.0.0.1 (a port
-the OS picks) in a child process of its own, so the harness's own work never delays it.
+"""The receiver of ``uptrio bench webhooks`` and ``uptrio bench alerts``: an HTTP server
+on 127.0.0.1 (a port the OS picks) in a child process of its own, so the harness's own
+work never delays it.
 
 Each POST is answered ``200`` with an empty body as soon as its body is complete, on a
-keep-alive connection (h11 on trio), then recorded: the ``Uptrio-Event-Id`` header, the
-wall-clock time the body was complete (epoch seconds), and the event's ``type`` from
-the body. One delivery in ``--verify-every`` (the first included) keeps its body and
-``Uptrio-Signature`` header; they are checked with hmac and hashlib when the log is
-dumped, once the harness has told the receiver the endpoint's secret (so a delivery
-that arrives before that is checked too).
+keep-alive connection (h11 on trio), then recorded with the wall-clock time the body was
+complete (epoch seconds):
+
+- an event's delivery (it has an ``Uptrio-Event-Id`` header): the event id and the
+  event's ``type`` from the body. One delivery in ``--verify-every`` (the first
+  included) keeps its body and ``Uptrio-Signature`` header; they are checked with hmac
+  and hashlib when the log is dumped, once the harness has told the receiver the
+  endpoint's secret (so a delivery that arrives before that is checked too);
+- a notification of a ``webhook`` notification channel (no event id; the body is
+  ``{"object": "notification", "kind": …, "alert": {"id": …}, …}``, docs/alerts.md):
+  the alert id and the kind, which together name one notification of the bench's
+  one-step policy (its ``trigger`` and its ``resolved`` notice).
 
 Control, as the targets' (`bench.targets.servers`): one command line on stdin, one JSON
 line on stdout per answer:
@@ -17,10 +24,11 @@ command           answer
 ================  ==========================================================
 (start-up)        ``{"ready": true, "port": P, "available": true, "reason": null}``
 ``secret S``      ``{"secret": true}``: the endpoint's signing secret
-``stats``         ``{"received": N}``: POSTs answered so far
-``dump PATH``     writes ``{"received": [[event_id, at, type], ...], "signatures":
-                  {"checked": n, "valid": n, "invalid": [event ids],
-                  "skew_seconds_max": s}}`` to PATH; answers ``{"dumped": N}``
+``stats``         ``{"received": N, "notifications": M}``: POSTs answered so far
+``dump PATH``     writes ``{"received": [[event_id, at, type], ...], "notifications":
+                  [[alert_id, kind, at], ...], "signatures": {"checked": n,
+                  "valid": n, "invalid": [event ids], "skew_seconds_max": s}}`` to
+                  PATH; answers ``{"dumped": N}`` (N: events' deliveries)
 end of input      the process exits (also after ``--max-seconds``)
 ================  ==========================================================
 """
@@ -67,19 +75,30 @@ def signature_valid(header: str, body: bytes, secret: str) -> tuple[bool, int | 
 @dataclass(slots=True)
 class Receiver:
     """What the receiver saw: ``received`` rows ``(event id, at, type)`` (``at`` epoch
-    seconds), and the sampled deliveries ``(event id, at, signature header, body)``."""
+    seconds), ``notifications`` rows ``(alert id, kind, at)``, and the sampled
+    deliveries ``(event id, at, signature header, body)``."""
 
     verify_every: int = 10
     secret: str | None = None
     received: list[tuple[str, float, str]] = field(default_factory=list)
+    notifications: list[tuple[str, str, float]] = field(default_factory=list)
     samples: list[tuple[str, float, str, bytes]] = field(default_factory=list)
 
     def record(self, event_id: str, at: float, signature: str, body: bytes) -> None:
-        """Record one answered delivery (its type is read from ``body``)."""
+        """Record one answered POST (module docstring): an event's delivery when
+        ``event_id`` is set (its type read from ``body``), else a notification."""
         try:
-            kind = str(json.loads(body).get("type", ""))
-        except (ValueError, AttributeError):
-            kind = ""
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            payload = {}
+        if not event_id and payload.get("object") == "notification":
+            alert = payload.get("alert")
+            alert_id = str(alert.get("id", "")) if isinstance(alert, dict) else ""
+            self.notifications.append((alert_id, str(payload.get("kind", "")), at))
+            return
+        kind = str(payload.get("type", ""))
         if len(self.received) % self.verify_every == 0:
             self.samples.append((event_id, at, signature, body))
         self.received.append((event_id, at, kind))
@@ -102,6 +121,7 @@ class Receiver:
                 skew = max(skew, abs(at - stamp))
         return {
             "received": self.received,
+            "notifications": self.notifications,
             "signatures": {
                 "checked": len(self.samples),
                 "valid": valid,
@@ -173,7 +193,7 @@ async def _control(receiver: Receiver, cancel: trio.CancelScope) -> None:
                 receiver.secret = line[7:]
                 _answer(secret=True)
             elif line == "stats":
-                _answer(received=len(receiver.received))
+                _answer(received=len(receiver.received), notifications=len(receiver.notifications))
             elif line.startswith("dump "):
                 await trio.Path(line[5:]).write_text(json.dumps(receiver.report()))
                 _answer(dumped=len(receiver.received))

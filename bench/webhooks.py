@@ -1,7 +1,8 @@
 """``uptrio bench webhooks``: how late signed webhooks reach a receiver when monitors
 flap, and what events and deliveries cost (bench/RESULTS.md, Events and webhooks).
 
-Two runs of `bench.run.run_bench` on the same parameters, one after the other:
+Two runs of `bench.run.run_bench` on the same parameters, one after the other
+(`bench.pair.run_pair`, which ``uptrio bench alerts`` uses too):
 
 1. *reference*: ``--monitors`` http monitors every ``--interval``, no flapping target,
    no webhook endpoint;
@@ -38,7 +39,6 @@ Postgres, and their ratio (goal: at most 1.05).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -49,14 +49,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 import trio
 
 from .analysis import phases_by_index
-from .output import write_chart, write_json
+from .pair import (
+    COMMIT_TIMESTAMPS,
+    CPU_RATIO_GOAL,
+    cpu_of,
+    cpu_ratio,
+    finish,
+    latency_figures,
+    print_cpu,
+    run_pair,
+)
 from .plan import BenchParams
-from .report import build_report
-from .run import run_bench
 from .service import BenchDatabase
 from .targets import TargetProcess, TargetSet
 
@@ -69,33 +75,13 @@ __all__ = [
     "latency_figures",
     "open_webhook_run",
     "print_comparison",
+    "print_webhook_figures",
     "run_webhooks_bench",
 ]
 
-COMMIT_TIMESTAMPS = (("track_commit_timestamp", "on"),)
-"""The Postgres setting both runs get (`bench.plan.BenchParams.postgres_settings`)."""
 LATENCY_GOAL_MS = 1000.0
 """Goal: p99 from the status change's commit to the receiver, milliseconds."""
-CPU_RATIO_GOAL = 1.05
-"""Goal: CPU per check with webhooks and flapping over without, at most."""
 STATUS_CHANGES = ("monitor.down", "monitor.up")
-
-
-def latency_figures(values_ms: list[float]) -> dict[str, float | int | None]:
-    """``count``, ``p50``, ``p95``, ``p99``, ``max`` and ``mean`` of ``values_ms``
-    (milliseconds, rounded to 0.1; None for an empty sample)."""
-    if not values_ms:
-        return {"count": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
-    array = np.asarray(values_ms, dtype=np.float64)
-    p50, p95, p99 = np.percentile(array, [50, 95, 99])
-    return {
-        "count": len(values_ms),
-        "p50": round(float(p50), 1),
-        "p95": round(float(p95), 1),
-        "p99": round(float(p99), 1),
-        "max": round(float(array.max()), 1),
-        "mean": round(float(array.mean()), 1),
-    }
 
 
 class WebhookRun:
@@ -110,6 +96,7 @@ class WebhookRun:
         endpoint_id: the ``we_`` id once created.
         endpoint_created_at: epoch seconds of the endpoint's creation.
         figures: the measured figures (module docstring), after `service_stopped`.
+        seen: the receiver's dump (`bench.receiver`), after `service_stopped`.
     """
 
     def __init__(
@@ -128,6 +115,7 @@ class WebhookRun:
         self.endpoint_created_at = 0.0
         self.drained_seconds: float | None = None
         self.figures: dict[str, Any] = {}
+        self.seen: dict[str, Any] = {}
 
     async def monitors_created(
         self, base_url: str, token: str, ids: dict[int, str], targets: TargetSet
@@ -186,7 +174,7 @@ class WebhookRun:
         `figures` for the events committed in ``[window_start, window_end)``."""
         path = self.out_dir / "receiver.json"
         await self.receiver.command(f"dump {path}")
-        seen = json.loads(await trio.Path(path).read_text())
+        seen = self.seen = json.loads(await trio.Path(path).read_text())
 
         async def query(connection: Any) -> tuple[list[Any], list[Any], str]:
             events = await connection.fetch(
@@ -328,23 +316,8 @@ def compare(
 ) -> dict[str, Any]:
     """The side-by-side report: both runs' CPU per check (service, Postgres, together,
     milliseconds), the ratio, the webhook figures, and the goals."""
-
-    def cpu(report: dict[str, Any]) -> dict[str, Any]:
-        section = report["service"]["cpu"]
-        checks = report["service"]["checks"]
-        return {
-            "service_ms_per_check": section["service_ms_per_check"],
-            "postgres_ms_per_check": section["postgres_ms_per_check"],
-            "total_ms_per_check": section["total_ms_per_check"],
-            "checks_counted": section["checks_counted"],
-            "missed": checks["missed"],
-            "lateness_ms": report["service"]["lateness_ms"]["target"],
-        }
-
-    before, after = cpu(reference), cpu(webhooks)
-    ratio = None
-    if before["total_ms_per_check"] and after["total_ms_per_check"] is not None:
-        ratio = after["total_ms_per_check"] / before["total_ms_per_check"]
+    before, after = cpu_of(reference), cpu_of(webhooks)
+    ratio = cpu_ratio(before, after)
     p99 = figures.get("status_change_latency_ms", {}).get("p99")
     return {
         "uptrio_bench_webhooks": 1,
@@ -363,22 +336,9 @@ def compare(
     }
 
 
-def print_comparison(result: dict[str, Any]) -> None:
-    """The side-by-side table and the webhook figures, plain text on stdout."""
-    ref, hooks, fig = result["reference"], result["webhooks"], result["webhook_figures"]
-
-    def cpu(row: dict[str, Any]) -> str:
-        parts = (row["service_ms_per_check"], row["postgres_ms_per_check"])
-        total = row["total_ms_per_check"]
-        if None in parts or total is None:
-            return "n/a"
-        return f"{parts[0]:.3f} + {parts[1]:.3f} = {total:.3f}"
-
-    print("CPU ms per check (service + Postgres = total)")
-    print(f"  reference (no endpoint, no flapping): {cpu(ref)}   missed {ref['missed']}")
-    print(f"  webhooks and flapping:                {cpu(hooks)}   missed {hooks['missed']}")
-    ratio = result["cpu_ratio"]
-    print(f"  ratio: {'n/a' if ratio is None else f'{ratio:.3f}'} (goal <= {CPU_RATIO_GOAL})")
+def print_webhook_figures(fig: dict[str, Any]) -> None:
+    """The webhook figures of `WebhookRun` (events, deliveries, latency, signatures),
+    plain text on stdout."""
     print(
         f"events written in the window: {fig['events_written']:,} "
         f"({fig['events_per_second']:.1f}/s) {fig['events_by_type']}"
@@ -397,6 +357,13 @@ def print_comparison(result: dict[str, Any]) -> None:
         )
     print(f"p50 by interval, ms: {fig['latency_p50_ms_by_interval']}")
     print(f"signatures: {fig['signatures']}")
+
+
+def print_comparison(result: dict[str, Any]) -> None:
+    """The side-by-side table and the webhook figures, plain text on stdout."""
+    labels = ("reference (no endpoint, no flapping)", "webhooks and flapping")
+    print_cpu(result["reference"], result["webhooks"], result["cpu_ratio"], labels)
+    print_webhook_figures(result["webhook_figures"])
     print(f"goals: {result['goals']}")
 
 
@@ -407,37 +374,13 @@ async def run_webhooks_bench(
     second only; ``failure_threshold`` 1 and commit timestamps for both); each run's
     report goes to ``output/reference`` and ``output/webhooks``, the side-by-side one
     (`compare`) to ``output/webhooks.json`` and is returned."""
-    common = dataclasses.replace(params, failure_threshold=1, postgres_settings=COMMIT_TIMESTAMPS)
-    reports: dict[str, dict[str, Any]] = {}
-    figures: dict[str, Any] = {}
-    for name in ("reference", "webhooks"):
-        run_params = dataclasses.replace(
-            common,
-            output_dir=output / name,
-            flapping_share=common.flapping_share if name == "webhooks" else 0.0,
-        )
-        run_params.output_dir.mkdir(parents=True, exist_ok=True)
-        if name == "reference":
-            record = await run_bench(run_params, argv)
-        else:
-            budget = 3600.0 + params.monitors / 10 + 4 * (params.warmup + params.window_seconds)
-            async with open_webhook_run(
-                float(params.interval_seconds),
-                drain_seconds,
-                run_params.output_dir,
-                max_seconds=budget,
-            ) as extension:
-                record = await run_bench(run_params, argv, extension)
-            figures = extension.figures
-        report = build_report(record)
-        report["files"] = {"json": str(run_params.output_dir / "report.json")}
-        if chart:
-            write_chart(report, run_params.output_dir / "chart.png")
-        write_json(report, run_params.output_dir / "report.json")
-        reports[name] = report
-    result = compare(reports["reference"], reports["webhooks"], figures)
-    result["parameters"] = reports["webhooks"]["parameters"]
-    result["commands"] = reports["webhooks"]["commands"]
-    result["versions"] = reports["webhooks"]["versions"]
-    write_json(result, output / "webhooks.json")
-    return result
+
+    def extension(out_dir: Path, budget: float) -> Any:
+        interval = float(params.interval_seconds)
+        return open_webhook_run(interval, drain_seconds, out_dir, max_seconds=budget)
+
+    reports, run = await run_pair(
+        params, argv, output, name="webhooks", open_extension=extension, chart=chart
+    )
+    result = compare(reports["reference"], reports["webhooks"], run.figures)
+    return finish(result, reports["webhooks"], output / "webhooks.json")

@@ -170,7 +170,9 @@ async def run_notifier(
                 slot = object()  # the slot's borrower: one per send
                 limiter.acquire_on_behalf_of_nowait(slot)
                 nursery.start_soon(notifier.attempt, limiter, slot, one)
-            if len(claimed) < free:  # not a full batch: nothing more is due now
+            # not a full batch: nothing more is due now (a claim cancels the messages of
+            # disabled channels apart from what it takes, so they never make it short)
+            if len(claimed) < free:
                 await trio.sleep(settings.poll_seconds)
 
 

@@ -80,12 +80,22 @@ class Claimed:
 
 
 _CLAIM = f"""
-WITH locked AS (
+WITH unsendable AS (
+    UPDATE notifications AS n SET status = 'cancelled', next_attempt_at = NULL
+    WHERE n.id IN (
+        SELECT d.id FROM notifications d
+        JOIN notification_channels ch ON ch.id = d.channel_id
+        WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+            AND NOT (ch.enabled AND d.alert_id IS NOT NULL)
+        FOR UPDATE OF d SKIP LOCKED)
+), locked AS (
     SELECT n.id FROM notifications n
+    JOIN notification_channels ch ON ch.id = n.channel_id
     WHERE n.status = 'pending' AND n.next_attempt_at <= $1
+        AND ch.enabled AND n.alert_id IS NOT NULL
     ORDER BY n.next_attempt_at, n.seq
     LIMIT $2
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF n SKIP LOCKED
 ), moved AS (
     UPDATE notifications AS n
     SET status = CASE WHEN ch.enabled AND n.alert_id IS NOT NULL
@@ -119,7 +129,12 @@ async def claim_due(
 
     A notification of a disabled channel is ``cancelled`` instead, and so is one with no
     alert (the outbox carries alerts' messages; a channel's test is sent at once by the
-    API): neither is returned.
+    API): neither is returned. All of those that are due are cancelled by the claim,
+    apart from the ``limit`` it takes, so a claim returns fewer than ``limit`` only when
+    no more is due (the notifier then waits a poll): cancelled ones ahead in the queue
+    never hold back one that can be sent. A channel disabled while the claim runs is
+    re-checked once its rows are locked (then cancelled too; that claim may come back
+    short).
 
     Concurrency: the rows are locked ``FOR UPDATE SKIP LOCKED`` and re-checked once
     locked, so two notifiers never claim the same notification; a claim never settled (a

@@ -8,6 +8,7 @@ chosen by the OS, a time limit on the whole run (the command's own ``timeout``).
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -131,19 +132,26 @@ def test_bench_history_reports_latency_sizes_and_a_partition_drop(tmp_path: Path
     assert "availability, one monitor" in done.stdout
 
 
+def _pair(mode: str, output: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``uptrio bench <mode>`` (webhooks or alerts: two runs side by side) at a tiny
+    scale: 20 monitors every second, a quarter flapping, a 2 s window; it must succeed."""
+    done = uptrio(
+        "bench", mode, "--monitors", "20", "--interval", "1", "--timeout", "1",
+        "--window", "2", "--warmup", "1", "--flapping", "0.25", "--api-rps", "0",
+        "--http-target", "builtin", *extra, "--drain", "10", "--no-progress",
+        "--no-chart", "--output", str(output),
+        timeout=150,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
 def test_bench_webhooks_delivers_every_event_of_flapping_monitors(tmp_path: Path) -> None:
     """``uptrio bench webhooks`` at a tiny scale: 20 monitors every second, a quarter
     flapping, a real endpoint on the bench's receiver. It asserts consistency, not speed:
     every event of the window has a delivery that reached the receiver, signed."""
     output = tmp_path / "webhooks"
-    done = uptrio(
-        "bench", "webhooks", "--monitors", "20", "--interval", "1", "--timeout", "1",
-        "--window", "2", "--warmup", "1", "--flapping", "0.25", "--api-rps", "0",
-        "--http-target", "builtin", "--serve-arg=--webhook-per-endpoint-concurrency=16",
-        "--drain", "10", "--no-progress", "--no-chart", "--output", str(output),
-        timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _pair("webhooks", output, "--serve-arg=--webhook-per-endpoint-concurrency=16")
     assert "commit to receiver" in done.stdout, done.stdout
     result: dict[str, Any] = json.loads((output / "webhooks.json").read_text())
     assert result["reference"]["total_ms_per_check"] > 0
@@ -166,3 +174,39 @@ def test_bench_webhooks_delivers_every_event_of_flapping_monitors(tmp_path: Path
     signatures = figures["signatures"]
     assert signatures["checked"] >= 1 and signatures["valid"] == signatures["checked"]
     assert result["reference"]["missed"] == result["webhooks"]["missed"] == 0
+
+
+def test_bench_alerts_notifies_every_alert_once(tmp_path: Path) -> None:
+    """``uptrio bench alerts`` at a tiny scale: 20 monitors every second, a quarter
+    flapping, a default policy paging a webhook channel on the bench's receiver. It
+    asserts the report's shape and that no notification was lost or sent twice, not
+    speed."""
+    output = tmp_path / "alerts"
+    done = _pair("alerts", output)
+    assert "commit to first notification" in done.stdout, done.stdout
+    result: dict[str, Any] = json.loads((output / "report.json").read_text())
+    assert result["reference"]["total_ms_per_check"] > 0
+    assert result["alerting"]["total_ms_per_check"] > 0
+    assert result["cpu_ratio"] is not None
+    assert result["reference"]["missed"] == result["alerting"]["missed"] == 0
+    figures, hooks = result["alert_figures"], result["webhook_figures"]
+    assert figures["channel_type"] == "webhook" and figures["policy"].startswith("esc_")
+    # 5 flapping monitors: an alert for each move into down, its trigger and, once up
+    # again, its resolution notice
+    raised = figures["alerts_raised"]
+    assert 1 <= raised == hooks["events_by_type"]["alert.triggered"], hooks["events_by_type"]
+    kinds = figures["notifications"]
+    assert set(kinds) <= {"trigger", "resolved"} and sum(kinds["trigger"].values()) == raised
+    assert kinds["trigger"]["failed"] == 0 and kinds["trigger"]["pending"] == 0
+    assert figures["lost"] == 0 and hooks["lost"] == 0
+    whole = figures["whole_run"]
+    assert whole["duplicates"] == 0 and whole["succeeded_not_received"] == 0
+    assert whole["received_posts"] >= figures["received"] >= kinds["trigger"]["succeeded"]
+    latency = figures["first_notification_latency_ms"]
+    assert latency["count"] + figures["alerts_without_first_notification"] == raised
+    assert latency["count"] >= 1 and 0 < latency["p50"] <= latency["p99"] <= latency["max"]
+    assert set(result["goals"]) == {
+        "first_notification_p99_ms_at_most_1000", "every_alert_notified",
+        "none_lost_or_twice", "cpu_at_most_5_percent_more",
+    }  # fmt: skip
+    assert result["goals"]["none_lost_or_twice"] is True

@@ -144,3 +144,38 @@ async def test_a_hanging_provider_costs_at_most_the_deadline(db: Database) -> No
         assert 0.5 <= attempt.duration_ms / 1000 < 1.0
         assert waited < FAST.timeout_seconds + 0.5
         assert record.status == "pending"  # retried later, after its back-off
+
+
+async def test_messages_cancelled_ahead_do_not_hold_back_one_that_can_be_sent(
+    db: Database,
+) -> None:
+    # 12 messages of a disabled channel are due first (they are cancelled, not sent), then
+    # one of an enabled channel; the notifier takes 4 at a time and polls every 1.5 s. A
+    # claim that cancels what it locked looks short, and a short claim sleeps a poll: the
+    # sendable message would wait 3 polls (4.5 s) behind them (docs/alerts.md, The outbox)
+    with trio.fail_after(30):
+        receiver = Receiver()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(receiver.serve)
+            now = int(time.time())
+            monitor = await new_monitor(db, created=now - 60, url="https://example.com/health")
+            account = monitor.account_id
+            config = {"url": receiver.url}
+            off = await new_channel(db, account, now=now, config=config, enabled=False)
+            on = await new_channel(db, account, now=now, config=config)
+            alert = await new_alert(db, monitor, now=now)
+            for _ in range(12):
+                await new_notification(
+                    db, account_id=account, alert_id=alert, channel_id=off, now=now - 10
+                )
+            await new_notification(db, account_id=account, alert_id=alert, channel_id=on, now=now)
+            settings = dataclasses.replace(FAST, poll_seconds=1.5, max_in_flight=4)
+            async with notifier(db, settings):
+                began = trio.current_time()
+                await receiver.wait_for(1)
+                took = trio.current_time() - began
+            nursery.cancel_scope.cancel()
+        assert took < settings.poll_seconds, f"the sendable message waited {took:.2f} s"
+        assert len(receiver.received) == 1
+        listed = await db.run(notifications.list_for_alert, account, alert)
+        assert sorted(n.status for n in listed if n.channel_id == off) == ["cancelled"] * 12

@@ -404,3 +404,29 @@ async def test_a_bug_in_one_delivery_is_a_failed_attempt_not_a_crash(
         assert broken["last_attempt"]["error"] == "internal_error"
         assert broken["status"] == "pending" and broken["next_attempt_at"] is not None
         assert json.loads(receiver.received[0].body)["type"] == "incident.resolved"
+
+
+async def test_a_backlog_on_one_endpoint_is_sent_faster_than_its_share_per_poll(
+    api: Api, db: Database, nursery: trio.Nursery
+) -> None:
+    # 16 deliveries due to one endpoint that may have 2 in flight; polls 1.5 s apart. A
+    # sender that sleeps a poll after each claim capped by the endpoint's share sends 2 a
+    # poll (8 polls, 10.5 s); one that claims again as soon as an attempt ends sends them
+    # all within the first poll (docs/webhooks.md; bench/RESULTS.md, Events and webhooks)
+    with trio.fail_after(30):
+        receiver = await receiving(nursery)
+        await endpoint(api, receiver.url)
+        for i in range(16):
+            await create_incident(api, title=f"outage {i}")
+        settings = WebhookSettings(
+            poll_seconds=1.5, timeout_seconds=2, claim_seconds=5,
+            concurrency=8, per_endpoint_concurrency=2,
+        )  # fmt: skip
+        async with sender(db, settings):
+            began = trio.current_time()
+            await receiver.wait_for(16)
+            took = trio.current_time() - began
+        assert len({r.headers["uptrio-event-id"] for r in receiver.received}) == 16
+        per_poll = 16 / max(took, 1e-9) * settings.poll_seconds
+        assert took < 2 * settings.poll_seconds, f"16 deliveries took {took:.2f} s"
+        assert per_poll > settings.per_endpoint_concurrency
