@@ -328,7 +328,7 @@ async def _story(
     shown = json.dumps(notifications)
     assert all(t.rsplit("/", 1)[1] not in shown for t in (link, chat_link, reminder_link))
 
-    # the alert's changes are events, in the store (and in GET /events once listed there)
+    # the alert's changes are events, in the store and in GET /events
     stored = await db.run(_event_types, alert["id"])
     assert stored == {
         "alert.triggered",
@@ -337,8 +337,8 @@ async def _story(
         "alert.resolved",
     }
     listed = (await api.get("/events", params={"type": "alert.*", "limit": 100})).json()
-    if listed.get("data"):
-        assert {e["type"] for e in listed["data"]} == stored
+    assert {e["type"] for e in listed["data"]} == stored
+    assert {e["data"]["object"]["id"] for e in listed["data"]} == {alert["id"]}
 
     # the monitor's secret header is in no message, page or record shown
     everything = [
