@@ -164,14 +164,20 @@ async def test_a_node_added_then_changes_and_pings_through_it_reach_the_owner_in
 def _assert_moved_without_a_gap(
     target: HttpTarget, paths: Sequence[str], moved: Sequence[str]
 ) -> None:
-    """Node b added (the cluster's start): the monitors whose buckets moved from a to b
-    (``moved``, some) missed no grid point (every second, from a, then from b: under two
-    intervals between two probes) and none was probed by both (nor under half one)."""
+    """Node b added (the cluster's start): no monitor was probed by both nodes (no two
+    probes under half an interval apart); the monitors that stayed on a missed no grid
+    point (every second: under 1.5 s between two probes); and those whose buckets moved
+    to b (``moved``, some) missed at most the one point of their hand-over, which happens
+    only when the hand-over took longer than a third of an interval (docs/several-nodes.md,
+    "Buckets handed over at once, and without a gap": on a quiet machine it is quicker)."""
     assert moved
     gaps = _gaps(target, paths)
-    longest = max(max(g) for g in gaps.values())
     shortest = min(min(g) for g in gaps.values())
-    assert 0.5 <= shortest <= longest < 1.5, (shortest, longest)
+    assert shortest >= 0.5, shortest
+    stayed = [max(g) for p, g in gaps.items() if p not in moved]
+    assert max(stayed) < 1.5, stayed
+    skipped = {p: [x for x in gaps[p] if x >= 1.5] for p in moved}
+    assert all(len(s) <= 1 and max(s, default=0) < 2.5 for s in skipped.values()), skipped
 
 
 async def _create_on(
