@@ -61,7 +61,7 @@ test-tools:
 # (tests/conftest.py, pytest_collection_modifyitems); either alone needs most of the time.
 # Then the tests of a cluster's time bounds, marked `alone`, with the machine to themselves.
 test: $(TEST_STAMP) lint typecheck test-tools
-	$(BIN)/pytest -n 2 --dist loadgroup -m "not alone"
+	$(BIN)/pytest -n 3 --dist loadgroup -m "not alone"
 	$(BIN)/pytest -m alone
 
 clean:

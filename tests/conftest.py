@@ -60,8 +60,8 @@ _counter = itertools.count()
 
 _PROCESS_TESTS = ("tests/bench/", "tests/ops/", "tests/browser/", "tests/web/test_serve.py")
 """Tests that run whole processes (``uptrio serve``, the harness, Chromium): under
-``pytest -n 2 --dist loadgroup`` (``make test``) they run on one worker, one at a time,
-so two of them never load the machine together; the other worker runs the rest."""
+``pytest -n 3 --dist loadgroup`` (``make test``) they run on one worker, one at a time,
+so two of them never load the machine together; the other workers run the rest."""
 
 _ALONE_TESTS = (
     "tests/bench/test_bench_nodes.py",
