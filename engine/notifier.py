@@ -30,9 +30,10 @@ and its lease lapses.
 from __future__ import annotations
 
 import random
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -42,6 +43,7 @@ from store import Database, StoreError, notifications
 
 from . import channels
 from .channels import Attempt, ChannelSettings, Message
+from .delivery import open_delivery_client
 from .policy import TargetPolicy
 
 __all__ = ["NotifierSettings", "Send", "message_of", "run_notifier"]
@@ -150,16 +152,27 @@ async def run_notifier(
         clock: wall-clock time, epoch seconds: what is due, recorded attempt times.
         rng: draws the back-off's jitter (tests seed it).
     """
-    notifier = _Notifier(
-        db,
-        settings,
-        settings.channel_settings(policy),
-        send=send,
-        clock=clock,
-        rng=rng or random.Random(),
-    )
-    limiter = trio.CapacityLimiter(settings.max_in_flight)
-    async with trio.open_nursery() as nursery:
+    # The system's CAs are loaded once, and every HTTP send goes through one pool (its
+    # connections to a provider kept alive): per send, these cost more CPU than the rest
+    # of the send.
+    ssl_context = ssl.create_default_context()
+    async with (
+        open_delivery_client(
+            policy if policy is not None else TargetPolicy(),
+            max_connections=settings.max_in_flight,
+            ssl_context=ssl_context,
+        ) as client,
+        trio.open_nursery() as nursery,
+    ):
+        notifier = _Notifier(
+            db,
+            settings,
+            replace(settings.channel_settings(policy), ssl_context=ssl_context, client=client),
+            send=send,
+            clock=clock,
+            rng=rng or random.Random(),
+        )
+        limiter = trio.CapacityLimiter(settings.max_in_flight)
         task_status.started()
         while True:
             async with limiter:  # wait for a free slot

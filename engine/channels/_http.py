@@ -35,20 +35,29 @@ def under_base(base: str, path: str) -> str:
 
 
 async def post(request: HttpRequest, settings: ChannelSettings) -> Attempt:
-    """POST ``request`` within ``settings.timeout_seconds`` (whole exchange).
+    """POST ``request`` within ``settings.timeout_seconds`` (whole exchange), through
+    ``settings.client`` when there is one, else through a client of its own.
 
     Returns:
         the `Attempt`: succeeded on a 2xx; failed with the delivery client's error code
         and sentence otherwise. Never raises for the provider's or the network's doing;
         `trio.Cancelled` passes.
     """
-    policy = settings.policy if settings.policy is not None else TargetPolicy()
-    async with open_delivery_client(
-        policy, max_connections=1, ssl_context=settings.ssl_context
-    ) as client:
-        answer = await client.post(
+    if settings.client is not None:
+        answer = await settings.client.post(
             request.url, request.body, request.headers, timeout_seconds=settings.timeout_seconds
         )
+    else:
+        policy = settings.policy if settings.policy is not None else TargetPolicy()
+        async with open_delivery_client(
+            policy, max_connections=1, ssl_context=settings.ssl_context
+        ) as client:
+            answer = await client.post(
+                request.url,
+                request.body,
+                request.headers,
+                timeout_seconds=settings.timeout_seconds,
+            )
     return Attempt(
         status="succeeded" if answer.ok else "failed",
         response_status=answer.status,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
+from engine.delivery import DeliveryClient
 from engine.policy import TargetPolicy
 
 __all__ = [
@@ -111,7 +112,13 @@ class ChannelSettings:
         timeout_seconds: the deadline of one attempt, whole (resolution, connect, TLS,
             request, answer; every SMTP step), seconds.
         ssl_context: verifies the TLS of providers and of the mail relay; None: the
-            system's CAs, host names checked. Tests pass one trusting their own CA.
+            system's CAs, host names checked, loaded at each send (a few milliseconds
+            of CPU: the notifier loads them once and passes them here). Tests pass one
+            trusting their own CA.
+        client: an open delivery client that HTTP sends go through (the notifier's,
+            shared by all its sends: its pool keeps connections to providers alive);
+            None: each send opens its own, with ``policy`` and ``ssl_context`` (the
+            channel test of the API).
     """
 
     smtp_url: str | None = None
@@ -120,6 +127,7 @@ class ChannelSettings:
     policy: TargetPolicy | None = None
     timeout_seconds: float = 10.0
     ssl_context: ssl.SSLContext | None = None
+    client: DeliveryClient | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
