@@ -18,9 +18,10 @@ by the API, so there is no create, update or delete. Decisions (docs/alerts.md,
 from __future__ import annotations
 
 import re
-from typing import get_args
+from collections.abc import Awaitable, Callable
+from typing import Any, get_args
 
-from store import AlertNotOpen, alerts, notifications
+from store import AlertNotOpen, AlertRecord, Connection, alerts, notifications
 
 from ..api.alerts import (
     AlertList,
@@ -78,38 +79,42 @@ def _not_open(alert_id: str) -> ApiError:
     return ApiError("alert_not_open", f"alert {alert_id} is already resolved", param="id")
 
 
-async def acknowledge_alert(ctx: RequestContext) -> ApiResponse:
-    """POST /alerts/:id/acknowledge: 200 with the alert (module docstring)."""
+async def _change(ctx: RequestContext, change: Callable[..., Awaitable[Any]]) -> ApiResponse:
+    """Acknowledge or resolve the alert of the path by the request's API token
+    (``change(connection, account_id, alert_id, by=..., now=...)`` in one transaction,
+    returning the alert or None): 200 with the alert.
+
+    Raises:
+        ApiError: 404 ``resource_missing``; 400 ``alert_not_open`` (already resolved).
+    """
     alert_id = path_id(ctx, RESOURCE)
     ctx.json_body(EmptyBody, optional=True)
     assert ctx.token is not None
     by = {"type": "token", "id": ctx.token.id}
     try:
-        record, _ = await ctx.deps.db.transaction(
-            alerts.acknowledge, ctx.account_id, alert_id, by=by, now=now()
-        )
+        record = await ctx.deps.db.transaction(change, ctx.account_id, alert_id, by=by, now=now())
     except AlertNotOpen:
         raise _not_open(alert_id) from None
     if record is None:
         raise not_found(RESOURCE, alert_id)
     return ApiResponse(200, alert_object(record))
+
+
+async def _acknowledge(connection: Connection, *args: Any, **kwargs: Any) -> AlertRecord | None:
+    """``store.alerts.acknowledge`` without its ``changed`` flag (acknowledging twice
+    answers the alert as it is)."""
+    record, _ = await alerts.acknowledge(connection, *args, **kwargs)
+    return record
+
+
+async def acknowledge_alert(ctx: RequestContext) -> ApiResponse:
+    """POST /alerts/:id/acknowledge: 200 with the alert (module docstring)."""
+    return await _change(ctx, _acknowledge)
 
 
 async def resolve_alert(ctx: RequestContext) -> ApiResponse:
     """POST /alerts/:id/resolve: 200 with the resolved alert (module docstring)."""
-    alert_id = path_id(ctx, RESOURCE)
-    ctx.json_body(EmptyBody, optional=True)
-    assert ctx.token is not None
-    by = {"type": "token", "id": ctx.token.id}
-    try:
-        record = await ctx.deps.db.transaction(
-            alerts.resolve, ctx.account_id, alert_id, by=by, now=now()
-        )
-    except AlertNotOpen:
-        raise _not_open(alert_id) from None
-    if record is None:
-        raise not_found(RESOURCE, alert_id)
-    return ApiResponse(200, alert_object(record))
+    return await _change(ctx, alerts.resolve)
 
 
 async def list_alert_notifications(ctx: RequestContext) -> ApiResponse:
