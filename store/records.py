@@ -114,6 +114,12 @@ class MonitorRecord(_FromRow):
     tls_verify: bool | None = None
     tls_ca_bundle: str | None = None
     escalation_policy: str | None = None
+    depends_on: list[str] = field(default_factory=list)
+    """The monitors it depends on (``mon_`` ids of its account, at most 10;
+    ``store.dependencies``)."""
+    suppressed_by: dict[str, str] | None = None
+    """Why its current down episode opened no incident and raised no alert:
+    ``{"type": "dependency", "id": "mon_..."}``, or None (``store.alerting``)."""
     settings_digest: int = field(default=0, metadata={"internal": True})
     """A 64-bit hash of its settings and run epoch (every column but ``status`` and
     ``updated``), computed by the store's queries (``store.monitors``): equal digests,

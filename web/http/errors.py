@@ -152,8 +152,14 @@ CODES: dict[str, tuple[int, str]] = {
     ),
     "unknown_monitor": (
         422,
-        "monitors (an incident's) or components (a status page's) names a monitor the "
-        "account does not have.",
+        "monitors (an incident's), components (a status page's) or depends_on (a "
+        "monitor's) names a monitor the account does not have (param names where: "
+        "depends_on[1]).",
+    ),
+    "dependency_cycle": (
+        422,
+        "A monitor's depends_on would make it depend on itself, directly or through other "
+        "monitors (param names the item: depends_on[0]).",
     ),
     "invalid_slug": (
         422,
