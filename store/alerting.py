@@ -27,7 +27,13 @@ connection and in the same transaction:
   failing check or the heartbeat's reason, the episode's incident) with
   ``alert.triggered``, and, when the policy's first step waits 0 s, writes that step's
   notifications too; a move into ``up`` resolves the open alert (pending pages
-  cancelled, acknowledge links dead, ``resolved`` notices, ``alert.resolved``).
+  cancelled, acknowledge links dead, ``resolved`` notices, ``alert.resolved``);
+* holds back (docs/incidents.md, "Dependencies") the incident and the alert of a monitor's
+  move into ``down`` while a monitor of its ``depends_on`` is ``down``: the move and its
+  ``monitor.down`` event are written, the event's snapshot and the monitor's
+  ``suppressed_by`` column saying ``{"type": "dependency", "id": "mon_…"}``; a later
+  batch's failed check of it, once no parent is down, opens them
+  (:func:`release_held`).
 
 The timeline entries written here carry the resource's id in ``generated_by`` (migration
 0015): their texts hold its private name, so a public status page builds its own from the
@@ -67,7 +73,8 @@ opened AS (
            left(mon.description, 10000), 'investigating', mon.incident_severity,
            mon.created, mon.created, mon.resource_id, ARRAY[mon.resource_id]
     FROM mon
-    WHERE mon.to_status = 'down' AND mon.auto_incidents AND NOT EXISTS (
+    WHERE mon.to_status = 'down' AND mon.auto_incidents AND mon.suppressed_by IS NULL
+        AND NOT EXISTS (
         SELECT 1 FROM incidents o WHERE o.monitor_id = mon.resource_id AND o.resolved_at IS NULL)
     RETURNING i.*),
 prior AS (
@@ -96,12 +103,13 @@ alert_closing AS (
     FOR UPDATE OF a),
 {resolve_alerts},
 {raise_alert},
+{remember},
 written AS (
 INSERT INTO events (id, account_id, type, resource_id, created, object, previous)
 SELECT new_id('evt'), account_id, type, resource_id, created, object, previous FROM (
     SELECT 1 AS ord, account_id, '{kind}.' || to_status AS type, resource_id,
            created, snapshot AS object, jsonb_build_object('status', from_status) AS previous
-    FROM mon WHERE to_status IN ('up', 'down')
+    FROM mon WHERE to_status IN ('up', 'down') AND from_status <> to_status
     UNION ALL
     SELECT 2, account_id, 'incident.created', id, created, to_jsonb(opened), NULL FROM opened
     UNION ALL
@@ -127,12 +135,17 @@ class MoveSource:
     Attributes:
         kind: the event family, ``monitor`` or ``heartbeat``.
         resources: a ``SELECT`` over ``mv`` (the moves) returning ``mv.*`` and
-            ``account_id, name, auto_incidents, incident_severity, snapshot,
-            description`` per move (SQL from code, never from a request).
+            ``account_id, name, auto_incidents, incident_severity, escalation_policy,
+            error, suppressed_by, snapshot, description`` per move (SQL from code, never
+            from a request). ``suppressed_by`` (jsonb, or NULL) holds back the incident
+            and the alert of a move into ``down``.
+        remember: a CTE named ``remembered`` storing each moved resource's
+            ``suppressed_by`` (or doing nothing where the kind has none).
     """
 
     kind: str
     resources: str
+    remember: str = "remembered AS (SELECT 1)"
 
     @property
     def sql(self) -> str:
@@ -142,6 +155,7 @@ class MoveSource:
             kind=self.kind,
             resolve_alerts=alerts.RESOLVE_CTES,
             raise_alert=alerts.RAISE_CTE,
+            remember=self.remember,
             resolved_events=alerts.RESOLVED_EVENTS,
         )
 
@@ -149,17 +163,29 @@ class MoveSource:
 MONITOR_MOVES = MoveSource(
     kind="monitor",
     # detail: the id of the check that caused the move; a down's description names its
-    # error (the check is in the same batch, so it is read by its key).
+    # error (the check is in the same batch, so it is read by its key). A move into down
+    # is suppressed by the first monitor of its depends_on that is down now (the batch
+    # has already written every status it moves).
     resources="""
     SELECT mv.*, m.account_id, m.name, m.auto_incidents, m.incident_severity,
            m.escalation_policy, coalesce(c.error_message, c.error_code) AS error,
+           s.suppressed_by,
            to_jsonb(m) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
-               'last_checked_at', mv.created) AS snapshot,
+               'last_checked_at', mv.created, 'suppressed_by', s.suppressed_by) AS snapshot,
            'Check ' || mv.detail || ' failed: ' || coalesce(c.error_code, 'unknown')
                || coalesce(' (' || c.error_message || ')', '') AS description
     FROM mv JOIN monitors m ON m.id = mv.resource_id
     LEFT JOIN checks c ON mv.to_status = 'down' AND c.monitor_id = mv.resource_id
-        AND c.created = mv.created AND c.id = mv.detail""",
+        AND c.created = mv.created AND c.id = mv.detail
+    LEFT JOIN LATERAL (
+        SELECT jsonb_build_object('type', 'dependency', 'id', p.id) AS suppressed_by
+        FROM unnest(m.depends_on) WITH ORDINALITY AS d(id, n)
+        JOIN monitors p ON p.id = d.id AND p.account_id = m.account_id AND p.status = 'down'
+        WHERE mv.to_status = 'down'
+        ORDER BY d.n LIMIT 1) s ON true""",
+    remember="""remembered AS (
+    UPDATE monitors t SET suppressed_by = mon.suppressed_by FROM mon
+    WHERE t.id = mon.resource_id AND t.suppressed_by IS DISTINCT FROM mon.suppressed_by)""",
 )
 """Monitors' moves (``store.checks``): ``detail`` is the check that caused the move."""
 
@@ -168,7 +194,7 @@ HEARTBEAT_MOVES = MoveSource(
     # detail: the description itself (the engine knows why: a deadline or a /fail).
     resources="""
     SELECT mv.*, h.account_id, h.name, h.auto_incidents, h.incident_severity,
-           h.escalation_policy, mv.detail AS error,
+           h.escalation_policy, mv.detail AS error, NULL::jsonb AS suppressed_by,
            to_jsonb(h) || jsonb_build_object('status', mv.to_status, 'updated', mv.created)
                AS snapshot,
            mv.detail AS description
@@ -212,3 +238,44 @@ async def apply_moves(connection: Connection, source: MoveSource, moves: Sequenc
             due.setdefault(row["triggered_at"], []).append(row["id"])
         for at, alert_ids in due.items():
             await alerts.walk_alerts(connection, alert_ids, at)
+
+
+# The held-back down episodes a batch's down checks may release: per monitor still down
+# and suppressed by a dependency (and not moved by this batch: its round decided), its
+# newest down check of the batch.
+_HELD = """
+SELECT DISTINCT ON (m.id) m.id, c.check_id, c.created
+FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(monitor_id, check_id, created)
+JOIN monitors m ON m.id = c.monitor_id
+WHERE m.suppressed_by IS NOT NULL AND m.status = 'down'
+    AND m.suppressed_by ->> 'type' = 'dependency' AND NOT m.id = ANY($4::text[])
+ORDER BY m.id, c.created DESC
+"""
+
+
+async def release_held(
+    connection: Connection, down_checks: Sequence[tuple[str, str, int]], moved: Sequence[str]
+) -> None:
+    """Open the incident and raise the alert a dependency held back, once no monitor the
+    monitor depends on is down (docs/incidents.md, "Dependencies"), inside the batch's
+    transaction.
+
+    ``down_checks`` are the batch's failed checks ``(monitor_id, check_id, created)``
+    (``created`` epoch seconds), ``moved`` the monitors the batch moved (their rounds
+    decided already). Each monitor still ``down`` with a dependency's ``suppressed_by``
+    goes through the round again as a move from ``down`` to ``down`` at its newest
+    failed check: with a parent still down it stays suppressed (``suppressed_by`` naming
+    that parent); else the round opens its incident and raises its alert (their
+    ``incident.created`` and ``alert.triggered`` events, no second ``monitor.down``) and
+    clears ``suppressed_by``, so it happens once. A batch without failed checks costs
+    nothing here; one with some, one indexed query.
+    """
+    if not down_checks:
+        return
+    held = await connection.fetch(_HELD, *(list(c) for c in zip(*down_checks, strict=True)), moved)
+    if held:
+        await apply_moves(
+            connection,
+            MONITOR_MOVES,
+            [(r["id"], r["check_id"], "down", "down", r["created"]) for r in held],
+        )

@@ -4,12 +4,15 @@ length, and a deleted monitor removed from the others' ``depends_on``."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 import trio
 
+from store import Database
 from tests.api import Api
 from tests.web.helpers import assert_error, create_monitor
+from tests.web.status_helpers import move
 
 
 async def _patch(api: Api, monitor_id: str, depends_on: list[str]) -> tuple[int, object, object]:
@@ -125,3 +128,24 @@ async def test_deleting_a_monitor_removes_it_from_its_dependents(api: Api) -> No
         assert status == 200, events
         (updated,) = [e for e in events["data"] if e["data"]["object"]["id"] == web["id"]]
         assert updated["data"]["previous_attributes"] == {"depends_on": [router["id"], db["id"]]}
+
+
+async def test_the_suppressed_down_shows_why_on_the_monitor_and_in_its_event(
+    api: Api, db: Database
+) -> None:
+    with trio.fail_after(10):
+        router = await create_monitor(api, name="router")
+        web = await create_monitor(api, name="web", depends_on=[router["id"]])
+        at = int(time.time()) - 30
+        await move(db, router["id"], "down", at)
+        await move(db, web["id"], "down", at + 10)
+        why = {"type": "dependency", "id": router["id"]}
+        _, got, _ = await api.get(f"/monitors/{web['id']}")
+        assert (got["status"], got["suppressed_by"]) == ("down", why)
+        _, events, _ = await api.get("/events", query={"type": "monitor.down"})
+        shown = {
+            e["data"]["object"]["id"]: e["data"]["object"]["suppressed_by"] for e in events["data"]
+        }
+        assert shown == {router["id"]: None, web["id"]: why}
+        _, incidents, _ = await api.get("/incidents")
+        assert [i["monitors"] for i in incidents["data"]] == [[router["id"]]]
