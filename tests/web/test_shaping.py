@@ -85,6 +85,8 @@ def _monitor(m: dict[str, Any], **changed: Any) -> dict[str, Any]:
         "tls_verify": True,
         "tls_ca_bundle": None,
         "escalation_policy": None,
+        "depends_on": [],
+        "suppressed_by": None,
         "last_checked_at": None,
         "created": m["created"],
         "updated": m["updated"],
