@@ -47,7 +47,8 @@ SEMANTIC_REFUSALS = frozenset(
         "cursor_not_found",  # a well-formed id that names no object
         "cursor_conflict",  # both cursors at once
         "incident_not_open",  # resolve on a resolved incident
-        "unknown_monitor",  # an incident's monitors must be the account's own
+        "unknown_monitor",  # an incident's monitors, a monitor's depends_on: the account's own
+        "dependency_cycle",  # a monitor's depends_on may not lead back to it
         "slug_taken",  # a status page's slug is unique over the service
         "endpoint_limit_reached",  # at most 16 webhook endpoints an account
         "request_header_not_allowed",  # Host, Content-Length, ... in any case
