@@ -184,3 +184,12 @@ async def test_a_parent_that_is_up_suppresses_nothing(db: Database) -> None:
             ("alert.triggered", T0),
         ]
         assert await _suppressed_by(db, web) is None
+
+
+async def test_a_paused_parent_holds_nothing_back_any_more(db: Database) -> None:
+    with trio.fail_after(20):
+        router, web = await _held(db)
+        [row] = await _sql(db, "SELECT account_id FROM monitors WHERE id = $1", router)
+        await db.transaction(monitors.pause_monitor, row["account_id"], router, T0 + 20)
+        await _down(db, web, T0 + 30, moved=False)
+        assert await _opened(db, web) == [("alert", T0 + 30), ("incident", T0 + 30)]
