@@ -25,9 +25,11 @@ from . import (
     notify,
     pings,
     rate_limits,
+    recurrence,
     rollups,
     status_pages,
     webhooks,
+    windows,
 )
 from .actor import (
     StoreActor,
@@ -153,6 +155,7 @@ __all__ = [
     "open_store",
     "pings",
     "rate_limits",
+    "recurrence",
     "rollups",
     "run_maintenance",
     "run_store_writer",
@@ -161,4 +164,5 @@ __all__ = [
     "start_embedded",
     "status_pages",
     "webhooks",
+    "windows",
 ]

@@ -116,6 +116,17 @@ class Recurrence:
             "duration_seconds": self.duration_seconds,
         }
 
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Recurrence:
+        """A stored recurrence (:meth:`as_json`, checked by :func:`parse_recurrence`
+        when it was written), read back without checking it again."""
+        return cls(
+            rrule=value["rrule"],
+            time_zone=value["time_zone"],
+            start=datetime.fromisoformat(value["start"]),
+            duration_seconds=int(value["duration_seconds"]),
+        )
+
     def rule(self) -> RRule:
         """The rule expanded from ``start`` in ``time_zone`` (python-dateutil)."""
         dtstart = self.start.replace(tzinfo=ZoneInfo(self.time_zone), fold=0)

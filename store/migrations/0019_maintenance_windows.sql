@@ -47,12 +47,21 @@ CREATE INDEX maintenance_window_resources_by_resource
 
 -- Each occurrence of a window as a row, `[starts_at, ends_at)`, as `end` and `cancel`
 -- left it. "Is resource r in a window at t" reads r's windows by the index above, then
--- each window's first occurrence ending after t by the index below (one row each).
+-- each window's first occurrence ending after t by `maintenance_occurrences_by_end`
+-- (one row each). `start_handled` and `end_handled` are for the claim loop that acts
+-- when an occurrence starts or ends (its events; the incidents held back until its
+-- end): false until a node has done it, and the partial indexes find what is due.
 CREATE TABLE maintenance_occurrences (
-    window_id text NOT NULL REFERENCES maintenance_windows (id) ON DELETE CASCADE,
-    starts_at bigint NOT NULL,
-    ends_at   bigint NOT NULL CHECK (ends_at > starts_at),
+    window_id     text NOT NULL REFERENCES maintenance_windows (id) ON DELETE CASCADE,
+    starts_at     bigint NOT NULL,
+    ends_at       bigint NOT NULL CHECK (ends_at > starts_at),
+    start_handled boolean NOT NULL DEFAULT false,
+    end_handled   boolean NOT NULL DEFAULT false,
     PRIMARY KEY (window_id, starts_at)
 );
 CREATE INDEX maintenance_occurrences_by_end
-    ON maintenance_occurrences (window_id, ends_at) INCLUDE (starts_at);
+    ON maintenance_occurrences (window_id, ends_at, starts_at);
+CREATE INDEX maintenance_occurrences_start_due ON maintenance_occurrences (starts_at)
+    WHERE NOT start_handled;
+CREATE INDEX maintenance_occurrences_end_due ON maintenance_occurrences (ends_at)
+    WHERE NOT end_handled;
