@@ -127,12 +127,40 @@ class Recurrence:
             duration_seconds=int(value["duration_seconds"]),
         )
 
-    def rule(self) -> RRule:
-        """The rule expanded from ``start`` in ``time_zone`` (python-dateutil)."""
-        dtstart = self.start.replace(tzinfo=ZoneInfo(self.time_zone), fold=0)
-        parsed = rrulestr(self.rrule, dtstart=dtstart)
+    def rule(self, near: datetime | None = None) -> RRule:
+        """The rule expanded in ``time_zone`` (python-dateutil), from ``start`` or, when
+        ``near`` (a naive local date-time) is given, from a later start that yields the
+        same occurrences from ``near`` on (:func:`_start_near`)."""
+        start = self.start if near is None else _start_near(self.rrule, self.start, near)
+        parsed = rrulestr(self.rrule, dtstart=start.replace(tzinfo=ZoneInfo(self.time_zone)))
         assert isinstance(parsed, RRule)  # one RRULE line, checked by parse_recurrence
         return parsed
+
+
+def _parts(text: str) -> dict[str, str]:
+    """An RRULE's parts, ``{"FREQ": "WEEKLY", ...}`` (upper case)."""
+    body = text.strip().upper().removeprefix("RRULE:")
+    return dict(p.partition("=")[::2] for p in body.split(";"))
+
+
+_PERIOD = {"HOURLY": timedelta(hours=1), "DAILY": timedelta(days=1), "WEEKLY": timedelta(weeks=1)}
+
+
+def _start_near(text: str, start: datetime, near: datetime) -> datetime:
+    """A DTSTART at or before ``near`` (naive local date-times) from which the rule
+    yields the occurrences the rule from ``start`` yields from ``near`` on, so that
+    python-dateutil, which walks every instance from DTSTART, need not walk years of
+    them: ``start`` moved by a whole number of the rule's periods (INTERVAL hours, days
+    or weeks on the wall clock). Such a move keeps the weekday and the time of day the
+    rule takes from DTSTART and the phase of its INTERVAL. Not for a rule with COUNT
+    (counted from DTSTART) nor MONTHLY or YEARLY (months differ in length; those walk
+    few instances anyway): ``start`` as it is."""
+    parts = _parts(text)
+    period = _PERIOD.get(parts.get("FREQ", ""))
+    if period is None or "COUNT" in parts or near <= start:
+        return start
+    step = period * int(parts.get("INTERVAL", "1") or "1")
+    return start + step * ((near - start) // step)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,7 +246,7 @@ def parse_recurrence(value: Mapping[str, Any]) -> Recurrence:
         rule = recurrence.rule()
     except (ValueError, TypeError, AssertionError) as exc:
         raise InvalidWindow("recurrence.rrule", f"is no RFC 5545 RRULE ({exc})") from None
-    parts = dict(p.partition("=")[::2] for p in body.upper().split(";"))
+    parts = _parts(body)
     if parts.get("FREQ") in ("MINUTELY", "SECONDLY") or any(
         "," in parts.get(key, "") for key in ("BYMINUTE", "BYSECOND")
     ):
@@ -269,8 +297,9 @@ def _wall_order(schedule: Schedule, lo: int) -> Iterator[Occurrence]:
     zone = ZoneInfo(recurrence.time_zone)
     duration = recurrence.duration_seconds
     # on the wall clock, a day before the first start that can still be open at lo
-    after = datetime.fromtimestamp(lo - duration, zone) - _MARGIN
-    for local in recurrence.rule().xafter(after.replace(fold=0), inc=True):
+    after = (datetime.fromtimestamp(lo - duration, zone) - _MARGIN).replace(fold=0)
+    rule = recurrence.rule(near=after.replace(tzinfo=None) - _MARGIN)
+    for local in rule.xafter(after, inc=True):
         starts_at = int(local.replace(fold=0).timestamp())
         yield Occurrence(starts_at, starts_at + duration)
 

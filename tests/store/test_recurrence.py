@@ -235,6 +235,9 @@ RULES = [
     "FREQ=HOURLY;INTERVAL=5",
     "FREQ=MONTHLY;BYMONTHDAY=-1",
     "FREQ=WEEKLY;BYDAY=MO,WE,FR;BYHOUR=1,2,3",
+    "FREQ=WEEKLY;INTERVAL=3;BYDAY=TU,SA;WKST=SU",
+    "FREQ=HOURLY;INTERVAL=7;BYDAY=MO,TU",
+    "FREQ=DAILY;INTERVAL=2;UNTIL=20261001T000000Z",
 ]
 YEAR_2026 = (epoch(2026, 1, 1), epoch(2027, 1, 1))
 
@@ -244,12 +247,13 @@ def recurring(draw: st.DrawFn) -> Schedule:
     hour, minute = draw(st.integers(0, 23)), draw(st.sampled_from([0, 15, 30, 45]))
     day = draw(st.integers(1, 28))
     month = draw(st.integers(1, 12))
+    year = draw(st.integers(2019, 2025))
     return Schedule(
         recurrence=parse_recurrence(
             {
                 "rrule": draw(st.sampled_from(RULES)),
                 "time_zone": draw(st.sampled_from(ZONES)),
-                "start": f"2025-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:00",
+                "start": f"{year}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:00",
                 "duration_seconds": draw(st.integers(60, 4 * 3_600)),
             }
         )
@@ -288,7 +292,10 @@ def test_splitting_an_interval_splits_its_occurrences(
 @given(schedule=recurring(), at=instants)
 def test_status_and_next_window_agree_with_occurrences(schedule: Schedule, at: int) -> None:
     upcoming = next_window(schedule, at)
-    assert upcoming is not None  # these rules never end
+    if upcoming is None:  # a rule with UNTIL, over
+        assert status_at(schedule, at) == "completed"
+        assert occurrences(schedule, at, at + 400 * 86_400) == []
+        return
     assert upcoming.ends_at > at
     assert upcoming == occurrences(schedule, at, max(at, upcoming.starts_at) + 1)[0]
     assert status_at(schedule, at) == ("in_progress" if upcoming.starts_at <= at else "scheduled")
@@ -309,9 +316,52 @@ def test_end_and_cancel_only_ever_remove_time(schedule: Schedule, at: int, offse
             for a in after
         )
         assert all(o.starts_at <= at for o in after if changed.canceled_at is not None)
-        assert status_at(changed, at + offset) in {"in_progress", "canceled", "scheduled"}
+        assert status_at(changed, at + offset) in {
+            "in_progress",
+            "canceled",
+            "scheduled",
+            "completed",
+        }
+        if changed.canceled_at is not None:
+            assert status_at(changed, at + offset) in {"in_progress", "canceled"}
     ended = Schedule(recurrence=schedule.recurrence, ended_at=at)
     assert not any(o.starts_at <= at < o.ends_at for o in occurrences(ended, lo, hi))
+
+
+def reference(schedule: Schedule, lo: int, hi: int) -> list[Occurrence]:
+    """The occurrences of ``[lo, hi)`` the plain way: every instance of the rule from its
+    own start, each read with fold=0, in order, each instant once."""
+    assert schedule.recurrence is not None
+    zone = ZoneInfo(schedule.recurrence.time_zone)
+    duration = schedule.recurrence.duration_seconds
+    wide = (
+        datetime.fromtimestamp(lo - duration - 2 * 86_400, zone).replace(fold=0),
+        datetime.fromtimestamp(hi + 2 * 86_400, zone).replace(fold=0),
+    )
+    starts = {
+        int(local.replace(fold=0).timestamp())
+        for local in schedule.recurrence.rule().between(*wide, inc=True)
+    }
+    return [Occurrence(s, s + duration) for s in sorted(starts) if s < hi and s + duration > lo]
+
+
+@settings(max_examples=60, deadline=None)
+@given(schedule=recurring(), lo=instants, span=st.integers(0, 20 * 86_400))
+def test_occurrences_are_the_rule_walked_from_its_own_start(
+    schedule: Schedule, lo: int, span: int
+) -> None:
+    assert occurrences(schedule, lo, lo + span) == reference(schedule, lo, lo + span)
+
+
+def test_occurrences_across_the_gap_match_the_plain_walk() -> None:
+    hourly = weekly("Europe/Berlin", "2019-05-05T00:30:00", 600, rrule="FREQ=HOURLY;INTERVAL=7")
+    lo, hi = epoch(2026, 3, 27), epoch(2026, 4, 2)
+    assert occurrences(hourly, lo, hi) == reference(hourly, lo, hi)
+    fortnight = weekly("America/New_York", "2020-02-29T02:30:00", rrule="FREQ=WEEKLY;INTERVAL=2")
+    lo, hi = epoch(2026, 2, 1), epoch(2026, 12, 1)
+    found = occurrences(fortnight, lo, hi)
+    assert found == reference(fortnight, lo, hi)
+    assert len(found) == 22
 
 
 def recurrence_duration(schedule: Schedule) -> int:
