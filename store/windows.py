@@ -143,9 +143,11 @@ async def _set_resources(connection: Connection, window_id: str, ids: Sequence[s
     await connection.execute(
         "DELETE FROM maintenance_window_resources WHERE window_id = $1", window_id
     )
+    # an id given twice counts once, where it first stands
     await connection.execute(
         "INSERT INTO maintenance_window_resources (window_id, resource_id, position) "
-        "SELECT $1, r, p FROM unnest($2::text[]) WITH ORDINALITY AS u(r, p)",
+        "SELECT DISTINCT ON (r) $1, r, p FROM unnest($2::text[]) WITH ORDINALITY AS u(r, p) "
+        "ORDER BY r, p",
         window_id,
         list(ids),
     )
@@ -158,10 +160,13 @@ async def _materialize(
     instant, the one open at it) and move ``materialized_until`` to ``hi``, or to
     :data:`COMPLETE` when nothing is left after ``hi``."""
     rows = occurrences(schedule, lo, hi)
-    await connection.executemany(
+    await connection.execute(
         "INSERT INTO maintenance_occurrences (window_id, starts_at, ends_at) "
-        "VALUES ($1, $2, $3) ON CONFLICT (window_id, starts_at) DO NOTHING",
-        [(window_id, o.starts_at, o.ends_at) for o in rows],
+        "SELECT $1, s, e FROM unnest($2::bigint[], $3::bigint[]) AS u(s, e) "
+        "ON CONFLICT (window_id, starts_at) DO NOTHING",
+        window_id,
+        [o.starts_at for o in rows],
+        [o.ends_at for o in rows],
     )
     until = COMPLETE if next_window(schedule, hi) is None else hi
     await connection.execute(

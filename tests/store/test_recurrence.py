@@ -90,6 +90,19 @@ def test_new_york_gap_and_repeated_hour_of_2026() -> None:
     ]
 
 
+def test_a_start_in_the_gap_or_the_repeated_hour_is_read_as_the_rfc_says() -> None:
+    in_gap = weekly("Europe/Berlin", "2026-03-29T02:30:00")
+    assert next_window(in_gap, epoch(2026, 3, 1)) == Occurrence(
+        epoch(2026, 3, 29, 1, 30), epoch(2026, 3, 29, 2, 30)
+    )
+    repeated = weekly("America/New_York", "2026-11-01T01:30:00", rrule="FREQ=DAILY;COUNT=2")
+    # 01:30 EDT (05:30 UTC), then 01:30 EST the next day (06:30 UTC)
+    assert occurrences(repeated, epoch(2026, 10, 1), epoch(2026, 12, 1)) == [
+        Occurrence(epoch(2026, 11, 1, 5, 30), epoch(2026, 11, 1, 6, 30)),
+        Occurrence(epoch(2026, 11, 2, 6, 30), epoch(2026, 11, 2, 7, 30)),
+    ]
+
+
 def test_duration_is_elapsed_time_across_a_change() -> None:
     # two hours from 02:00 CEST on the fall-back night end at 03:00 CET
     schedule = weekly("Europe/Berlin", "2026-10-25T02:00:00", duration_seconds=7_200)

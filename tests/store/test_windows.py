@@ -83,7 +83,7 @@ async def test_a_one_off_window_round_trips_with_its_resources_in_order(db: Data
         mon = await new_monitor(db, created=T0 - 100)
         hbt = await new_heartbeat(db, created=T0 - 100)
         made = await _window(
-            db, mon.account_id, [hbt.id, mon.id], starts_at=T0 + 60, ends_at=T0 + 180
+            db, mon.account_id, [hbt.id, mon.id, hbt.id], starts_at=T0 + 60, ends_at=T0 + 180
         )
         got = await db.run(windows.get_window, mon.account_id, made.id)
         assert got == made
