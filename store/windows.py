@@ -19,8 +19,9 @@ that end after the change (past rows stay).
 
 **Is a resource in a window at t** (:func:`open_windows_sql`, :func:`suppressing`):
 its windows by the index on ``resource_id``, then each window's first occurrence ending
-after t by ``(window_id, ends_at)``: one index row per window, so a batch of 1,000
-resources with few windows costs about as many index probes as it has resources.
+after t by ``(window_id, ends_at, starts_at)``: one index row per window. That first
+row is the open one if any is, since a window's occurrences end in the order they start
+(one duration; ``end`` cuts every open one to the same instant).
 """
 
 from __future__ import annotations
