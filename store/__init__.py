@@ -26,9 +26,11 @@ from . import (
     notify,
     pings,
     rate_limits,
+    recurrence,
     rollups,
     status_pages,
     webhooks,
+    windows,
 )
 from .actor import (
     StoreActor,
@@ -155,6 +157,7 @@ __all__ = [
     "open_store",
     "pings",
     "rate_limits",
+    "recurrence",
     "rollups",
     "run_maintenance",
     "run_store_writer",
@@ -163,4 +166,5 @@ __all__ = [
     "start_embedded",
     "status_pages",
     "webhooks",
+    "windows",
 ]
