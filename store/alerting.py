@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 from . import alerts
 from .database import Connection
+from .windows import open_windows_sql
 
 # One round: $1..$5 are the moves of this rank (at most one per resource). The source
 # (MoveSource.resources) reads, per move: the account, name, auto_incidents,
@@ -134,18 +135,25 @@ class MoveSource:
 
     Attributes:
         kind: the event family, ``monitor`` or ``heartbeat``.
+        table: the resources' table (its ``suppressed_by`` column remembers why a down
+            episode is held back: migrations 0020 and 0021).
         resources: a ``SELECT`` over ``mv`` (the moves) returning ``mv.*`` and
             ``account_id, name, auto_incidents, incident_severity, escalation_policy,
             error, suppressed_by, snapshot, description`` per move (SQL from code, never
             from a request). ``suppressed_by`` (jsonb, or NULL) holds back the incident
             and the alert of a move into ``down``.
-        remember: a CTE named ``remembered`` storing each moved resource's
-            ``suppressed_by`` (or doing nothing where the kind has none).
     """
 
     kind: str
+    table: str
     resources: str
-    remember: str = "remembered AS (SELECT 1)"
+
+    @property
+    def remember(self) -> str:
+        """A CTE named ``remembered`` storing each moved resource's ``suppressed_by``."""
+        return f"""remembered AS (
+    UPDATE {self.table} t SET suppressed_by = mon.suppressed_by FROM mon
+    WHERE t.id = mon.resource_id AND t.suppressed_by IS DISTINCT FROM mon.suppressed_by)"""
 
     @property
     def sql(self) -> str:
@@ -160,45 +168,56 @@ class MoveSource:
         )
 
 
+# Per move into down: the window with suppress_alerts open at the move's instant that
+# covers the resource (store.windows; read in the round's own snapshot, so a window and a
+# move written at once never race), as a suppressed_by, or NULL.
+_IN_WINDOW = f"""
+    LEFT JOIN LATERAL (
+        SELECT jsonb_build_object('type', 'maintenance', 'id', w.window_id) AS suppressed_by
+        FROM ({open_windows_sql("ARRAY[mv.resource_id]", "mv.created")}) w
+        WHERE mv.to_status = 'down') mw ON true"""
+
 MONITOR_MOVES = MoveSource(
     kind="monitor",
+    table="monitors",
     # detail: the id of the check that caused the move; a down's description names its
     # error (the check is in the same batch, so it is read by its key). A move into down
-    # is suppressed by the first monitor of its depends_on that is down now (the batch
-    # has already written every status it moves).
-    resources="""
+    # is suppressed by a maintenance window covering it (_IN_WINDOW), else by the first
+    # monitor of its depends_on that is down now (the batch has already written every
+    # status it moves): the window wins, as the one a person planned.
+    resources=f"""
     SELECT mv.*, m.account_id, m.name, m.auto_incidents, m.incident_severity,
            m.escalation_policy, coalesce(c.error_message, c.error_code) AS error,
-           s.suppressed_by,
+           coalesce(mw.suppressed_by, s.suppressed_by) AS suppressed_by,
            to_jsonb(m) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
-               'last_checked_at', mv.created, 'suppressed_by', s.suppressed_by) AS snapshot,
+               'last_checked_at', mv.created,
+               'suppressed_by', coalesce(mw.suppressed_by, s.suppressed_by)) AS snapshot,
            'Check ' || mv.detail || ' failed: ' || coalesce(c.error_code, 'unknown')
                || coalesce(' (' || c.error_message || ')', '') AS description
     FROM mv JOIN monitors m ON m.id = mv.resource_id
     LEFT JOIN checks c ON mv.to_status = 'down' AND c.monitor_id = mv.resource_id
-        AND c.created = mv.created AND c.id = mv.detail
+        AND c.created = mv.created AND c.id = mv.detail{_IN_WINDOW}
     LEFT JOIN LATERAL (
         SELECT jsonb_build_object('type', 'dependency', 'id', p.id) AS suppressed_by
         FROM unnest(m.depends_on) WITH ORDINALITY AS d(id, n)
         JOIN monitors p ON p.id = d.id AND p.account_id = m.account_id AND p.status = 'down'
-        WHERE mv.to_status = 'down'
+        WHERE mv.to_status = 'down' AND mw.suppressed_by IS NULL
         ORDER BY d.n LIMIT 1) s ON true""",
-    remember="""remembered AS (
-    UPDATE monitors t SET suppressed_by = mon.suppressed_by FROM mon
-    WHERE t.id = mon.resource_id AND t.suppressed_by IS DISTINCT FROM mon.suppressed_by)""",
 )
 """Monitors' moves (``store.checks``): ``detail`` is the check that caused the move."""
 
 HEARTBEAT_MOVES = MoveSource(
     kind="heartbeat",
+    table="heartbeats",
     # detail: the description itself (the engine knows why: a deadline or a /fail).
-    resources="""
+    # Heartbeats have no dependencies: only a maintenance window holds them back.
+    resources=f"""
     SELECT mv.*, h.account_id, h.name, h.auto_incidents, h.incident_severity,
-           h.escalation_policy, mv.detail AS error, NULL::jsonb AS suppressed_by,
-           to_jsonb(h) || jsonb_build_object('status', mv.to_status, 'updated', mv.created)
-               AS snapshot,
+           h.escalation_policy, mv.detail AS error, mw.suppressed_by,
+           to_jsonb(h) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
+               'suppressed_by', mw.suppressed_by) AS snapshot,
            mv.detail AS description
-    FROM mv JOIN heartbeats h ON h.id = mv.resource_id""",
+    FROM mv JOIN heartbeats h ON h.id = mv.resource_id{_IN_WINDOW}""",
 )
 """Heartbeats' moves (``store.pings``): ``detail`` is the incident's description."""
 
@@ -241,14 +260,13 @@ async def apply_moves(connection: Connection, source: MoveSource, moves: Sequenc
 
 
 # The held-back down episodes a batch's down checks may release: per monitor still down
-# and suppressed by a dependency (and not moved by this batch: its round decided), its
+# and suppressed by a window or a dependency (and not moved by this batch: its round decided), its
 # newest down check of the batch.
 _HELD = """
 SELECT DISTINCT ON (m.id) m.id, c.check_id, c.created
 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(monitor_id, check_id, created)
 JOIN monitors m ON m.id = c.monitor_id
-WHERE m.suppressed_by IS NOT NULL AND m.status = 'down'
-    AND m.suppressed_by ->> 'type' = 'dependency' AND NOT m.id = ANY($4::text[])
+WHERE m.suppressed_by IS NOT NULL AND m.status = 'down' AND NOT m.id = ANY($4::text[])
 ORDER BY m.id, c.created DESC
 """
 

@@ -119,7 +119,8 @@ class MonitorRecord(_FromRow):
     ``store.dependencies``)."""
     suppressed_by: dict[str, str] | None = None
     """Why its current down episode opened no incident and raised no alert:
-    ``{"type": "dependency", "id": "mon_..."}``, or None (``store.alerting``)."""
+    ``{"type": "maintenance", "id": "mnt_..."}`` or ``{"type": "dependency", "id":
+    "mon_..."}``, or None (``store.alerting``)."""
     settings_digest: int = field(default=0, metadata={"internal": True})
     """A 64-bit hash of its settings and run epoch (every column but ``status`` and
     ``updated``), computed by the store's queries (``store.monitors``): equal digests,
@@ -150,6 +151,9 @@ class HeartbeatRecord(_FromRow):
     updated: int
     metadata: dict[str, str]
     escalation_policy: str | None = None
+    suppressed_by: dict[str, str] | None = None
+    """Why its current down episode opened no incident and raised no alert:
+    ``{"type": "maintenance", "id": "mnt_..."}``, or None (``store.alerting``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,22 +6,14 @@ opens them, once. Real Postgres; times are explicit epoch seconds."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 
-from store import Connection, Database, StatusChange, checks, monitors
+from store import Database, StatusChange, checks, monitors
 from tests.outbox import new_channel, new_policy
 from tests.store.helpers import check_records, new_monitor, read_availability, write_checks
+from tests.store.suppression import down, events, opened, sql, suppressed_by
 
 T0 = 1_790_000_000
-
-
-async def _sql(db: Database, query: str, *args: Any) -> list[dict[str, Any]]:
-    async def run(connection: Connection) -> list[dict[str, Any]]:
-        return [dict(r) for r in await connection.fetch(query, *args)]
-
-    return await db.transaction(run)
 
 
 async def _pair(db: Database) -> tuple[str, str]:
@@ -48,51 +40,9 @@ async def _pair(db: Database) -> tuple[str, str]:
 async def _held(db: Database) -> tuple[str, str]:
     """:func:`_pair`, the router down at T0, the web monitor down at T0 + 10: held back."""
     router, web = await _pair(db)
-    await _down(db, router, T0)
-    await _down(db, web, T0 + 10)
+    await down(db, router, T0)
+    await down(db, web, T0 + 10)
     return router, web
-
-
-async def _down(db: Database, monitor_id: str, at: int, moved: bool = True) -> None:
-    await write_checks(db, monitor_id, [at], status="down", moved_from="up" if moved else None)
-
-
-async def _opened(db: Database, monitor_id: str) -> list[tuple[str, int]]:
-    """The incidents and alerts ``monitor_id`` opened: ``(kind, created)`` in order."""
-    rows = await _sql(
-        db,
-        "SELECT 'incident' AS kind, created FROM incidents WHERE monitor_id = $1 "
-        "UNION ALL SELECT 'alert', created FROM alerts WHERE resource_id = $1 ORDER BY 2, 1",
-        monitor_id,
-    )
-    return [(r["kind"], r["created"]) for r in rows]
-
-
-async def _events(db: Database, monitor_id: str) -> list[tuple[str, Any]]:
-    """The monitor's status events and those of what it opened: ``(type, suppressed_by
-    of a monitor event's object, else the object's created)``."""
-    rows = await _sql(
-        db,
-        "SELECT e.type, e.object FROM events e WHERE e.type IN ('monitor.down', 'monitor.up') "
-        "AND e.resource_id = $1 OR e.type IN ('incident.created', 'alert.triggered') "
-        "AND coalesce(e.object ->> 'monitor_id', e.object ->> 'resource_id') = $1 "
-        "ORDER BY e.seq",
-        monitor_id,
-    )
-    return [
-        (
-            r["type"],
-            r["object"]["suppressed_by"]
-            if r["type"].startswith("monitor.")
-            else r["object"]["created"],
-        )
-        for r in rows
-    ]
-
-
-async def _suppressed_by(db: Database, monitor_id: str) -> Any:
-    [row] = await _sql(db, "SELECT suppressed_by FROM monitors WHERE id = $1", monitor_id)
-    return row["suppressed_by"]
 
 
 async def test_a_child_down_while_its_parent_is_down_opens_nothing_and_says_why(
@@ -100,11 +50,11 @@ async def test_a_child_down_while_its_parent_is_down_opens_nothing_and_says_why(
 ) -> None:
     with trio.fail_after(20):
         router, web = await _held(db)
-        assert await _opened(db, router) == [("alert", T0), ("incident", T0)]
-        assert await _opened(db, web) == []
+        assert await opened(db, router) == [("alert", T0), ("incident", T0)]
+        assert await opened(db, web) == []
         why = {"type": "dependency", "id": router}
-        assert await _events(db, web) == [("monitor.up", None), ("monitor.down", why)]
-        assert await _suppressed_by(db, web) == why
+        assert await events(db, web) == [("monitor.up", None), ("monitor.down", why)]
+        assert await suppressed_by(db, web) == why
         # availability still counts it down
         whole, _ = await read_availability(db, web, T0, T0 + 20, now=T0 + 20)
         assert whole.down_seconds == 10
@@ -115,27 +65,27 @@ async def test_still_down_after_the_parent_is_back_it_alerts_at_its_next_check_o
 ) -> None:
     with trio.fail_after(20):
         router, web = await _held(db)
-        await _down(db, web, T0 + 20, moved=False)  # the parent is still down
-        assert await _opened(db, web) == []
+        await down(db, web, T0 + 20, moved=False)  # the parent is still down
+        assert await opened(db, web) == []
         await write_checks(db, router, [T0 + 30], status="up", moved_from="down")
-        assert await _opened(db, web) == []  # its own next check has not run yet
-        await _down(db, web, T0 + 40, moved=False)
-        assert await _opened(db, web) == [("alert", T0 + 40), ("incident", T0 + 40)]
-        await _down(db, web, T0 + 50, moved=False)
-        assert await _opened(db, web) == [("alert", T0 + 40), ("incident", T0 + 40)]
+        assert await opened(db, web) == []  # its own next check has not run yet
+        await down(db, web, T0 + 40, moved=False)
+        assert await opened(db, web) == [("alert", T0 + 40), ("incident", T0 + 40)]
+        await down(db, web, T0 + 50, moved=False)
+        assert await opened(db, web) == [("alert", T0 + 40), ("incident", T0 + 40)]
         why = {"type": "dependency", "id": router}
-        assert await _events(db, web) == [
+        assert await events(db, web) == [
             ("monitor.up", None),
             ("monitor.down", why),
             ("incident.created", T0 + 40),
             ("alert.triggered", T0 + 40),
         ]
-        assert await _suppressed_by(db, web) is None
-        [incident] = await _sql(
+        assert await suppressed_by(db, web) is None
+        [incident] = await sql(
             db, "SELECT id, description FROM incidents WHERE monitor_id = $1", web
         )
         assert incident["description"].startswith("Check chk_")
-        [alert] = await _sql(db, "SELECT incident_id FROM alerts WHERE resource_id = $1", web)
+        [alert] = await sql(db, "SELECT incident_id FROM alerts WHERE resource_id = $1", web)
         assert alert["incident_id"] == incident["id"]
 
 
@@ -143,10 +93,10 @@ async def test_a_child_back_up_while_suppressed_is_done_with_it(db: Database) ->
     with trio.fail_after(20):
         router, web = await _held(db)
         await write_checks(db, web, [T0 + 20], status="up", moved_from="down")
-        assert await _suppressed_by(db, web) is None
+        assert await suppressed_by(db, web) is None
         await write_checks(db, router, [T0 + 30], status="up", moved_from="down")
-        await _down(db, web, T0 + 40)  # a new episode, its parent up: it alerts
-        assert await _opened(db, web) == [("alert", T0 + 40), ("incident", T0 + 40)]
+        await down(db, web, T0 + 40)  # a new episode, its parent up: it alerts
+        assert await opened(db, web) == [("alert", T0 + 40), ("incident", T0 + 40)]
 
 
 async def test_parent_and_child_down_in_one_batch_the_child_is_suppressed(db: Database) -> None:
@@ -167,29 +117,29 @@ async def test_parent_and_child_down_in_one_batch_the_child_is_suppressed(db: Da
                 )
             )
         await db.transaction(checks.write_check_batch, batch, changes)
-        assert await _opened(db, router) == [("alert", T0), ("incident", T0)]
-        assert await _opened(db, web) == []
-        assert await _suppressed_by(db, web) == {"type": "dependency", "id": router}
+        assert await opened(db, router) == [("alert", T0), ("incident", T0)]
+        assert await opened(db, web) == []
+        assert await suppressed_by(db, web) == {"type": "dependency", "id": router}
 
 
 async def test_a_parent_that_is_up_suppresses_nothing(db: Database) -> None:
     with trio.fail_after(20):
         _, web = await _pair(db)
-        await _down(db, web, T0)
-        assert await _opened(db, web) == [("alert", T0), ("incident", T0)]
-        assert await _events(db, web) == [
+        await down(db, web, T0)
+        assert await opened(db, web) == [("alert", T0), ("incident", T0)]
+        assert await events(db, web) == [
             ("monitor.up", None),
             ("monitor.down", None),
             ("incident.created", T0),
             ("alert.triggered", T0),
         ]
-        assert await _suppressed_by(db, web) is None
+        assert await suppressed_by(db, web) is None
 
 
 async def test_a_paused_parent_holds_nothing_back_any_more(db: Database) -> None:
     with trio.fail_after(20):
         router, web = await _held(db)
-        [row] = await _sql(db, "SELECT account_id FROM monitors WHERE id = $1", router)
+        [row] = await sql(db, "SELECT account_id FROM monitors WHERE id = $1", router)
         await db.transaction(monitors.pause_monitor, row["account_id"], router, T0 + 20)
-        await _down(db, web, T0 + 30, moved=False)
-        assert await _opened(db, web) == [("alert", T0 + 30), ("incident", T0 + 30)]
+        await down(db, web, T0 + 30, moved=False)
+        assert await opened(db, web) == [("alert", T0 + 30), ("incident", T0 + 30)]

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import trio
 
-from store import Connection, CursorNotFound, Database, PageRequest, new_id, windows
+from store import Connection, CursorNotFound, Database, PageRequest, windows
 from store.recurrence import Occurrence
-from tests.store.helpers import new_heartbeat, new_monitor
+from tests.store.helpers import new_heartbeat, new_monitor, new_window
 
 T0 = 1_790_000_000  # 2026-09-21T14:13:20Z
 DAY = 86_400
@@ -44,25 +44,7 @@ async def _window(
     now: int = T0,
     **fields: Any,
 ) -> windows.WindowRecord:
-    values: dict[str, Any] = {
-        "id": new_id("mnt"),
-        "account_id": account_id,
-        "title": "db upgrade",
-        "description": None,
-        "starts_at": None,
-        "ends_at": None,
-        "recurrence": None,
-        "suppress_alerts": True,
-        "exclude_from_availability": True,
-        "pause_checks": False,
-        "ended_at": None,
-        "canceled_at": None,
-        "created": now,
-        "updated": now,
-        "metadata": {},
-        "monitors": monitors,
-    } | fields
-    return await db.transaction(windows.insert_window, values, now=now)
+    return await new_window(db, account_id, monitors, now=now, **fields)
 
 
 DAILY_UTC = {

@@ -64,10 +64,14 @@ DependsOn = Annotated[
 
 
 class SuppressedBy(BaseModel):
-    """What holds back the incident and alert of a monitor's current down episode."""
+    """What holds back the incident and alert of a monitor's or a heartbeat's current
+    down episode (docs/maintenance.md, Alerts held back; docs/incidents.md, Dependencies)."""
 
-    type: Literal["dependency"]
-    id: str = Field(description="The monitor it depends on that was down (mon_).")
+    type: Literal["maintenance", "dependency"]
+    id: str = Field(
+        description="The maintenance window it went down in (mnt_), or the monitor it "
+        "depends on that was down (mon_)."
+    )
 
 
 class MonitorCreate(BaseModel):
@@ -164,8 +168,9 @@ class MonitorObject(BaseModel):
     escalation_policy: str | None
     depends_on: list[str]
     suppressed_by: SuppressedBy | None = Field(
-        description="While it is down without an incident or alert because a monitor it "
-        "depends on was down when it went down: that monitor; else null."
+        description="While it is down without an incident or alert because it went down "
+        "in a maintenance window with suppress_alerts, or while a monitor it depends on "
+        "was down: that window or monitor (the window first); else null."
     )
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
