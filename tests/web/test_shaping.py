@@ -241,6 +241,7 @@ async def test_heartbeat_its_event_and_its_pings_are_shaped_as_before(
             "auto_incidents": True,
             "incident_severity": "major",
             "escalation_policy": None,
+            "suppressed_by": None,
             "created": beat["created"],
             "updated": beat["updated"],
             "metadata": {},
