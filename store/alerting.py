@@ -28,12 +28,16 @@ connection and in the same transaction:
   ``alert.triggered``, and, when the policy's first step waits 0 s, writes that step's
   notifications too; a move into ``up`` resolves the open alert (pending pages
   cancelled, acknowledge links dead, ``resolved`` notices, ``alert.resolved``);
-* holds back (docs/incidents.md, "Dependencies") the incident and the alert of a monitor's
-  move into ``down`` while a monitor of its ``depends_on`` is ``down``: the move and its
-  ``monitor.down`` event are written, the event's snapshot and the monitor's
-  ``suppressed_by`` column saying ``{"type": "dependency", "id": "mon_…"}``; a later
-  batch's failed check of it, once no parent is down, opens them
-  (:func:`release_held`).
+* holds back the incident and the alert of a move into ``down`` at an instant inside an
+  open occurrence of a maintenance window with ``suppress_alerts`` covering the resource
+  (docs/maintenance.md, "Alerts held back"; the window is read in the round's own
+  statement, :func:`store.windows.open_windows_sql`), and of a monitor's move into
+  ``down`` while a monitor of its ``depends_on`` is ``down`` (docs/incidents.md,
+  "Dependencies"); the window first, when both apply: the move and its ``<kind>.down``
+  event are written, the event's snapshot and the resource's ``suppressed_by`` column
+  saying ``{"type": "maintenance", "id": "mnt_…"}`` or ``{"type": "dependency", "id":
+  "mon_…"}``; a later batch's failed check of a monitor, once neither holds it back any
+  more, opens them (:func:`release_held`).
 
 The timeline entries written here carry the resource's id in ``generated_by`` (migration
 0015): their texts hold its private name, so a public status page builds its own from the
@@ -274,16 +278,17 @@ ORDER BY m.id, c.created DESC
 async def release_held(
     connection: Connection, down_checks: Sequence[tuple[str, str, int]], moved: Sequence[str]
 ) -> None:
-    """Open the incident and raise the alert a dependency held back, once no monitor the
-    monitor depends on is down (docs/incidents.md, "Dependencies"), inside the batch's
-    transaction.
+    """Open the incident and raise the alert a maintenance window or a dependency held
+    back, once no window with ``suppress_alerts`` covers the monitor at its failed check
+    and no monitor it depends on is down (docs/maintenance.md, "Alerts held back";
+    docs/incidents.md, "Dependencies"), inside the batch's transaction.
 
     ``down_checks`` are the batch's failed checks ``(monitor_id, check_id, created)``
     (``created`` epoch seconds), ``moved`` the monitors the batch moved (their rounds
-    decided already). Each monitor still ``down`` with a dependency's ``suppressed_by``
-    goes through the round again as a move from ``down`` to ``down`` at its newest
-    failed check: with a parent still down it stays suppressed (``suppressed_by`` naming
-    that parent); else the round opens its incident and raises its alert (their
+    decided already). Each monitor still ``down`` with a ``suppressed_by`` goes through
+    the round again as a move from ``down`` to ``down`` at its newest failed check: in a
+    window then, or with a parent still down, it stays suppressed (``suppressed_by``
+    naming that window or parent); else the round opens its incident and raises its alert (their
     ``incident.created`` and ``alert.triggered`` events, no second ``monitor.down``) and
     clears ``suppressed_by``, so it happens once. A batch without failed checks costs
     nothing here; one with some, one indexed query.

@@ -118,8 +118,8 @@ async def write_check_batch(
     """Insert ``checks`` with their rollups, close the unknown spans they end, and apply
     ``changes`` (module docstring; asyncio side): one statement, atomic by itself; call it
     inside a transaction when there are ``changes`` or failed checks, for the incidents,
-    alerts and events they cause (a failed check may release an incident a dependency
-    held back: :func:`store.alerting.release_held`).
+    alerts and events they cause (a failed check may release an incident a maintenance
+    window or a dependency held back: :func:`store.alerting.release_held`).
 
     Checks of monitors deleted meanwhile are dropped, and those of a paused monitor
     whose probe started (``created``) at or after the pause's second (a pause response
