@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from store import HeartbeatChange, HeartbeatRecord, PingRecord, StoreWriter, WritePing, new_id
+from store import (
+    HeartbeatChange,
+    HeartbeatRecord,
+    PingRecord,
+    StoreWriter,
+    WritePing,
+    new_id,
+    pings,
+)
 
 from .mailbox import Mailbox
 
@@ -165,7 +173,7 @@ class HeartbeatState:
             self.last_success = now
             change = self._move("up", wall, "")
         elif kind == "fail":
-            change = self._move("down", wall, "The job reported a failure (a ping to /fail).")
+            change = self._move("down", wall, pings.FAIL_DESCRIPTION)
         return ping, change
 
     def deadline_passed(self, wall: float) -> HeartbeatChange | None:

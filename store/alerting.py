@@ -36,8 +36,8 @@ connection and in the same transaction:
   "Dependencies"); the window first, when both apply: the move and its ``<kind>.down``
   event are written, the event's snapshot and the resource's ``suppressed_by`` column
   saying ``{"type": "maintenance", "id": "mnt_…"}`` or ``{"type": "dependency", "id":
-  "mon_…"}``; a later batch's failed check of a monitor, once neither holds it back any
-  more, opens them (:func:`release_held`).
+  "mon_…"}``; a later batch's failure of it (a monitor's failed check, a heartbeat's
+  ``/fail`` ping), once neither holds it back any more, opens them (:func:`release_held`).
 
 The timeline entries written here carry the resource's id in ``generated_by`` (migration
 0015): their texts hold its private name, so a public status page builds its own from the
@@ -263,42 +263,51 @@ async def apply_moves(connection: Connection, source: MoveSource, moves: Sequenc
             await alerts.walk_alerts(connection, alert_ids, at)
 
 
-# The held-back down episodes a batch's down checks may release: per monitor still down
-# and suppressed by a window or a dependency (and not moved by this batch: its round decided), its
-# newest down check of the batch.
+# The held-back down episodes a batch's failures may release: per resource of the source's
+# table still down and suppressed by a window or a dependency (and not moved by this
+# batch: its round decided), its newest failure of the batch.
 _HELD = """
-SELECT DISTINCT ON (m.id) m.id, c.check_id, c.created
-FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(monitor_id, check_id, created)
-JOIN monitors m ON m.id = c.monitor_id
-WHERE m.suppressed_by IS NOT NULL AND m.status = 'down' AND NOT m.id = ANY($4::text[])
-ORDER BY m.id, c.created DESC
+SELECT DISTINCT ON (r.id) r.id, c.detail, c.created
+FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(resource_id, detail, created)
+JOIN {table} r ON r.id = c.resource_id
+WHERE r.suppressed_by IS NOT NULL AND r.status = 'down' AND NOT r.id = ANY($4::text[])
+ORDER BY r.id, c.created DESC
 """
 
 
 async def release_held(
-    connection: Connection, down_checks: Sequence[tuple[str, str, int]], moved: Sequence[str]
+    connection: Connection,
+    source: MoveSource,
+    failures: Sequence[tuple[str, str, int]],
+    moved: Sequence[str],
 ) -> None:
     """Open the incident and raise the alert a maintenance window or a dependency held
-    back, once no window with ``suppress_alerts`` covers the monitor at its failed check
-    and no monitor it depends on is down (docs/maintenance.md, "Alerts held back";
-    docs/incidents.md, "Dependencies"), inside the batch's transaction.
+    back, once no window with ``suppress_alerts`` covers the resource at its failure and
+    (a monitor) no monitor it depends on is down (docs/maintenance.md, "Alerts held
+    back"; docs/incidents.md, "Dependencies"), inside the batch's transaction.
 
-    ``down_checks`` are the batch's failed checks ``(monitor_id, check_id, created)``
-    (``created`` epoch seconds), ``moved`` the monitors the batch moved (their rounds
-    decided already). Each monitor still ``down`` with a ``suppressed_by`` goes through
-    the round again as a move from ``down`` to ``down`` at its newest failed check: in a
-    window then, or with a parent still down, it stays suppressed (``suppressed_by``
-    naming that window or parent); else the round opens its incident and raises its alert (their
-    ``incident.created`` and ``alert.triggered`` events, no second ``monitor.down``) and
-    clears ``suppressed_by``, so it happens once. A batch without failed checks costs
-    nothing here; one with some, one indexed query.
+    ``failures`` are the batch's failures of ``source``'s resources ``(resource_id,
+    detail, created)`` (``created`` epoch seconds; ``detail`` as the source's moves have
+    it: a monitor's failed check's id, a heartbeat's ``/fail`` ping's description),
+    ``moved`` the resources the batch moved (their rounds decided already). Each one
+    still ``down`` with a ``suppressed_by`` goes through the round again as a move from
+    ``down`` to ``down`` at its newest failure: in a window then, or with a parent still
+    down, it stays suppressed (``suppressed_by`` naming that window or parent); else the
+    round opens its incident and raises its alert (their ``incident.created`` and
+    ``alert.triggered`` events, no second ``<kind>.down``) and clears ``suppressed_by``,
+    so it happens once. A batch without failures costs nothing here; one with some, one
+    indexed query.
     """
-    if not down_checks:
+    if not failures:
         return
-    held = await connection.fetch(_HELD, *(list(c) for c in zip(*down_checks, strict=True)), moved)
+    held = await connection.fetch(
+        _HELD.format(table=source.table),
+        *(list(c) for c in zip(*failures, strict=True)),
+        list(moved),
+    )
     if held:
         await apply_moves(
             connection,
-            MONITOR_MOVES,
-            [(r["id"], r["check_id"], "down", "down", r["created"]) for r in held],
+            source,
+            [(r["id"], r["detail"], "down", "down", r["created"]) for r in held],
         )

@@ -162,6 +162,7 @@ async def write_check_batch(
         )
     await release_held(
         connection,
+        MONITOR_MOVES,
         [(c.monitor_id, c.id, c.created) for c in checks if c.status == "down"],
         row["monitor_ids"] or [],
     )

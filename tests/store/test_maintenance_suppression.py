@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from store import Database, HeartbeatChange, monitors, new_id, pings
+from store import Database, HeartbeatChange, PingRecord, monitors, new_id, pings
 from tests.outbox import new_channel, new_policy
 from tests.store.helpers import (
     new_heartbeat,
@@ -146,40 +146,79 @@ async def test_a_window_takes_precedence_over_a_dependency(db: Database) -> None
         assert await suppressed_by(db, web) == {"type": "dependency", "id": router.id}
 
 
+async def _beat_in_window(db: Database) -> tuple[str, str]:
+    """A heartbeat of a paged account and a window over it; (heartbeat, window)."""
+    beat = await new_heartbeat(db, created=T0 - 100)
+    await _paged_account(db, beat.account_id)
+    return beat.id, await _window(db, beat.account_id, [beat.id])
+
+
+async def _move(db: Database, beat: str, from_status: str, to_status: str, at: int) -> None:
+    change = HeartbeatChange(
+        heartbeat_id=beat,
+        move_id=new_id("hbm"),
+        from_status=from_status,
+        to_status=to_status,
+        run_epoch=0,
+        created=at,
+        detail="No ping for 90 s (period 60 s + grace 30 s)",
+    )
+    await db.transaction(pings.write_ping_batch, [], [change])
+
+
+async def _fail_ping(db: Database, beat: str, at: int) -> None:
+    """A ``/fail`` ping of ``beat`` at ``at`` that moves nothing (it is down already)."""
+    ping = PingRecord(
+        id=new_id("png"),
+        heartbeat_id=beat,
+        kind="fail",
+        created=at,
+        duration_ms=None,
+        source_ip="127.0.0.1",
+    )
+    await db.transaction(pings.write_ping_batch, [ping], [])
+
+
 async def test_a_heartbeat_down_inside_a_window_opens_nothing_and_says_which(
     db: Database,
 ) -> None:
     with trio.fail_after(20):
-        beat = await new_heartbeat(db, created=T0 - 100)
-        await _paged_account(db, beat.account_id)
-        window = await _window(db, beat.account_id, [beat.id])
-
-        async def move(from_status: str, to_status: str, at: int) -> None:
-            change = HeartbeatChange(
-                heartbeat_id=beat.id,
-                move_id=new_id("hbm"),
-                from_status=from_status,
-                to_status=to_status,
-                run_epoch=0,
-                created=at,
-                detail="No ping for 90 s (period 60 s + grace 30 s)",
-            )
-            await db.transaction(pings.write_ping_batch, [], [change])
-
-        await move("up", "down", START + 10)
-        assert await opened(db, beat.id) == []
+        beat, window = await _beat_in_window(db)
+        await _move(db, beat, "up", "down", START + 10)
+        assert await opened(db, beat) == []
         why = {"type": "maintenance", "id": window}
-        assert await events(db, beat.id) == [("heartbeat.down", why)]
-        assert await suppressed_by(db, beat.id, "heartbeats") == why
-        await move("down", "up", START + 20)
-        assert await suppressed_by(db, beat.id, "heartbeats") is None
+        assert await events(db, beat) == [("heartbeat.down", why)]
+        assert await suppressed_by(db, beat, "heartbeats") == why
+        await _move(db, beat, "down", "up", START + 20)
+        assert await suppressed_by(db, beat, "heartbeats") is None
         # after the window a down opens its incident and alert as usual
-        await move("up", "down", END + 10)
-        assert await opened(db, beat.id) == [("alert", END + 10), ("incident", END + 10)]
-        assert await events(db, beat.id) == [
+        await _move(db, beat, "up", "down", END + 10)
+        assert await opened(db, beat) == [("alert", END + 10), ("incident", END + 10)]
+        assert await events(db, beat) == [
             ("heartbeat.down", why),
             ("heartbeat.up", None),
             ("heartbeat.down", None),
             ("incident.created", END + 10),
             ("alert.triggered", END + 10),
         ]
+
+
+async def test_a_heartbeat_still_down_after_the_window_alerts_at_its_next_fail_ping(
+    db: Database,
+) -> None:
+    with trio.fail_after(20):
+        beat, window = await _beat_in_window(db)
+        await _move(db, beat, "up", "down", START + 10)
+        await _fail_ping(db, beat, END - 1)  # still inside: held back
+        assert await opened(db, beat) == []
+        await _fail_ping(db, beat, END + 5)
+        await _fail_ping(db, beat, END + 9)
+        assert await opened(db, beat) == [("alert", END + 5), ("incident", END + 5)]
+        assert await events(db, beat) == [
+            ("heartbeat.down", {"type": "maintenance", "id": window}),
+            ("incident.created", END + 5),
+            ("alert.triggered", END + 5),
+        ]
+        assert await suppressed_by(db, beat, "heartbeats") is None
+        [incident] = await sql(db, "SELECT description FROM incidents WHERE monitor_id = $1", beat)
+        assert incident["description"] == pings.FAIL_DESCRIPTION
