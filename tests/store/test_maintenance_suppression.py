@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from store import Database, HeartbeatChange, PingRecord, monitors, new_id, pings
+from store import Database, HeartbeatChange, PingRecord, monitors, new_id, pings, windows
 from tests.outbox import new_channel, new_policy
 from tests.store.helpers import (
     new_heartbeat,
@@ -222,3 +222,20 @@ async def test_a_heartbeat_still_down_after_the_window_alerts_at_its_next_fail_p
         assert await suppressed_by(db, beat, "heartbeats") is None
         [incident] = await sql(db, "SELECT description FROM incidents WHERE monitor_id = $1", beat)
         assert incident["description"] == pings.FAIL_DESCRIPTION
+
+
+async def test_a_window_ended_early_or_deleted_holds_back_no_longer(db: Database) -> None:
+    with trio.fail_after(20):
+        mon, window = await _monitor_in_window(db)
+        [row] = await sql(db, "SELECT account_id FROM monitors WHERE id = $1", mon)
+        account = row["account_id"]
+        await down(db, mon, START + 10)
+        await db.transaction(windows.end_window, account, window, START + 50)
+        await down(db, mon, START + 60, moved=False)  # before the planned end
+        assert await opened(db, mon) == [("alert", START + 60), ("incident", START + 60)]
+
+        other, gone = await _monitor_in_window(db, page=False)
+        await down(db, other, START + 10)
+        await db.transaction(windows.delete_window, account, gone, START + 20)
+        await down(db, other, START + 30, moved=False)
+        assert await opened(db, other) == [("alert", START + 30), ("incident", START + 30)]
