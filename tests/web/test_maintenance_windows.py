@@ -231,6 +231,12 @@ async def test_end_stops_the_occurrence_in_progress(api: Api) -> None:
         assert window["next_window"]["starts_at"] == at - 60
         ended = expect(await api.post(f"/maintenance-windows/{window['id']}/end"))
         assert ended["status"] == "completed" and ended["next_window"] is None
+        event = expect(await api.get("/events", query={"type": "maintenance.updated"}))["data"][0]
+        assert event["data"]["object"] == ended
+        assert event["data"]["previous_attributes"] == {
+            "status": "in_progress",
+            "next_window": {"starts_at": at - 60, "ends_at": at + 3600},
+        }
         again = await api.post(f"/maintenance-windows/{window['id']}/end")
         assert_error(again, 400, "maintenance_not_in_progress", param=None)
         later = await _window(api, [monitor["id"]])

@@ -148,7 +148,10 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_value": (422, "A field's value is not one of the allowed values."),
     "value_out_of_range": (422, "A number is outside its bounds."),
     "value_too_long": (422, "A string (or an array) is longer than its limit."),
-    "value_too_short": (422, "A string is empty where it may not be."),
+    "value_too_short": (
+        422,
+        "A string is empty where it may not be, or an array holds fewer items than it must.",
+    ),
     "timeout_exceeds_interval": (422, "timeout_seconds is greater than interval_seconds."),
     "invalid_url": (
         422,
