@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+import trio
+
 from store import Connection, EventCause, events, new_id, recurrence, windows
 
 from ..api.common import EmptyBody, list_object, merge_metadata
@@ -74,6 +76,15 @@ def _schedule(starts_at: Any, ends_at: Any, rule: Mapping[str, Any] | None) -> d
     }
 
 
+async def _checked_schedule(
+    starts_at: Any, ends_at: Any, rule: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """:func:`_schedule` in a worker thread (``trio.to_thread``): checking a rule expands
+    it, and an hourly rule that matches rarely or never walks up to ten years of hours
+    (seconds of CPU), which must not stall the event loop."""
+    return await trio.to_thread.run_sync(_schedule, starts_at, ends_at, rule)
+
+
 async def _own_resources(ctx: RequestContext, ids: list[str]) -> None:
     """Check that every id is a monitor or heartbeat of the account.
 
@@ -100,7 +111,7 @@ async def _insert(
 async def create_window(ctx: RequestContext) -> ApiResponse:
     """POST /maintenance-windows: 201 with the new window and its ``next_window``."""
     body = ctx.json_body(WindowCreate)
-    schedule = _schedule(body.starts_at, body.ends_at, as_stored(body.recurrence))
+    schedule = await _checked_schedule(body.starts_at, body.ends_at, as_stored(body.recurrence))
     await _own_resources(ctx, body.monitors)
     created = now()
     values = {
@@ -141,18 +152,21 @@ async def list_windows(ctx: RequestContext) -> ApiResponse:
     return ApiResponse(200, list_object(RESOURCE.path, page.items, page.has_more, _shape(now())))
 
 
-def _schedule_changes(body: WindowUpdate, current: windows.WindowRecord) -> dict[str, Any]:
-    """The schedule columns a PATCH changes: ``recurrence`` makes the window recurring,
-    ``starts_at``/``ends_at`` one-off (the other bound taken from a one-off window)."""
+def _schedule_changes(
+    body: WindowUpdate, current: windows.WindowRecord, recurring: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The schedule columns a PATCH changes: ``recurring`` (the sent recurrence, checked
+    already) makes the window recurring, ``starts_at``/``ends_at`` one-off (the other
+    bound taken from a one-off window)."""
     sent = body.model_fields_set & _SCHEDULE
     if not sent:
         return {}
-    if body.recurrence is not None:
-        starts_at, ends_at = body.starts_at, body.ends_at
+    if recurring is not None:
+        new = recurring
     else:
         starts_at = body.starts_at if "starts_at" in sent else current.starts_at
         ends_at = body.ends_at if "ends_at" in sent else current.ends_at
-    new = _schedule(starts_at, ends_at, as_stored(body.recurrence))
+        new = _schedule(starts_at, ends_at, None)
     return {k: v for k, v in new.items() if v != getattr(current, k)}
 
 
@@ -184,6 +198,11 @@ async def update_window(ctx: RequestContext) -> ApiResponse:
     body = validate(WindowUpdate, ctx.json_object())
     if body.monitors is not None:
         await _own_resources(ctx, body.monitors)
+    recurring = None
+    if body.recurrence is not None:
+        recurring = await _checked_schedule(
+            body.starts_at, body.ends_at, as_stored(body.recurrence)
+        )
 
     def apply(current: windows.WindowRecord) -> dict[str, Any]:
         changes = patch_changes(
@@ -193,7 +212,7 @@ async def update_window(ctx: RequestContext) -> ApiResponse:
             monitors = list(dict.fromkeys(body.monitors))
             if monitors != current.monitors:
                 changes["monitors"] = monitors
-        return {**changes, **_schedule_changes(body, current)}
+        return {**changes, **_schedule_changes(body, current, recurring)}
 
     at = now()
     record = await ctx.deps.db.transaction(_update, ctx.account_id, window_id, apply, at, ctx.cause)
