@@ -303,3 +303,20 @@ async def test_each_change_writes_its_event(api: Api, api_for: ApiFor) -> None:
         monitors_only = await api_for(permissions=["monitors.read"])
         shown = expect(await monitors_only.get("/events"))["data"]
         assert not [e for e in shown if e["type"].startswith("maintenance.")]
+
+
+async def test_a_deleted_monitor_or_heartbeat_leaves_the_windows_that_covered_it(
+    api: Api,
+) -> None:
+    """Its id is no longer shown (a PATCH sending the list back is not refused for it)."""
+    with trio.fail_after(10):
+        monitor = await create_monitor(api)
+        kept = await create_monitor(api)
+        beat = await _heartbeat(api)
+        window = await _window(api, [monitor["id"], beat["id"], kept["id"]])
+        expect(await api.delete(f"/monitors/{monitor['id']}"), 204)
+        expect(await api.delete(f"/heartbeats/{beat['id']}"), 204)
+        path = f"/maintenance-windows/{window['id']}"
+        left = expect(await api.get(path))["monitors"]
+        assert left == [kept["id"]]
+        expect(await api.patch(path, json={"monitors": left}))
