@@ -259,6 +259,10 @@ _HEARTBEATS: EventedTable[HeartbeatRecord] = EventedTable(
     get=get_heartbeat,
     from_row=HeartbeatRecord.from_row,
     updatable=UPDATABLE,
-    owned_by=(("pings", "heartbeat_id"), ("heartbeat_moves", "heartbeat_id")),
+    owned_by=(
+        ("pings", "heartbeat_id"),
+        ("heartbeat_moves", "heartbeat_id"),
+        ("maintenance_window_resources", "resource_id"),
+    ),
 )
 """Heartbeats' changes and their ``heartbeat.*`` events (:mod:`store.evented`)."""

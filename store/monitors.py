@@ -345,6 +345,7 @@ _MONITORS: EventedTable[MonitorRecord] = EventedTable(
         ("checks", "monitor_id"),
         ("status_changes", "monitor_id"),
         ("check_rollups", "monitor_id"),
+        ("maintenance_window_resources", "resource_id"),
     ),
 )
 """Monitors' changes and their ``monitor.*`` events (:mod:`store.evented`)."""
