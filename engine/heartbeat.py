@@ -92,6 +92,10 @@ class HeartbeatConfig:
     period_seconds: int
     grace_seconds: int
     run_epoch: int
+    paused_until: int | None = None
+    """When (epoch seconds) a maintenance window with ``pause_checks`` covering it ends,
+    or None: until then no deadline takes it down (docs/maintenance.md, "Paused
+    checks"); after it, it has a whole period and grace to ping."""
     lease_epoch: int | None = None
     """The lease epoch of its bucket when its actor started (the fence every move it hands
     to the store carries: docs/several-nodes.md, Heartbeat fencing; ``store.fencing``), or
@@ -106,6 +110,7 @@ class HeartbeatConfig:
             record.period_seconds,
             record.grace_seconds,
             record.run_epoch,
+            record.maintenance_paused_until,
             lease_epoch,
         )
 
@@ -177,9 +182,14 @@ class HeartbeatState:
         return ping, change
 
     def deadline_passed(self, wall: float) -> HeartbeatChange | None:
-        """The deadline came without a success ping: the move into ``down``."""
+        """The deadline came without a success ping: the move into ``down``; or, inside
+        a maintenance window that pauses its checks, no move and a new deadline a period
+        and grace after the window's end (``config.paused_until``)."""
         config = self.config
         late = config.period_seconds + config.grace_seconds
+        if config.paused_until is not None and wall < config.paused_until + late:
+            self.deadline += config.paused_until + late - wall
+            return None
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(wall - late))
         return self._move(
             "down",

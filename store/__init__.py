@@ -11,6 +11,7 @@ from . import (
     accounts,
     alerts,
     checks,
+    coverage,
     dependencies,
     escalation_policies,
     events,
@@ -30,6 +31,7 @@ from . import (
     rollups,
     status_pages,
     webhooks,
+    window_walk,
     windows,
 )
 from .actor import (
@@ -135,6 +137,7 @@ __all__ = [
     "apply_migrations",
     "check_created",
     "checks",
+    "coverage",
     "deliveries",
     "dependencies",
     "escalation_policies",
@@ -166,5 +169,6 @@ __all__ = [
     "start_embedded",
     "status_pages",
     "webhooks",
+    "window_walk",
     "windows",
 ]

@@ -31,7 +31,7 @@ connection and in the same transaction:
 * holds back the incident and the alert of a move into ``down`` at an instant inside an
   open occurrence of a maintenance window with ``suppress_alerts`` covering the resource
   (docs/maintenance.md, "Alerts held back"; the window is read in the round's own
-  statement, :func:`store.windows.open_windows_sql`), and of a monitor's move into
+  statement, :func:`store.coverage.open_windows_sql`), and of a monitor's move into
   ``down`` while a monitor of its ``depends_on`` is ``down`` (docs/incidents.md,
   "Dependencies"); the window first, when both apply: the move and its ``<kind>.down``
   event are written, the event's snapshot and the resource's ``suppressed_by`` column
@@ -58,18 +58,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import alerts
+from .coverage import in_maintenance_sql, open_windows_sql
 from .database import Connection
-from .windows import open_windows_sql
 
-# One round: $1..$5 are the moves of this rank (at most one per resource). The source
+# One round: $1..$6 are the moves of this rank (at most one per resource; `checked`: when
+# the failure behind it was seen, the move's own instant but for a release at a window's
+# end). The source
 # (MoveSource.resources) reads, per move: the account, name, auto_incidents,
 # incident_severity, the snapshot as the resource shows right after the move, and the
 # description of an incident the move would open. Data-modifying CTEs see the same
 # snapshot, so `prior` locks and reads the incidents `resolved` changes.
 _ROUND = """
 WITH mv AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-        AS u(resource_id, detail, from_status, to_status, created)),
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                         $6::bigint[])
+        AS u(resource_id, detail, from_status, to_status, created, checked)),
 mon AS ({resources}),
 opened AS (
     INSERT INTO incidents AS i (id, account_id, title, description, status, severity,
@@ -195,12 +198,13 @@ MONITOR_MOVES = MoveSource(
            coalesce(mw.suppressed_by, s.suppressed_by) AS suppressed_by,
            to_jsonb(m) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
                'last_checked_at', mv.created,
-               'suppressed_by', coalesce(mw.suppressed_by, s.suppressed_by)) AS snapshot,
+               'suppressed_by', coalesce(mw.suppressed_by, s.suppressed_by),
+               'in_maintenance', {in_maintenance_sql("m.id", "mv.created")}) AS snapshot,
            'Check ' || mv.detail || ' failed: ' || coalesce(c.error_code, 'unknown')
                || coalesce(' (' || c.error_message || ')', '') AS description
     FROM mv JOIN monitors m ON m.id = mv.resource_id
     LEFT JOIN checks c ON mv.to_status = 'down' AND c.monitor_id = mv.resource_id
-        AND c.created = mv.created AND c.id = mv.detail{_IN_WINDOW}
+        AND c.created = mv.checked AND c.id = mv.detail{_IN_WINDOW}
     LEFT JOIN LATERAL (
         SELECT jsonb_build_object('type', 'dependency', 'id', p.id) AS suppressed_by
         FROM unnest(m.depends_on) WITH ORDINALITY AS d(id, n)
@@ -219,7 +223,8 @@ HEARTBEAT_MOVES = MoveSource(
     SELECT mv.*, h.account_id, h.name, h.auto_incidents, h.incident_severity,
            h.escalation_policy, mv.detail AS error, mw.suppressed_by,
            to_jsonb(h) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
-               'suppressed_by', mw.suppressed_by) AS snapshot,
+               'suppressed_by', mw.suppressed_by,
+               'in_maintenance', {in_maintenance_sql("h.id", "mv.created")}) AS snapshot,
            mv.detail AS description
     FROM mv JOIN heartbeats h ON h.id = mv.resource_id{_IN_WINDOW}""",
 )
@@ -231,21 +236,31 @@ Move = tuple[str, str, str, str, int]
 ``detail`` as the :class:`MoveSource` says."""
 
 
-async def apply_moves(connection: Connection, source: MoveSource, moves: Sequence[Move]) -> None:
+async def apply_moves(
+    connection: Connection,
+    source: MoveSource,
+    moves: Sequence[Move],
+    *,
+    checked: Sequence[int] | None = None,
+) -> None:
     """Write what ``moves`` of ``source``'s resources cause (module docstring), inside the
     caller's transaction.
 
     ``moves`` are ``(resource_id, detail, from_status, to_status, created)`` in the order
-    they were applied; ``created`` is epoch seconds.
+    they were applied; ``created`` is epoch seconds. ``checked`` (one per move, epoch
+    seconds; default each move's ``created``) is when a monitor's failed check named by
+    ``detail`` was stored, where that is earlier than the move (a release at a window's
+    end: ``store.window_walk``).
     """
-    rounds: list[list[Move]] = []
+    rounds: list[list[tuple[str, str, str, str, int, int]]] = []
     seen: dict[str, int] = {}
-    for move in moves:
+    times = [move[4] for move in moves] if checked is None else checked
+    for move, at in zip(moves, times, strict=True):
         rank = seen.get(move[0], 0)
         seen[move[0]] = rank + 1
         if rank == len(rounds):
             rounds.append([])
-        rounds[rank].append(move)
+        rounds[rank].append((*move, at))
     statement = source.sql
     for batch in rounds:
         ups = [move[0] for move in batch if move[3] == "up"]
@@ -266,12 +281,19 @@ async def apply_moves(connection: Connection, source: MoveSource, moves: Sequenc
 # The held-back down episodes a batch's failures may release: per resource of the source's
 # table still down and suppressed by a window or a dependency (and not moved by this
 # batch: its round decided), its newest failure of the batch.
+# The rows are locked (in id order), so a release by the walk of a window's end
+# (store.window_walk) and this one never both open an incident: the later waits, then
+# finds suppressed_by cleared.
 _HELD = """
-SELECT DISTINCT ON (r.id) r.id, c.detail, c.created
-FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(resource_id, detail, created)
-JOIN {table} r ON r.id = c.resource_id
-WHERE r.suppressed_by IS NOT NULL AND r.status = 'down' AND NOT r.id = ANY($4::text[])
-ORDER BY r.id, c.created DESC
+WITH held AS (
+    SELECT r.id FROM {table} r
+    WHERE r.id = ANY($1::text[]) AND r.suppressed_by IS NOT NULL AND r.status = 'down'
+        AND NOT r.id = ANY($4::text[])
+    ORDER BY r.id FOR UPDATE)
+SELECT DISTINCT ON (held.id) held.id, c.detail, c.created
+FROM held JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS c(resource_id, detail, created)
+    ON c.resource_id = held.id
+ORDER BY held.id, c.created DESC
 """
 
 

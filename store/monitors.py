@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import dependencies
+from .coverage import in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
@@ -51,16 +52,20 @@ _NOT_RUN_BY = ("status", "updated", "escalation_policy", "depends_on", "suppress
 _SETTINGS_DIGEST = (
     "hashtextextended(row("
     + ", ".join(f"t.{c}" for c in _COLUMNS if c not in _NOT_RUN_BY)
-    + ")::text, 0)"
+    + f", {paused_until_sql('t.id')})::text, 0)"
 )
 """A 64-bit hash of what an actor runs by (every column but the ones the store moves on
 its own, status, ``updated`` and ``suppressed_by``, and the alerting's columns,
-``escalation_policy`` and ``depends_on``); ``MonitorRecord.settings_digest``."""
+``escalation_policy`` and ``depends_on``; and until when a maintenance window pauses its
+checks, so a reconciliation catches a pause whose notification was lost);
+``MonitorRecord.settings_digest``."""
 _SELECT = (
     ", ".join(f"t.{c}" for c in _COLUMNS)
     + ", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id"
     " ORDER BY c.created DESC LIMIT 1) AS last_checked_at"
     + f", {_SETTINGS_DIGEST} AS settings_digest"
+    + f", {in_maintenance_sql('t.id')} AS in_maintenance"
+    + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
 )
 UPDATABLE = frozenset(
     {

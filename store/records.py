@@ -121,6 +121,13 @@ class MonitorRecord(_FromRow):
     """Why its current down episode opened no incident and raised no alert:
     ``{"type": "maintenance", "id": "mnt_..."}`` or ``{"type": "dependency", "id":
     "mon_..."}``, or None (``store.alerting``)."""
+    in_maintenance: bool = False
+    """Whether an occurrence of a maintenance window covers it now (``store.coverage``;
+    computed by the read, not a column)."""
+    maintenance_paused_until: int | None = field(default=None, metadata={"internal": True})
+    """When (epoch seconds) the open occurrence of a window with ``pause_checks`` covering
+    it ends, or None: its checks are not paused by maintenance (computed by the read;
+    ``engine.monitor`` probes nothing before it). Not part of an event's snapshot."""
     settings_digest: int = field(default=0, metadata={"internal": True})
     """A 64-bit hash of its settings and run epoch (every column but ``status`` and
     ``updated``), computed by the store's queries (``store.monitors``): equal digests,
@@ -154,6 +161,13 @@ class HeartbeatRecord(_FromRow):
     suppressed_by: dict[str, str] | None = None
     """Why its current down episode opened no incident and raised no alert:
     ``{"type": "maintenance", "id": "mnt_..."}``, or None (``store.alerting``)."""
+    in_maintenance: bool = False
+    """Whether an occurrence of a maintenance window covers it now (``store.coverage``;
+    computed by the read, not a column)."""
+    maintenance_paused_until: int | None = field(default=None, metadata={"internal": True})
+    """When (epoch seconds) the open occurrence of a window with ``pause_checks`` covering
+    it ends, or None (computed by the read; ``engine.heartbeat`` lets no deadline pass
+    before it). Not part of an event's snapshot."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,7 @@
 """Maintenance windows (docs/maintenance.md; asyncio side: run them through
 :class:`store.Database`): create, read, list, update, end, cancel, delete, the daily
-extension of their occurrences, and the question the batch asks: which of these
-resources are in a window now.
+extension of their occurrences. Which resources a window covers at an instant is
+:mod:`store.coverage`'s.
 
 CRUD follows the other account-owned tables (:mod:`store.owned`): keyset pages by
 ``created``, ``updated`` or ``title``, PATCH as lock-diff-write, delete with a cursor
@@ -16,12 +16,6 @@ window's rows that far ahead. A window whose schedule has nothing left after its
 gets ``materialized_until`` = :data:`COMPLETE` and is never claimed again. ``end`` cuts
 the open rows; ``cancel`` deletes the later ones; a changed schedule replaces the rows
 that end after the change (past rows stay).
-
-**Is a resource in a window at t** (:func:`open_windows_sql`, :func:`suppressing`):
-its windows by the index on ``resource_id``, then each window's first occurrence ending
-after t by ``(window_id, ends_at, starts_at)``: one index row per window. That first
-row is the open one if any is, since a window's occurrences end in the order they start
-(one duration; ``end`` cuts every open one to the same instant).
 """
 
 from __future__ import annotations
@@ -55,9 +49,6 @@ __all__ = [
     "insert_window",
     "list_windows",
     "missing_resources",
-    "open_windows",
-    "open_windows_sql",
-    "suppressing",
     "update_window",
 ]
 
@@ -276,16 +267,47 @@ async def update_window(
             "UPDATE maintenance_windows SET updated = $2 WHERE id = $1", window_id, now
         )
     if SCHEDULE_FIELDS & set(changes):
-        await connection.execute(
-            "DELETE FROM maintenance_occurrences WHERE window_id = $1 AND ends_at > $2",
-            window_id,
-            now,
-        )
-        after = await get_window(connection, account_id, window_id)
-        assert after is not None
-        await _materialize(connection, window_id, after.schedule(), now, now + HORIZON_SECONDS)
+        await _reschedule(connection, account_id, window_id, now)
     record = await get_window(connection, account_id, window_id)
     return Updated(record, {n: getattr(current, n) for n in changes})
+
+
+async def _reschedule(connection: Connection, account_id: str, window_id: str, now: int) -> None:
+    """Replace the window's occurrences that end after ``now`` (epoch seconds) with its new
+    schedule's. An occurrence open at ``now`` whose start was already acted on
+    (``store.window_walk``) stays started: the new schedule's open one takes its place
+    (no second ``maintenance.started``), or, with none open, it is cut to end at ``now``,
+    so the walk ends it (``maintenance.ended``, what it held back released)."""
+    started = await connection.fetchval(
+        "SELECT starts_at FROM maintenance_occurrences WHERE window_id = $1 "
+        "AND starts_at < $2 AND ends_at > $2 AND start_handled",
+        window_id,
+        now,
+    )
+    await connection.execute(
+        "DELETE FROM maintenance_occurrences WHERE window_id = $1 AND ends_at > $2",
+        window_id,
+        now,
+    )
+    after = await get_window(connection, account_id, window_id)
+    assert after is not None
+    await _materialize(connection, window_id, after.schedule(), now, now + HORIZON_SECONDS)
+    if started is None:
+        return
+    replaced = await connection.execute(
+        "UPDATE maintenance_occurrences SET start_handled = true "
+        "WHERE window_id = $1 AND starts_at <= $2 AND ends_at > $2",
+        window_id,
+        now,
+    )
+    if replaced == "UPDATE 0":
+        await connection.execute(
+            "INSERT INTO maintenance_occurrences (window_id, starts_at, ends_at, start_handled) "
+            "VALUES ($1, $2, $3, true) ON CONFLICT (window_id, starts_at) DO NOTHING",
+            window_id,
+            started,
+            now,
+        )
 
 
 async def end_window(
@@ -405,54 +427,3 @@ async def extend_horizons(connection: Connection, now: int, *, limit: int = 500)
         schedule = record.schedule()
         await _materialize(connection, record.id, schedule, lo, hi)
     return len(rows)
-
-
-def open_windows_sql(resources: str, at: str, *, effect: str | None = "suppress_alerts") -> str:
-    """A query of ``(resource_id, window_id)``: each resource of the SQL ``text[]``
-    expression ``resources`` that an occurrence open at the SQL epoch-seconds expression
-    ``at`` covers, with that window (the one whose occurrence began first; by id on a
-    tie), among windows with ``effect`` (a column of :data:`EFFECTS`) or any window
-    (None). For the batch to embed, e.g. ``open_windows_sql("$1::text[]", "$2")``;
-    both expressions come from code, never from a request.
-
-    Raises:
-        ValueError: ``effect`` is no column of :data:`EFFECTS`.
-    """
-    if effect is not None and effect not in EFFECTS:
-        raise ValueError(f"no window effect {effect!r}")
-    having = "" if effect is None else f" AND w.{effect}"
-    return (
-        "SELECT DISTINCT ON (r.resource_id) r.resource_id, r.window_id "
-        "FROM maintenance_window_resources r "
-        f"JOIN maintenance_windows w ON w.id = r.window_id{having} "
-        "CROSS JOIN LATERAL (SELECT o.starts_at FROM maintenance_occurrences o "
-        f"WHERE o.window_id = r.window_id AND o.ends_at > ({at})::bigint "
-        "ORDER BY o.ends_at, o.starts_at LIMIT 1) o "
-        f"WHERE r.resource_id = ANY({resources}) AND o.starts_at <= ({at})::bigint "
-        "ORDER BY r.resource_id, o.starts_at, r.window_id"
-    )
-
-
-async def open_windows(
-    connection: Connection,
-    resource_ids: Sequence[str],
-    at: int,
-    *,
-    effect: str | None = None,
-) -> dict[str, str]:
-    """Each of ``resource_ids`` in an open occurrence at ``at`` (epoch seconds) of a
-    window with ``effect`` (or any, None), mapped to that window's id
-    (:func:`open_windows_sql`); the others are left out."""
-    rows = await connection.fetch(
-        open_windows_sql("$1::text[]", "$2", effect=effect), list(resource_ids), at
-    )
-    return {r["resource_id"]: r["window_id"] for r in rows}
-
-
-async def suppressing(
-    connection: Connection, resource_ids: Sequence[str], at: int
-) -> dict[str, str]:
-    """Each of ``resource_ids`` that a window with ``suppress_alerts`` holds back at
-    ``at`` (epoch seconds), mapped to the window's id: the resources whose move into
-    ``down`` opens no incident and raises no alert."""
-    return await open_windows(connection, resource_ids, at, effect="suppress_alerts")

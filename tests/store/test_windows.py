@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from store import Connection, CursorNotFound, Database, PageRequest, windows
+from store import Connection, CursorNotFound, Database, PageRequest, coverage, windows
 from store.recurrence import Occurrence
 from tests.store.helpers import new_heartbeat, new_monitor, new_window
 
@@ -123,17 +123,17 @@ async def test_suppressing_answers_for_a_batch_at_an_instant(db: Database) -> No
             db, account, [c.id], starts_at=T0, ends_at=T0 + 600, suppress_alerts=False
         )
         ids = [a.id, b.id, c.id, "mon_nothere"]
-        assert await db.run(windows.suppressing, ids, T0 - 1) == {}
-        assert await db.run(windows.suppressing, ids, T0) == {a.id: one_off.id}
-        assert await db.run(windows.suppressing, ids, T0 + 600) == {}
+        assert await db.run(coverage.suppressing, ids, T0 - 1) == {}
+        assert await db.run(coverage.suppressing, ids, T0) == {a.id: one_off.id}
+        assert await db.run(coverage.suppressing, ids, T0 + 600) == {}
         night = _two_am(1) + 10
-        assert await db.run(windows.suppressing, ids, night) == {a.id: daily.id, b.id: daily.id}
-        assert await db.run(windows.suppressing, ids, _two_am(1) + 3_600) == {}
+        assert await db.run(coverage.suppressing, ids, night) == {a.id: daily.id, b.id: daily.id}
+        assert await db.run(coverage.suppressing, ids, _two_am(1) + 3_600) == {}
         # any window, and one effect at a time
-        assert await db.run(windows.open_windows, ids, T0) == {a.id: one_off.id, c.id: quiet.id}
-        assert await db.run(windows.open_windows, ids, T0, effect="pause_checks") == {}
+        assert await db.run(coverage.open_windows, ids, T0) == {a.id: one_off.id, c.id: quiet.id}
+        assert await db.run(coverage.open_windows, ids, T0, effect="pause_checks") == {}
         with pytest.raises(ValueError):
-            windows.open_windows_sql("$1", "$2", effect="title; DROP TABLE monitors")
+            coverage.open_windows_sql("$1", "$2", effect="title; DROP TABLE monitors")
 
 
 async def test_the_batch_fragment_uses_the_indexes(db: Database) -> None:
@@ -148,7 +148,7 @@ async def test_the_batch_fragment_uses_the_indexes(db: Database) -> None:
         async def plan(connection: Connection) -> str:
             await connection.execute("SET LOCAL enable_seqscan = off")
             rows = await connection.fetch(
-                "EXPLAIN " + windows.open_windows_sql("$1::text[]", "$2"), [first.id, mon.id], T0
+                "EXPLAIN " + coverage.open_windows_sql("$1::text[]", "$2"), [first.id, mon.id], T0
             )
             return "\n".join(r[0] for r in rows)
 
@@ -171,7 +171,7 @@ async def test_end_cuts_the_open_occurrence_and_cancel_drops_the_later_ones(
         assert ended is not None and ended.ended_at == during
         assert ended.status(during) == "scheduled"
         assert (await _rows(db, made.id))[0] == (_two_am(1), during)
-        assert await db.run(windows.suppressing, [mon.id], during) == {}
+        assert await db.run(coverage.suppressing, [mon.id], during) == {}
 
         canceled = await db.transaction(windows.cancel_window, account, made.id, _two_am(3) + 5)
         assert canceled is not None and canceled.status(_two_am(3) + 5) == "in_progress"

@@ -104,6 +104,9 @@ class HeartbeatObject(BaseModel):
         description="While it is down without an incident or alert because it went down "
         "in a maintenance window with suppress_alerts: that window; else null."
     )
+    in_maintenance: bool = Field(
+        description="Whether an occurrence of a maintenance window covers it now."
+    )
     created: int
     updated: int
     metadata: dict[str, str]

@@ -172,6 +172,9 @@ class MonitorObject(BaseModel):
         "in a maintenance window with suppress_alerts, or while a monitor it depends on "
         "was down: that window or monitor (the window first); else null."
     )
+    in_maintenance: bool = Field(
+        description="Whether an occurrence of a maintenance window covers it now."
+    )
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
     updated: int

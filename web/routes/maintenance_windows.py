@@ -25,7 +25,7 @@ from typing import Any
 
 import trio
 
-from store import Connection, EventCause, events, new_id, recurrence, windows
+from store import Connection, EventCause, events, new_id, notify, recurrence, window_walk, windows
 
 from ..api.common import EmptyBody, list_object, merge_metadata
 from ..api.maintenance_windows import (
@@ -179,6 +179,10 @@ async def _update(
     cause: EventCause,
 ) -> windows.WindowRecord | None:
     updated = await windows.update_window(connection, account_id, window_id, apply, at)
+    record, previous = updated.record, updated.previous
+    if record is not None and (record.pause_checks or previous.get("pause_checks")):
+        # the engines read these again: a pause may start, end or move
+        await notify.notify_resources(connection, [*record.monitors, *previous.get("monitors", ())])
     if updated.record is not None and updated.previous:
         await events.record_event(
             connection,
@@ -228,6 +232,10 @@ async def _delete(
     if record is None:
         return False
     await windows.delete_window(connection, account_id, window_id, at)
+    # what it held back is held no longer; a pause it made ends
+    await window_walk.release_window(connection, window_id, record.monitors, at)
+    if record.pause_checks:
+        await notify.notify_resources(connection, record.monitors)
     await events.record_event(
         connection, type="maintenance.deleted", record=record, created=at, cause=cause
     )
@@ -235,7 +243,9 @@ async def _delete(
 
 
 async def delete_window(ctx: RequestContext) -> ApiResponse:
-    """DELETE /maintenance-windows/:id: 204; its occurrences are gone with it."""
+    """DELETE /maintenance-windows/:id: 204; its occurrences are gone with it, what it
+    held back opens its incident and alert now (``store.window_walk.release_window``)
+    and a pause it made ends."""
     window_id = path_id(ctx, RESOURCE)
     if not await ctx.deps.db.transaction(_delete, ctx.account_id, window_id, now(), ctx.cause):
         raise not_found(RESOURCE, window_id)
