@@ -133,7 +133,7 @@ class HeartbeatState:
     trio clock seconds (``math.inf``: none).
     """
 
-    __slots__ = ("config", "deadline", "last_success", "started", "status")
+    __slots__ = ("config", "deadline", "last_success", "offset", "started", "status")
 
     def __init__(
         self,
@@ -143,6 +143,8 @@ class HeartbeatState:
         config: HeartbeatConfig | None = None,
     ) -> None:
         self.config = HeartbeatConfig.of(record) if config is None else config
+        self.offset = now - wall
+        """The trio clock minus the wall clock, seconds (a pause's end is wall time)."""
         self.status = record.status if record.status in ("up", "down") else "pending"
         self.started: float | None = None
         # the latest success on the trio clock (from the stored one, epoch seconds)
@@ -187,9 +189,11 @@ class HeartbeatState:
         and grace after the window's end (``config.paused_until``)."""
         config = self.config
         late = config.period_seconds + config.grace_seconds
-        if config.paused_until is not None and wall < config.paused_until + late:
-            self.deadline += config.paused_until + late - wall
-            return None
+        if config.paused_until is not None:
+            resumed = config.paused_until + self.offset + late  # on the trio clock
+            if self.deadline < resumed:
+                self.deadline = resumed
+                return None
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(wall - late))
         return self._move(
             "down",
