@@ -58,6 +58,8 @@ EVENT_TYPES = (
     "alert.resolved",
     "maintenance.created",
     "maintenance.updated",
+    "maintenance.started",
+    "maintenance.ended",
     "maintenance.canceled",
     "maintenance.deleted",
 )
