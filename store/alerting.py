@@ -322,6 +322,12 @@ async def release_held(
     """
     if not failures:
         return
+    if not connection.is_in_transaction():
+        # a batch of one statement (no moves, no fence): the rows stay locked until what
+        # they release is written, in a transaction of its own
+        async with connection.transaction():
+            await release_held(connection, source, failures, moved)
+        return
     held = await connection.fetch(
         _HELD.format(table=source.table),
         *(list(c) for c in zip(*failures, strict=True)),
