@@ -11,7 +11,7 @@ when they are missing::
                  [--failing 0.0] [--slow 0.0] [--refusing 0.0] [--baseline]
                  [--nodes 1] [--kill-node [K]] [--lease-seconds S] ...
     uptrio bench sweep [--counts 1000,5000,10000,20000] [same options]
-    uptrio bench history [--monitors N] [--days 90] ...
+    uptrio bench history [--monitors N] [--days 90] [--maintenance] ...
     uptrio bench status-pages [--monitors 10000] [--components 100] [--pages 20]
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench webhooks [--monitors 10000] [--flapping 0.01] [--window 120]
@@ -195,6 +195,12 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     )
     past.add_argument(
         "--requests", type=int, default=200, help="availability requests per case (default 200)"
+    )
+    past.add_argument(
+        "--maintenance",
+        action="store_true",
+        help="cover every monitor with a daily 1-hour maintenance window that excludes "
+        "its time from availability",
     )
     pages = bench.add_argument_group("status-pages (with --days of history)")
     pages.add_argument(

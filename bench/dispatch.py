@@ -222,6 +222,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
             args.requests,
             base,
             args.seed,
+            args.maintenance,
         )
         print_history(report)
         print(f"report: {base / 'history.json'}")

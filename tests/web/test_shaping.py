@@ -195,6 +195,7 @@ _FIGURES = (
     "down_seconds",
     "paused_seconds",
     "unknown_seconds",
+    "maintenance_seconds",
     "checks",
     "failed_checks",
     "incidents",
