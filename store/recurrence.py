@@ -137,6 +137,38 @@ class Recurrence:
         return parsed
 
 
+_DAY_PARTS = ("BYMONTH", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYDAY")
+_WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+
+
+def _some_day(parts: Mapping[str, str], start: datetime) -> bool:
+    """Whether some day ever satisfies the rule's day-level parts (``parts`` as
+    :func:`_parts` gives them; ``start`` the naive local start).
+
+    python-dateutil walks a rule that never matches (February 30, a 6th Monday) to the
+    year 9999 whatever its UNTIL: 5 to 11 s of CPU for a DAILY or an HOURLY rule. So the
+    days are asked first of a MONTHLY (or the rule's own YEARLY) rule with only those
+    parts, which walks 96,000 months at most (under a second); it may only say yes more
+    often than the rule itself (its INTERVAL, time parts and BYSETPOS dropped), never
+    less. A DAILY or HOURLY rule with no BYDAY or BYMONTHDAY matches every weekday; a
+    WEEKLY one without BYDAY, the start's."""
+    freq = parts.get("FREQ", "")
+    kept = {k: parts[k] for k in _DAY_PARTS if k in parts}
+    if freq in ("DAILY", "HOURLY") and not {"BYDAY", "BYMONTHDAY"} & set(kept):
+        kept["BYDAY"] = ",".join(_WEEKDAYS)
+    if freq == "WEEKLY" and "BYDAY" not in kept:
+        kept["BYDAY"] = _WEEKDAYS[start.weekday()]
+    probe = ";".join(
+        [f"FREQ={freq if freq in ('YEARLY', 'MONTHLY') else 'MONTHLY'}"]
+        + [f"{k}={v}" for k, v in kept.items()]
+    )
+    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    try:
+        return rrulestr(probe, dtstart=day).after(day, inc=True) is not None
+    except ValueError:  # a day part the probe's FREQ refuses: the rule itself decides
+        return True
+
+
 def _parts(text: str) -> dict[str, str]:
     """An RRULE's parts, ``{"FREQ": "WEEKLY", ...}`` (upper case)."""
     body = text.strip().upper().removeprefix("RRULE:")
@@ -253,7 +285,7 @@ def parse_recurrence(value: Mapping[str, Any]) -> Recurrence:
         raise InvalidWindow("recurrence.rrule", "may repeat at most hourly")
     dtstart = start.replace(tzinfo=zone)
     bounded = rule.replace(count=None, until=(dtstart + _FIRST_WITHIN).astimezone(UTC))
-    if bounded.after(dtstart, inc=True) is None:
+    if not _some_day(parts, start) or bounded.after(dtstart, inc=True) is None:
         raise InvalidWindow("recurrence.rrule", "has no occurrence in the ten years from start")
     return recurrence
 

@@ -191,6 +191,11 @@ def _recurrence(**changes: Any) -> dict[str, Any]:
         ({"rrule": "DTSTART:20260101T000000\nRRULE:FREQ=DAILY"}, "recurrence.rrule"),
         ({"rrule": "FREQ=DAILY;UNTIL=20270101T000000"}, "recurrence.rrule"),
         ({"rrule": "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=31"}, "recurrence.rrule"),
+        # never matching, at the finer frequencies python-dateutil walks to the year 9999
+        ({"rrule": "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30"}, "recurrence.rrule"),
+        ({"rrule": "FREQ=HOURLY;BYMONTH=4;BYMONTHDAY=31;BYHOUR=3"}, "recurrence.rrule"),
+        ({"rrule": "FREQ=WEEKLY;BYMONTH=2;BYMONTHDAY=30"}, "recurrence.rrule"),
+        ({"rrule": "FREQ=MONTHLY;BYDAY=6MO"}, "recurrence.rrule"),
         ({"rrule": 7}, "recurrence.rrule"),
         ({"time_zone": "Mars/Olympus_Mons"}, "recurrence.time_zone"),
         ({"time_zone": "../etc/passwd"}, "recurrence.time_zone"),
@@ -230,6 +235,24 @@ def test_a_bad_schedule_names_its_field(
     with pytest.raises(InvalidWindow) as raised:
         schedule_of(starts_at=starts_at, ends_at=ends_at, recurrence=recurrence)
     assert raised.value.field == field
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29",  # a leap day: 2028
+        "FREQ=WEEKLY",  # the start's weekday
+        "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU",
+        "FREQ=MONTHLY;BYDAY=-1FR",
+        "FREQ=MONTHLY;BYDAY=5TU;BYMONTH=2",  # a fifth Tuesday of February: 2028
+        "FREQ=HOURLY;BYDAY=SU;BYHOUR=3",
+        "FREQ=DAILY;BYMONTH=3",
+        "FREQ=YEARLY;BYWEEKNO=53;BYDAY=MO",
+        "FREQ=YEARLY;BYYEARDAY=366",
+    ],
+)
+def test_a_rule_that_matches_somewhere_in_ten_years_is_taken(rule: str) -> None:
+    assert parse_recurrence(_recurrence(rrule=rule)).rrule == rule
 
 
 def test_a_parsed_recurrence_round_trips_as_json() -> None:
