@@ -5,11 +5,10 @@ cover any of them. One statement per page render (:data:`_SQL`), whatever the nu
 components, read by :func:`store.status_pages.public_page`.
 
 - **Under maintenance now**: a monitor in an occurrence open at the render's instant
-  (``[starts_at, ends_at)``) of any window, whatever its effects:
-  :func:`store.windows.open_windows_sql` with ``effect=None``, the same rule the batch
-  uses for ``suppress_alerts`` (the monitors' windows by
-  ``maintenance_window_resources_by_resource``, one index row per window by
-  ``maintenance_occurrences_by_end``).
+  (``[starts_at, ends_at)``) of any window, whatever its effects (docs/maintenance.md:
+  the rule the batch applies to ``suppress_alerts``, here for any window), read from
+  the same rows as the list: a window's occurrences end in the order they start, so
+  the first of its rows ending after now is the open one if any is.
 - **Listed**: each occurrence that has not ended (``ends_at`` after now) and starts
   before now + 7 days, of a window of the account covering at least one of the page's
   monitors: in progress first, then by start (``starts_at``, ``ends_at``, then the
@@ -30,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .database import Connection
-from .windows import open_windows_sql
 
 __all__ = ["AHEAD_SECONDS", "MAX_LISTED", "PageMaintenance", "PublicMaintenance", "read"]
 
@@ -72,29 +70,30 @@ class PageMaintenance:
 
 
 # $1: the page's monitor ids; $2: now; $3: now + AHEAD_SECONDS; $4: the account.
-# `open` is the rule of store.windows; `listed` the windows covering any of $1 (by the
-# index on resource_id) and, per window, its occurrences not ended and starting before
-# $3 (by the index on (window_id, ends_at, starts_at)). The one-row `u` keeps the
-# answer's first row even when nothing is listed.
+# `covered`: the windows covering any of $1 (by the index on resource_id), with those of
+# $1 they cover; `occ`: per window, its occurrences not ended and starting before $3 (by
+# the index on (window_id, ends_at, starts_at)). A window's occurrences end in the order
+# they start, so its first row is the open one if any is: `under` is exact whatever the
+# limits. The one-row `u` keeps the answer's first row even when nothing is listed.
 _SQL = f"""
-WITH open AS ({open_windows_sql("$1::text[]", "$2", effect=None)}),
-covered AS (
+WITH covered AS (
     SELECT r.window_id, array_agg(r.resource_id ORDER BY r.position) AS monitors
     FROM maintenance_window_resources r
     WHERE r.resource_id = ANY($1::text[])
     GROUP BY r.window_id),
-listed AS (
+occ AS (
     SELECT w.id, w.title, w.description, o.starts_at, o.ends_at, c.monitors
     FROM covered c
     JOIN maintenance_windows w ON w.id = c.window_id AND w.account_id = $4
     CROSS JOIN LATERAL (
         SELECT x.starts_at, x.ends_at FROM maintenance_occurrences x
         WHERE x.window_id = c.window_id AND x.ends_at > $2 AND x.starts_at < $3
-        ORDER BY x.ends_at, x.starts_at LIMIT {MAX_LISTED}) o
-    ORDER BY o.starts_at, o.ends_at, w.id
-    LIMIT {MAX_LISTED})
+        ORDER BY x.ends_at, x.starts_at LIMIT {MAX_LISTED}) o),
+listed AS (
+    SELECT * FROM occ ORDER BY starts_at, ends_at, id LIMIT {MAX_LISTED})
 SELECT u.under, l.id, l.title, l.description, l.starts_at, l.ends_at, l.monitors
-FROM (SELECT ARRAY(SELECT resource_id FROM open) AS under) u
+FROM (SELECT ARRAY(SELECT DISTINCT m FROM occ, unnest(occ.monitors) AS m
+                   WHERE occ.starts_at <= $2) AS under) u
 LEFT JOIN listed l ON true
 ORDER BY l.starts_at, l.ends_at, l.id
 """
