@@ -1,8 +1,8 @@
-"""The maintenance a public status page shows (docs/status-pages.md, Maintenance;
-extensions part 10): which of its monitors an open occurrence of a maintenance window
-covers now, and the occurrences of the next :data:`AHEAD_SECONDS` of the windows that
-cover any of them. One statement per page render (:data:`_SQL`), whatever the number of
-components, read by :func:`store.status_pages.public_page`.
+"""The maintenance a public status page shows (docs/status-pages.md, Maintenance):
+which of its monitors an open occurrence of a maintenance window covers now, and the
+occurrences of the next :data:`AHEAD_SECONDS` of the windows that cover any of them. One
+statement per page render (:data:`_SQL`), whatever the number of components, read by
+:func:`store.status_pages.public_page`.
 
 - **Under maintenance now**: a monitor in an occurrence open at the render's instant
   (``[starts_at, ends_at)``) of any window, whatever its effects (docs/maintenance.md:
@@ -18,9 +18,9 @@ components, read by :func:`store.status_pages.public_page`.
   index ``(window_id, ends_at, starts_at)``, at most :data:`MAX_LISTED` of them.
 
 Only the public part of a window is read: title, description and the occurrence's
-times; of its resources only those that are the page's monitors (extensions part 10:
-"title, description and times are public there"). Its id orders ties, and leaves the
-store in :attr:`PublicMaintenance.key` only for that.
+times; of its resources only those that are the page's monitors (docs/maintenance.md,
+API: "titles, descriptions and times are public on the status pages"). Its id orders
+ties, and leaves the store in :attr:`PublicMaintenance.key` only for that.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .database import Connection
 __all__ = ["AHEAD_SECONDS", "MAX_LISTED", "PageMaintenance", "PublicMaintenance", "read"]
 
 AHEAD_SECONDS = 7 * 86_400
-"""How far ahead a page lists maintenance, seconds (7 days, extensions part 10)."""
+"""How far ahead a page lists maintenance, seconds (7 days, docs/status-pages.md, Maintenance)."""
 MAX_LISTED = 50
 """At most this many occurrences listed on a page (in progress first, then by start)."""
 

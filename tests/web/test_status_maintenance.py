@@ -1,5 +1,5 @@
-"""Maintenance on the public status page (docs/status-pages.md, Maintenance; extensions
-part 10): a component in an open occurrence shows ``under_maintenance`` whatever its
+"""Maintenance on the public status page (docs/status-pages.md, Maintenance and
+States): a component in an open occurrence shows ``under_maintenance`` whatever its
 monitor says, the page's state follows, and the windows of the next 7 days are listed in
 the HTML and in ``summary.json`` with their public part only. Windows are made through the
 API; the page's clock (wall and cache) is injected, an hour after the real now.
