@@ -19,8 +19,8 @@ statement per page render (:data:`_SQL`), whatever the number of components, rea
 
 Only the public part of a window is read: title, description and the occurrence's
 times; of its resources only those that are the page's monitors (docs/maintenance.md,
-API: "titles, descriptions and times are public on the status pages"). Its id orders
-ties, and leaves the store in :attr:`PublicMaintenance.key` only for that.
+API: "titles, descriptions and times are public on the status pages"); its id only
+orders ties, inside the statement.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ class PublicMaintenance:
         ends_at: its end (exclusive), epoch seconds.
         monitors: the page's monitor ids (of those asked about) the window covers, in the
             window's order; for mapping to display names, never shown.
-        key: the window's id, to order ties; never shown.
     """
 
     title: str
@@ -57,7 +56,6 @@ class PublicMaintenance:
     starts_at: int
     ends_at: int
     monitors: list[str]
-    key: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +89,7 @@ occ AS (
         ORDER BY x.ends_at, x.starts_at LIMIT {MAX_LISTED}) o),
 listed AS (
     SELECT * FROM occ ORDER BY starts_at, ends_at, id LIMIT {MAX_LISTED})
-SELECT u.under, l.id, l.title, l.description, l.starts_at, l.ends_at, l.monitors
+SELECT u.under, l.title, l.description, l.starts_at, l.ends_at, l.monitors
 FROM (SELECT ARRAY(SELECT DISTINCT m FROM occ, unnest(occ.monitors) AS m
                    WHERE occ.starts_at <= $2) AS under) u
 LEFT JOIN listed l ON true
@@ -113,9 +111,8 @@ async def read(
             starts_at=int(r["starts_at"]),
             ends_at=int(r["ends_at"]),
             monitors=list(r["monitors"]),
-            key=r["id"],
         )
         for r in rows
-        if r["id"] is not None
+        if r["starts_at"] is not None  # the one row of `u` when nothing is listed
     ]
     return PageMaintenance(under_maintenance=under, listed=listed)
