@@ -55,7 +55,7 @@ def _covering(resource: str, at: str, effect: str | None) -> str:
 def in_maintenance_sql(resource: str, at: str = NOW_SQL) -> str:
     """A SQL boolean: an occurrence of any window open at ``at`` (SQL epoch seconds;
     default the transaction's instant) covers ``resource`` (a SQL text expression, e.g.
-    ``t.id``): the resource's ``in_maintenance`` (extensions part 10)."""
+    ``t.id``): the resource's ``in_maintenance`` (docs/maintenance.md)."""
     return f"EXISTS (SELECT 1 {_covering(resource, at, None)})"
 
 

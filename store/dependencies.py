@@ -1,4 +1,4 @@
-"""The graph of monitor dependencies (docs/incidents.md, "Dependencies"; extensions part 10):
+"""The graph of monitor dependencies (docs/incidents.md, "Dependencies"):
 a monitor's ``depends_on`` names at most :data:`MAX_DEPENDENCIES` monitors of its own
 account, and the graph of every account has no cycle.
 
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 MAX_DEPENDENCIES = 10
-"""The most monitors one monitor may depend on (extensions part 10)."""
+"""The most monitors one monitor may depend on (docs/incidents.md, "Dependencies")."""
 
 
 class UnknownDependency(StoreError):

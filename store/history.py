@@ -20,7 +20,7 @@ A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a serie
   status moves (``status_changes``: exact seconds) and from the raw checks of those
   minutes (exact counts and histogram), or, where raw checks are past their retention,
   from the rollup of the whole edge hour.
-* **Maintenance** (extensions part 10; docs/history.md, "Maintenance"): the known time
+* **Maintenance** (docs/history.md, "Maintenance"): the known time
   inside occurrences of windows with ``exclude_from_availability`` covering the monitor
   (:mod:`store.maintenance_spans`: merged, so no second counts twice) is
   ``maintenance_seconds``. The rollups keep their status seconds; at read time each such

@@ -1,5 +1,5 @@
 """The time maintenance takes out of a monitor's availability (docs/history.md,
-"Maintenance"; extensions part 10): the occurrences of the maintenance windows with
+"Maintenance"): the occurrences of the maintenance windows with
 ``exclude_from_availability`` that cover the monitor, as disjoint spans.
 
 A span is ``(from, to)``, epoch seconds, ``[from, to)``. Occurrences are the rows of

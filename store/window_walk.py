@@ -1,5 +1,5 @@
 """The walk of maintenance occurrences' starts and ends (docs/maintenance.md, "When a
-window starts and ends"; extensions part 10): a window's start and end are rows, acted
+window starts and ends"): a window's start and end are rows, acted
 on once by whichever node claims them first, never by a timer in an actor.
 
 :func:`walk_due` claims, ``FOR UPDATE SKIP LOCKED`` (every node walks; none acts twice),

@@ -1,4 +1,4 @@
-"""Maintenance time in availability (docs/history.md, Maintenance; extensions part 10):
+"""Maintenance time in availability (docs/history.md, Maintenance):
 the occurrences of windows with ``exclude_from_availability`` covering a monitor count as
 ``maintenance_seconds``, taken from the status each second had (up, down, paused or
 unknown), so the five seconds fields still add up to the range and ``uptime_percent``

@@ -1,4 +1,4 @@
-"""The maintenance window endpoints (docs/maintenance.md; extensions part 10): one-off and
+"""The maintenance window endpoints (docs/maintenance.md): one-off and
 recurring windows, their computed ``status`` and ``next_window``, the conventions of
 docs/api.md (ids, metadata, sorts and cursors, idempotency, errors naming the field),
 ``end`` and ``cancel``, another account's ids, and the ``maintenance.*`` events.

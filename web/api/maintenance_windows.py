@@ -1,5 +1,5 @@
-"""Request and response bodies of the maintenance window endpoints (docs/maintenance.md;
-extensions part 10), in the style of :mod:`web.api.common` (strict requests, unknown
+"""Request and response bodies of the maintenance window endpoints (docs/maintenance.md),
+in the style of :mod:`web.api.common` (strict requests, unknown
 fields refused).
 
 Rules (docs/maintenance.md): ``title`` 1 to 200 characters; ``description`` at most

@@ -1,4 +1,4 @@
-"""Maintenance window endpoints (docs/maintenance.md; extensions part 10): create, read,
+"""Maintenance window endpoints (docs/maintenance.md): create, read,
 list, update, delete, end and cancel.
 
 Rules (docs/maintenance.md; bodies in :mod:`web.api.maintenance_windows`): ``monitors``
