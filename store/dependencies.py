@@ -1,6 +1,6 @@
-"""The graph of monitor dependencies (docs/incidents.md, "Dependencies"):
-a monitor's ``depends_on`` names at most :data:`MAX_DEPENDENCIES` monitors of its own
-account, and the graph of every account has no cycle.
+"""The graph of monitor dependencies (docs/incidents.md, "Dependencies"): a monitor's
+``depends_on`` names at most :data:`MAX_DEPENDENCIES` monitors of its own account, and the
+graph of every account has no cycle.
 
 Both rules are checked in the writing transaction, after the write, under a
 transaction-scoped advisory lock on the account's graph (:func:`lock_graph`): two

@@ -1,6 +1,6 @@
-"""The walk of maintenance occurrences' starts and ends (docs/maintenance.md, "When a
-window starts and ends"): a window's start and end are rows, acted
-on once by whichever node claims them first, never by a timer in an actor.
+"""The walk of maintenance occurrences' starts and ends (docs/maintenance.md, "When a window
+starts and ends"): a window's start and end are rows, acted on once by whichever node claims
+them first, never by a timer in an actor.
 
 :func:`walk_due` claims, ``FOR UPDATE SKIP LOCKED`` (every node walks; none acts twice),
 the occurrences of ``maintenance_occurrences`` (migration 0019) whose start or end has

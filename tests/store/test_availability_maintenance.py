@@ -1,10 +1,10 @@
-"""Maintenance time in availability (docs/history.md, Maintenance):
-the occurrences of windows with ``exclude_from_availability`` covering a monitor count as
+"""Maintenance time in availability (docs/history.md, Maintenance): the occurrences of
+windows with ``exclude_from_availability`` covering a monitor count as
 ``maintenance_seconds``, taken from the status each second had (up, down, paused or
-unknown), so the five seconds fields still add up to the range and ``uptime_percent``
-leaves them out. Histories are written through the store actor's real batch path at
-chosen epoch seconds, windows through ``store.windows``; real embedded Postgres, a fresh
-database per test.
+unknown), so the five seconds fields still add up to the range and ``uptime_percent`` leaves
+them out. Histories are written through the store actor's real batch path at chosen epoch
+seconds, windows through ``store.windows``; real embedded Postgres, a fresh database per
+test.
 """
 
 from __future__ import annotations

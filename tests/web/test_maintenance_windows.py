@@ -1,7 +1,7 @@
-"""The maintenance window endpoints (docs/maintenance.md): one-off and
-recurring windows, their computed ``status`` and ``next_window``, the conventions of
-docs/api.md (ids, metadata, sorts and cursors, idempotency, errors naming the field),
-``end`` and ``cancel``, another account's ids, and the ``maintenance.*`` events.
+"""The maintenance window endpoints (docs/maintenance.md): one-off and recurring windows,
+their computed ``status`` and ``next_window``, the conventions of docs/api.md (ids,
+metadata, sorts and cursors, idempotency, errors naming the field), ``end`` and ``cancel``,
+another account's ids, and the ``maintenance.*`` events.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Request and response bodies of the maintenance window endpoints (docs/maintenance.md),
-in the style of :mod:`web.api.common` (strict requests, unknown
-fields refused).
+"""Request and response bodies of the maintenance window endpoints (docs/maintenance.md), in
+the style of :mod:`web.api.common` (strict requests, unknown fields refused).
 
 Rules (docs/maintenance.md): ``title`` 1 to 200 characters; ``description`` at most
 10,000 or null; ``monitors`` 1 to 1,000 ``mon_`` or ``hbt_`` ids (the account's own:

@@ -1,5 +1,5 @@
-"""Maintenance window endpoints (docs/maintenance.md): create, read,
-list, update, delete, end and cancel.
+"""Maintenance window endpoints (docs/maintenance.md): create, read, list, update, delete,
+end and cancel.
 
 Rules (docs/maintenance.md; bodies in :mod:`web.api.maintenance_windows`): ``monitors``
 name the account's own monitors and heartbeats (422 ``unknown_monitor``, ``param``
