@@ -148,6 +148,15 @@ async def test_a_window_holds_back_the_page_and_the_incident_until_its_end(
             )
             assert window["status"] == "in_progress"
             await _wait(api, path, "in_maintenance", True)
+            await _create(
+                api,
+                "/status-pages",
+                {
+                    "name": "Acme",
+                    "slug": "acme",
+                    "components": [{"monitor": monitor["id"], "name": "Checkout"}],
+                },
+            )
 
             # the target stops inside the window: down, said why, nothing opened or sent
             await target.set_mode("error")
@@ -156,6 +165,11 @@ async def test_a_window_holds_back_the_page_and_the_incident_until_its_end(
             assert (await _get(api, "/incidents"))["data"] == []
             assert (await _get(api, "/alerts"))["data"] == []
             assert slack.received == []
+            # the public page says so (its copy is at most 10 s old: the first read)
+            summary = await _get(api, "/status/acme/summary.json")
+            assert [c["state"] for c in summary["components"]] == ["under_maintenance"]
+            assert summary["state"] == "under_maintenance"
+            assert [m["title"] for m in summary["scheduled_maintenances"]] == ["database upgrade"]
 
             # still down at the end: one incident and one page, then, and no more
             await slack.wait_for(1)
@@ -178,6 +192,12 @@ async def test_a_window_holds_back_the_page_and_the_incident_until_its_end(
                 "maintenance.ended",
                 "maintenance.started",
             ]
+            # availability keeps the window's time apart from up and down
+            end = int(time.time())
+            figures = await _get(api, f"{path}/availability", start=now - 60, end=end)
+            assert figures["maintenance_seconds"] == 4
+            counted = ("up", "down", "paused", "unknown", "maintenance")
+            assert sum(figures[f"{k}_seconds"] for k in counted) == end - (now - 60)
 
 
 async def test_a_window_with_pause_checks_pauses_them_and_they_resume_by_themselves(
