@@ -13,7 +13,7 @@ and the web server on the test's database; the page goes to a Slack stand-in
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,6 +68,18 @@ async def _service(
         headers = {"Authorization": f"Bearer {token}"}
         async with httpx.AsyncClient(base_url=service.binds[0], headers=headers, timeout=10) as api:
             yield api, target
+
+
+async def quiet_for(count: Callable[[], int], seconds: float, before: float) -> int:
+    """Wait until ``count()`` has not changed for ``seconds``; fail if that has not
+    happened by ``before`` (epoch seconds). The count then."""
+    last, since = count(), time.time()
+    while time.time() - since < seconds:
+        assert time.time() < before, "still probed inside the window"
+        await trio.sleep(0.1)
+        if (now := count()) != last:
+            last, since = now, time.time()
+    return last
 
 
 async def _create(api: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -223,9 +235,10 @@ async def test_a_window_with_pause_checks_pauses_them_and_they_resume_by_themsel
                 },
             )
             await _wait(api, path, "in_maintenance", True)
-            await trio.sleep(1.5)  # the walker tells the engine within its poll
-            served = len(target.requests)
-            await trio.sleep(max(0.0, now + 3.5 - time.time()))
+            # the walker tells the engine within its poll: then nothing until the end
+            served = await quiet_for(lambda: len(target.requests), 1.2, before=now + 3)
+            await trio.sleep(max(0.0, now + 3.8 - time.time()))
             assert len(target.requests) == served  # not probed inside the window
-            await trio.sleep(max(0.0, now + 6.5 - time.time()))
-            assert len(target.requests) >= served + 2  # and again after it
+            with trio.fail_after(5):
+                while len(target.requests) < served + 2:  # and again after it
+                    await trio.sleep(0.1)
