@@ -286,13 +286,19 @@ async def apply_moves(
 # finds suppressed_by cleared.
 _HELD = """
 WITH held AS (
-    SELECT r.id FROM {table} r
+    SELECT r.id, r.suppressed_by FROM {table} r
     WHERE r.id = ANY($1::text[]) AND r.suppressed_by IS NOT NULL AND r.status = 'down'
         AND NOT r.id = ANY($4::text[])
     ORDER BY r.id FOR UPDATE)
 SELECT DISTINCT ON (held.id) held.id, c.detail, c.created
 FROM held JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS c(resource_id, detail, created)
     ON c.resource_id = held.id
+WHERE NOT EXISTS (  -- the window that holds it still covers it then: nothing to decide
+    SELECT 1 FROM maintenance_window_resources w
+    JOIN maintenance_occurrences o ON o.window_id = w.window_id
+        AND o.starts_at <= c.created AND o.ends_at > c.created
+    WHERE held.suppressed_by ->> 'type' = 'maintenance'
+        AND w.window_id = held.suppressed_by ->> 'id' AND w.resource_id = held.id)
 ORDER BY held.id, c.created DESC
 """
 
@@ -318,7 +324,9 @@ async def release_held(
     round opens its incident and raises its alert (their ``incident.created`` and
     ``alert.triggered`` events, no second ``<kind>.down``) and clears ``suppressed_by``,
     so it happens once. A batch without failures costs nothing here; one with some, one
-    indexed query.
+    indexed query, and a round only for the held resources that may be released: one
+    whose window still covers it at its failure is left alone there (a monitor that
+    stays down through a long window costs no round per check).
     """
     if not failures:
         return
