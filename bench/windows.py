@@ -22,7 +22,8 @@ given) and `WindowsRun` as its extension:
    measured span's ends (whole seconds);
 3. after the run, the checks stored with ``created`` in each measured span are counted.
 
-Figures: per phase, CPU milliseconds per check (service + Postgres) and checks; the
+Figures: per phase, CPU milliseconds per check (service + Postgres), checks, and the
+``monitor.down`` events a window held back (proof that B's windows were open); the
 median of the A phases and of the B phases; their ratio (goal: at most
 :data:`RATIO_GOAL`).
 """
@@ -49,6 +50,7 @@ from .report import build_report
 from .run import run_bench
 from .service import BenchDatabase
 from .targets import TargetSet
+from .webhooks import start_flapping
 
 __all__ = ["RATIO_GOAL", "WindowsRun", "print_windows", "run_windows_bench"]
 
@@ -68,6 +70,9 @@ class _Phase:
     end: int
     cpu: dict[str, float] = dataclasses.field(default_factory=dict)
     checks: int = 0
+    held: int = 0
+    """``monitor.down`` events held back by a window in the span: a B phase's proof that
+    its windows were open (0 in A; with no flapping or failing target, 0 in B too)."""
 
     def ms_per_check(self) -> float | None:
         return 1000 * sum(self.cpu.values()) / self.checks if self.checks else None
@@ -76,8 +81,12 @@ class _Phase:
 class WindowsRun:
     """The run's extension (module docstring); `figures` once it is over."""
 
-    def __init__(self, windows: int, phases: int, settle_seconds: float) -> None:
+    def __init__(
+        self, windows: int, phases: int, settle_seconds: float, interval: float, out_dir: Path
+    ) -> None:
         self.windows = windows
+        self.interval = interval
+        self.out_dir = out_dir
         self.phase_count = phases
         self.settle_seconds = settle_seconds
         self.window_ids: list[str] = []
@@ -87,11 +96,13 @@ class WindowsRun:
     async def monitors_created(
         self, base_url: str, token: str, ids: dict[int, str], targets: TargetSet
     ) -> None:
-        """Make the windows, scheduled a month ahead (module docstring).
+        """Start the flapping targets' clock (``bench.webhooks.start_flapping``) and make
+        the windows, scheduled a month ahead (module docstring).
 
         Raises:
             RuntimeError: the API refused a window.
         """
+        await start_flapping(targets, ids, self.interval, self.out_dir)
         monitors = [ids[i] for i in sorted(ids)]
         per = max(1, math.ceil(len(monitors) / self.windows))
         start = int(time.time()) + _AHEAD
@@ -161,20 +172,31 @@ class WindowsRun:
     ) -> None:
         """Count each phase's checks; fill `figures`."""
 
-        async def count(connection: Any) -> list[int]:
+        async def count(connection: Any) -> list[tuple[int, int]]:
             return [
-                int(
-                    await connection.fetchval(
-                        "SELECT count(*) FROM checks WHERE created >= $1 AND created < $2",
-                        p.start,
-                        p.end,
-                    )
+                (
+                    int(
+                        await connection.fetchval(
+                            "SELECT count(*) FROM checks WHERE created >= $1 AND created < $2",
+                            p.start,
+                            p.end,
+                        )
+                    ),
+                    int(
+                        await connection.fetchval(
+                            "SELECT count(*) FROM events WHERE type = 'monitor.down' "
+                            "AND created >= $1 AND created < $2 "
+                            "AND object -> 'suppressed_by' ->> 'type' = 'maintenance'",
+                            p.start,
+                            p.end,
+                        )
+                    ),
                 )
                 for p in self.phases
             ]
 
-        for phase, checks in zip(self.phases, await bench_db.run(count), strict=True):
-            phase.checks = checks
+        for phase, (checks, held) in zip(self.phases, await bench_db.run(count), strict=True):
+            phase.checks, phase.held = checks, held
         self.figures = figures(self.phases, self.windows)
 
 
@@ -187,6 +209,7 @@ def figures(phases: list[_Phase], windows: int) -> dict[str, Any]:
             "start": p.start,
             "end": p.end,
             "checks": p.checks,
+            "held_back_downs": p.held,
             "service_cpu_seconds": round(p.cpu.get("service", 0.0), 3),
             "postgres_cpu_seconds": round(p.cpu.get("postgres", 0.0), 3),
             "ms_per_check": None if (m := p.ms_per_check()) is None else round(m, 4),
@@ -212,10 +235,10 @@ def figures(phases: list[_Phase], windows: int) -> dict[str, Any]:
 
 @asynccontextmanager
 async def open_windows_run(
-    windows: int, phases: int, settle_seconds: float
+    windows: int, phases: int, settle_seconds: float, interval: float, out_dir: Path
 ) -> AsyncIterator[WindowsRun]:
     """Yield the `WindowsRun` extension (it holds nothing to close)."""
-    yield WindowsRun(windows, phases, settle_seconds)
+    yield WindowsRun(windows, phases, settle_seconds, interval, out_dir)
 
 
 def _prepared(params: BenchParams) -> BenchParams:
@@ -236,7 +259,8 @@ async def run_windows_bench(
     """The run (module docstring); its report goes to ``output/report.json`` with the
     figures under ``windows``, and is returned."""
     run_params = _prepared(dataclasses.replace(params, failure_threshold=1, output_dir=output))
-    async with open_windows_run(windows, phases, settle_seconds) as extension:
+    interval = float(params.interval_seconds)
+    async with open_windows_run(windows, phases, settle_seconds, interval, output) as extension:
         record = await run_bench(run_params, argv, extension)
     report = build_report(record)
     result = {"uptrio_bench_windows": 1, "windows": extension.figures, "run": report["service"]}
@@ -251,7 +275,8 @@ def print_windows(result: dict[str, Any]) -> None:
     for row in figures["phases"]:
         print(
             f"  {'B' if row['open'] else 'A'} {row['start']}-{row['end']}: "
-            f"{row['checks']} checks, {row['ms_per_check']} CPU ms per check "
+            f"{row['checks']} checks, {row['held_back_downs']} downs held back, "
+            f"{row['ms_per_check']} CPU ms per check "
             f"(service {row['service_cpu_seconds']} s, Postgres {row['postgres_cpu_seconds']} s)"
         )
     print(
