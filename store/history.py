@@ -152,7 +152,10 @@ class _Timeline:
         best = 0
         for since, until, status in self.segments(window):
             if status == "down":
-                best = max(best, excluded.longest_uncovered(since, until))
+                longest = (
+                    excluded.longest_uncovered(since, until) if excluded.spans else until - since
+                )
+                best = max(best, longest)
         return best
 
 
@@ -329,6 +332,8 @@ def _in_maintenance(timeline: _Timeline, excluded: Excluded, known: Window) -> d
     (``up``, ``down``, ``paused``; ``unknown`` for the rest: pending, unknown spans, the
     present after :func:`store.rollups.counted_until`)."""
     found = dict.fromkeys(_MOVED, 0)
+    if not excluded.spans:
+        return found
     for lo, hi in excluded.clip(known.start, known.end):
         found["unknown"] += hi - lo
         for since, until, status in timeline.segments(Window(lo, hi)):
