@@ -178,7 +178,9 @@ async def load_maintenance(bench_db: BenchDatabase, monitors: int, days: int, no
             now + _HORIZON_SECONDS - 12600,
             now,
         )
-        await connection.execute("ANALYZE maintenance_occurrences")
+        await connection.execute(
+            "ANALYZE maintenance_windows, maintenance_window_resources, maintenance_occurrences"
+        )
 
     await bench_db.run(load, timeout_seconds=_LOAD_SECONDS)
     return round(time.perf_counter() - began, 2)
