@@ -11,12 +11,13 @@ when they are missing::
                  [--failing 0.0] [--slow 0.0] [--refusing 0.0] [--baseline]
                  [--nodes 1] [--kill-node [K]] [--lease-seconds S] ...
     uptrio bench sweep [--counts 1000,5000,10000,20000] [same options]
-    uptrio bench history [--monitors N] [--days 90] ...
+    uptrio bench history [--monitors N] [--days 90] [--maintenance] ...
     uptrio bench status-pages [--monitors 10000] [--components 100] [--pages 20]
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench webhooks [--monitors 10000] [--flapping 0.01] [--window 120]
                           [--drain 60] [same options]
     uptrio bench alerts [--monitors 10000] [--flapping 0.01] [--window 120]
+    uptrio bench windows [--monitors 10000] [--windows 1000] [--flapping 0.01] [--window 240]
                         [--drain 60] [same options]
     uptrio bench heartbeats [--heartbeats 10000] [--period 60] [--grace 5] [--rounds 2]
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
@@ -76,6 +77,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
             "alerts",
             "heartbeats",
             "limits",
+            "windows",
         ),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
@@ -85,7 +87,8 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         "alerts: the same with an escalation policy and a notification channel too; "
         "heartbeats: the ping endpoint's throughput against /healthz, and the memory of "
         "--heartbeats heartbeats held; limits: the rate limits' overshoot and cost per "
-        "request with --node-counts nodes",
+        "request with --node-counts nodes; windows: CPU per check with --windows "
+        "maintenance windows open and with none, in alternating phases of one run",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -196,6 +199,12 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     past.add_argument(
         "--requests", type=int, default=200, help="availability requests per case (default 200)"
     )
+    past.add_argument(
+        "--maintenance",
+        action="store_true",
+        help="cover every monitor with a daily 1-hour maintenance window that excludes "
+        "its time from availability",
+    )
     pages = bench.add_argument_group("status-pages (with --days of history)")
     pages.add_argument(
         "--components", type=int, default=100, help="components of a page (default 100)"
@@ -214,6 +223,16 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         default=60.0,
         help="longest wait after the window for pending deliveries (and notifications), "
         "s (default 60)",
+    )
+    quiet = bench.add_argument_group("windows")
+    quiet.add_argument(
+        "--windows", type=int, default=1000, help="maintenance windows (default 1000)"
+    )
+    quiet.add_argument(
+        "--phases", type=int, default=8, help="phases of the window, ABBA (default 8)"
+    )
+    quiet.add_argument(
+        "--settle", type=float, default=5.0, help="seconds after each switch (default 5)"
     )
     beats = bench.add_argument_group("heartbeats (with the wrk options above)")
     beats.add_argument(

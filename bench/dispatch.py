@@ -1,5 +1,5 @@
 """Running a parsed ``uptrio bench`` command: `main` dispatches on its action (one run,
-``sweep``, ``history``, ``status-pages``, ``webhooks``, ``alerts``, ``heartbeats``,
+``sweep``, ``history``, ``status-pages``, ``webhooks``, ``alerts``, ``windows``, ``heartbeats``,
 ``limits``;
 docs/benchmarks.md, "`uptrio bench`" and "The other benchmarks") and turns the
 arguments into each benchmark's parameters (`params_from_args` for the runs of
@@ -187,6 +187,33 @@ def _pair(args: argparse.Namespace, argv: list[str], stamp: str) -> int:
     return 0
 
 
+def _windows(args: argparse.Namespace, argv: list[str], stamp: str) -> int:
+    """``uptrio bench windows`` (bench.windows): one run, phases with and without
+    maintenance windows open."""
+    import trio
+
+    from .windows import print_windows, run_windows_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-windows-{args.monitors}"
+    plans = _params(args, [(args.monitors, base)])
+    if plans is None:
+        return 2
+    result = trio.run(
+        functools.partial(
+            run_windows_bench,
+            plans[0],
+            argv,
+            base,
+            windows=args.windows,
+            phases=args.phases,
+            settle_seconds=args.settle,
+        )
+    )
+    print_windows(result)
+    print(f"report: {base / 'report.json'}")
+    return 0
+
+
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run ``uptrio bench`` (or ``sweep``) from parsed ``args``; returns the exit status
     (0 when the run completed, whatever it measured; 2 for bad parameters or when the
@@ -222,6 +249,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
             args.requests,
             base,
             args.seed,
+            args.maintenance,
         )
         print_history(report)
         print(f"report: {base / 'history.json'}")
@@ -234,6 +262,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         return _limits(args, stamp)
     if args.action in ("webhooks", "alerts"):
         return _pair(args, argv, stamp)
+    if args.action == "windows":
+        return _windows(args, argv, stamp)
     if args.action == "sweep":
         from .sweep import run_sweep
 

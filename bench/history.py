@@ -9,7 +9,12 @@ of 10 minutes a day in the log of status moves and in the rollups' seconds) and
 ``--raw-days`` days of raw checks every ``--raw-interval`` seconds, then starts
 ``uptrio serve --no-engine`` on it and times, from the client, ``GET
 /monitors/:id/availability`` over 1, 30, 90 and 400 days, with and without
-``granularity=day`` (``--requests`` per case, random monitors, one at a time). Last, it
+``granularity=day`` (``--requests`` per case, random monitors, one at a time). With
+``--maintenance``, every monitor is also covered by a daily one-hour maintenance window
+with ``exclude_from_availability`` (02:30 to 03:30 UTC, over the daily down period; one
+window per 1,000 monitors, its occurrences as rows over the whole history and 35 days
+ahead), so each answer takes its ``maintenance_seconds`` apart (docs/history.md,
+Maintenance); the report then gives a 90-day answer's figures as proof. Last, it
 reports bytes on disk per raw check and per rollup row (table and indexes,
 ``pg_total_relation_size``) and times the drop of one day's partition as the maintenance
 actor drops it (``DETACH PARTITION ... CONCURRENTLY``, then ``DROP TABLE``).
@@ -24,6 +29,7 @@ import random
 import statistics
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +45,16 @@ from .service import (
     serve_command,
 )
 
-__all__ = ["load_history", "print_history", "run_history_bench"]
+__all__ = ["load_history", "load_maintenance", "print_history", "run_history_bench"]
 
 DAY = 86_400
 _LOAD_SECONDS = 3600.0
 """The bound of one bulk-load statement, seconds (tens of millions of rows)."""
 RANGES_DAYS = (1, 30, 90, 400)
+WINDOW_MONITORS = 1000
+"""Monitors per maintenance window (the API's most)."""
+_HORIZON_SECONDS = 35 * DAY
+"""How far ahead the service keeps occurrences as rows (docs/maintenance.md)."""
 
 
 async def load_history(
@@ -121,6 +131,77 @@ async def load_history(
     )
     await step("analyze", "ANALYZE")
     return took
+
+
+async def load_maintenance(bench_db: BenchDatabase, monitors: int, days: int, now: int) -> float:
+    """Cover the ``monitors`` of :func:`load_history` with daily one-hour windows with
+    ``exclude_from_availability`` (02:30 to 03:30 UTC, recurring from the first day of the
+    history), their occurrences as rows up to 35 days after ``now``, the past ones marked
+    handled; returns the seconds it took."""
+    first_day = now - now % DAY - (days + 1) * DAY
+    start = datetime.fromtimestamp(first_day + 9000, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    recurrence = {
+        "rrule": "FREQ=DAILY",
+        "time_zone": "UTC",
+        "start": start,
+        "duration_seconds": 3600,
+    }
+    window = "'mnt_hist' || lpad(((k - 1) / $1 + 1)::text, 20, '0')"
+    began = time.perf_counter()
+
+    async def load(connection: Any) -> None:
+        await connection.execute(
+            "INSERT INTO maintenance_windows (id, account_id, title, recurrence, "
+            "materialized_until, created, updated) "
+            f"SELECT {window}, (SELECT id FROM accounts WHERE name = 'bench'), "
+            "'nightly ' || k, $2::jsonb, $3, $4, $4 "
+            "FROM generate_series(1, $5, $1) AS k",
+            WINDOW_MONITORS,
+            json.dumps(recurrence),
+            now + _HORIZON_SECONDS,
+            first_day,
+            monitors,
+        )
+        await connection.execute(
+            "INSERT INTO maintenance_window_resources (window_id, resource_id, position) "
+            f"SELECT {window}, 'mon_hist' || lpad(k::text, 20, '0'), (k - 1) % $1 + 1 "
+            "FROM generate_series(1, $2) AS k",
+            WINDOW_MONITORS,
+            monitors,
+        )
+        await connection.execute(
+            "INSERT INTO maintenance_occurrences (window_id, starts_at, ends_at, "
+            "start_handled, end_handled) SELECT w.id, d + 9000, d + 12600, d + 9000 <= $3, "
+            "d + 12600 <= $3 FROM maintenance_windows w, "
+            "generate_series($1::bigint, $2::bigint, 86400) AS d WHERE w.id LIKE 'mnt_hist%'",
+            first_day,
+            now + _HORIZON_SECONDS - 12600,
+            now,
+        )
+        await connection.execute(
+            "ANALYZE maintenance_windows, maintenance_window_resources, maintenance_occurrences"
+        )
+
+    await bench_db.run(load, timeout_seconds=_LOAD_SECONDS)
+    return round(time.perf_counter() - began, 2)
+
+
+async def _maintenance_check(base_url: str, token: str, now: int) -> dict[str, int]:
+    """One 90-day answer's seconds: proof that the windows were read (docs/history.md)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30) as client:
+        response = await client.get(
+            f"/monitors/mon_hist{'1'.zfill(20)}/availability",
+            params={"start": now - 90 * DAY, "end": now},
+        )
+    if response.status_code != 200:
+        raise RuntimeError(f"availability answered {response.status_code}: {response.text[:300]}")
+    body = response.json()
+    names = ("up_seconds", "down_seconds", "paused_seconds", "unknown_seconds")
+    found = {name: int(body[name]) for name in (*names, "maintenance_seconds")}
+    if found["maintenance_seconds"] <= 0 or sum(found.values()) != 90 * DAY:
+        raise RuntimeError(f"the 90-day answer does not take maintenance apart: {found}")
+    return found
 
 
 async def _sizes(bench_db: BenchDatabase) -> dict[str, float]:
@@ -211,9 +292,10 @@ async def run_history_bench(
     requests: int,
     output: Path,
     seed: int,
+    maintenance: bool = False,
 ) -> dict[str, Any]:
-    """The whole history benchmark (module docstring); returns the report, also written
-    to ``output/history.json``."""
+    """The whole history benchmark (module docstring; ``maintenance``: with the daily
+    windows); returns the report, also written to ``output/history.json``."""
     await trio.Path(output).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="uptrio-history-") as tmp:
         data_dir = Path(tmp)
@@ -221,11 +303,18 @@ async def run_history_bench(
         async with trio_asyncio.open_loop(), open_bench_database(data_dir, None) as bench_db:
             (token,) = await mint_tokens(data_dir, None, "bench", 1)  # migrates, too
             took = await load_history(bench_db, monitors, days, raw_days, raw_interval, now)
+            if maintenance:
+                took["maintenance windows"] = await load_maintenance(bench_db, monitors, days, now)
             sizes = await _sizes(bench_db)
             command = serve_command(data_dir, "--no-engine", log_level="warning")
             async with run_service_process(command, output / "service.log") as service:
                 queries = await _time_queries(
                     service.base_url, token, monitors, requests, int(time.time()), seed
+                )
+                check = (
+                    await _maintenance_check(service.base_url, token, int(time.time()))
+                    if maintenance
+                    else None
                 )
                 service.terminate()
                 await service.wait_stopped()
@@ -236,8 +325,10 @@ async def run_history_bench(
             "rollup_days": days,
             "raw_days": raw_days,
             "raw_interval_seconds": raw_interval,
+            "maintenance": maintenance,
             "seconds": took,
         },
+        "maintenance_check": check,
         "sizes": sizes,
         "availability": queries,
         "drop_partition": dropped,
@@ -254,6 +345,11 @@ def print_history(report: dict[str, Any]) -> None:
         f"rollups, {load['raw_days']} days of raw checks every {load['raw_interval_seconds']} s"
     )
     print(f"loaded in {load['seconds']} s")
+    if report.get("maintenance_check"):
+        print(
+            "with a daily 1-hour maintenance window over every monitor; one 90-day answer: "
+            f"{report['maintenance_check']}"
+        )
     print(
         f"bytes per raw check {sizes['bytes_per_raw_check']} ({sizes['raw_check_rows']:,} "
         f"rows); per rollup row {sizes['bytes_per_rollup_row']} ({sizes['rollup_rows']:,} rows)"

@@ -209,6 +209,18 @@ async def _service_phase(
                             params.window_seconds - 0.5,
                             record.api,
                         )
+                        # an extension that acts during the window has a window_opened:
+                        # window_opened(bench_db, snapshot, start, end), ``snapshot()``
+                        # reading the CPU seconds of the service and of Postgres
+                        opened = getattr(extension, "window_opened", None)
+                        if opened is not None:
+                            load.start_soon(
+                                opened,
+                                bench_db,
+                                lambda: snapshot_cpu(groups),
+                                record.window_start,
+                                record.window_end,
+                            )
                         await sleep_until_wall(record.window_end)
                         after = await scrape(client, time.time())
                         cpu_end = snapshot_cpu(groups | target_groups)

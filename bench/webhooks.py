@@ -77,11 +77,23 @@ __all__ = [
     "print_comparison",
     "print_webhook_figures",
     "run_webhooks_bench",
+    "start_flapping",
 ]
 
 LATENCY_GOAL_MS = 1000.0
 """Goal: p99 from the status change's commit to the receiver, milliseconds."""
 STATUS_CHANGES = ("monitor.down", "monitor.up")
+
+
+async def start_flapping(
+    targets: TargetSet, ids: dict[int, str], interval_seconds: float, out_dir: Path
+) -> None:
+    """Give the targets the flip times of the flapping monitors (plan index to monitor
+    id ``ids``): each flips half an interval after its monitor's grid phase, so every
+    check of it sees the other answer than the one before (``bench.plan``)."""
+    phases = phases_by_index(ids, interval_seconds, max(ids) + 1 if ids else 0)
+    flips = {i: float((phases[i] + interval_seconds / 2) % interval_seconds) for i in ids}
+    await targets.set_flips(interval_seconds, flips, out_dir)
 
 
 class WebhookRun:
@@ -126,10 +138,7 @@ class WebhookRun:
         Raises:
             RuntimeError: the API refused the endpoint (its answer says why).
         """
-        interval = self.interval_seconds
-        phases = phases_by_index(ids, interval, max(ids) + 1 if ids else 0)
-        flips = {i: float((phases[i] + interval / 2) % interval) for i in ids}
-        await targets.set_flips(interval, flips, self.out_dir)
+        await start_flapping(targets, ids, self.interval_seconds, self.out_dir)
         headers = {"Authorization": f"Bearer {token}"}
         async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30) as client:
             response = await client.post(

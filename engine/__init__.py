@@ -19,7 +19,6 @@ from .channels import (
     validate_config,
 )
 from .engine import Engine, run_engine
-from .escalation import EscalationSettings, run_escalations
 from .handle import EngineHandle, PingTarget
 from .health import Health, after_check
 from .heartbeat import PING_KINDS, HeartbeatState, Ping, run_heartbeat
@@ -69,6 +68,7 @@ from .supervisor import (
     open_supervisor,
 )
 from .targets import InvalidTarget
+from .walker import WalkerSettings, run_escalations, run_window_walk
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
@@ -97,7 +97,6 @@ __all__ = [
     "EngineHandle",
     "EngineSettings",
     "EngineStatistics",
-    "EscalationSettings",
     "Health",
     "HeartbeatGroup",
     "HeartbeatHandle",
@@ -129,6 +128,7 @@ __all__ = [
     "SupervisorEscalation",
     "SupervisorStatistics",
     "TargetPolicy",
+    "WalkerSettings",
     "WebhookSettings",
     "after_check",
     "ask",
@@ -148,6 +148,7 @@ __all__ = [
     "run_listener",
     "run_notifier",
     "run_webhook_sender",
+    "run_window_walk",
     "send",
     "shard_of",
     "signature_header",

@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from store import HeartbeatChange, HeartbeatRecord, PingRecord, StoreWriter, WritePing, new_id
+from store import (
+    HeartbeatChange,
+    HeartbeatRecord,
+    PingRecord,
+    StoreWriter,
+    WritePing,
+    new_id,
+    pings,
+)
 
 from .mailbox import Mailbox
 
@@ -84,6 +92,10 @@ class HeartbeatConfig:
     period_seconds: int
     grace_seconds: int
     run_epoch: int
+    paused_until: int | None = None
+    """When (epoch seconds) a maintenance window with ``pause_checks`` covering it ends,
+    or None: until then no deadline takes it down (docs/maintenance.md, "Paused
+    checks"); after it, it has a whole period and grace to ping."""
     lease_epoch: int | None = None
     """The lease epoch of its bucket when its actor started (the fence every move it hands
     to the store carries: docs/several-nodes.md, Heartbeat fencing; ``store.fencing``), or
@@ -98,6 +110,7 @@ class HeartbeatConfig:
             record.period_seconds,
             record.grace_seconds,
             record.run_epoch,
+            record.maintenance_paused_until,
             lease_epoch,
         )
 
@@ -120,7 +133,7 @@ class HeartbeatState:
     trio clock seconds (``math.inf``: none).
     """
 
-    __slots__ = ("config", "deadline", "last_success", "started", "status")
+    __slots__ = ("config", "deadline", "last_success", "offset", "started", "status")
 
     def __init__(
         self,
@@ -130,6 +143,8 @@ class HeartbeatState:
         config: HeartbeatConfig | None = None,
     ) -> None:
         self.config = HeartbeatConfig.of(record) if config is None else config
+        self.offset = now - wall
+        """The trio clock minus the wall clock, seconds (a pause's end is wall time)."""
         self.status = record.status if record.status in ("up", "down") else "pending"
         self.started: float | None = None
         # the latest success on the trio clock (from the stored one, epoch seconds)
@@ -165,13 +180,20 @@ class HeartbeatState:
             self.last_success = now
             change = self._move("up", wall, "")
         elif kind == "fail":
-            change = self._move("down", wall, "The job reported a failure (a ping to /fail).")
+            change = self._move("down", wall, pings.FAIL_DESCRIPTION)
         return ping, change
 
     def deadline_passed(self, wall: float) -> HeartbeatChange | None:
-        """The deadline came without a success ping: the move into ``down``."""
+        """The deadline came without a success ping: the move into ``down``; or, inside
+        a maintenance window that pauses its checks, no move and a new deadline a period
+        and grace after the window's end (``config.paused_until``)."""
         config = self.config
         late = config.period_seconds + config.grace_seconds
+        if config.paused_until is not None:
+            resumed = config.paused_until + self.offset + late  # on the trio clock
+            if self.deadline < resumed:
+                self.deadline = resumed
+                return None
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(wall - late))
         return self._move(
             "down",

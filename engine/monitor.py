@@ -395,7 +395,10 @@ async def run_monitor(
                 interval = float(state.config.interval_seconds)
                 earliest = deadline + interval / 2 if off_grid else max(now, deadline)
                 following = next_deadline(earliest, state.phase, interval)
-                if state.in_flight is not None:
+                paused_until = state.config.maintenance_paused_until
+                if paused_until is not None and now - state.clock_offset < paused_until:
+                    pass  # a maintenance window pauses its checks (docs/maintenance.md)
+                elif state.in_flight is not None:
                     deps.stats.missed += 1
                 elif deps.may_probe is not None and not deps.may_probe(
                     state.bucket, state.lease_epoch, now

@@ -132,15 +132,16 @@ alert_raised AS (
         AND p.id = coalesce(mon.escalation_policy,
             (SELECT d.id FROM escalation_policies d
              WHERE d.account_id = mon.account_id AND d.is_default))
-    WHERE mon.to_status = 'down' AND NOT EXISTS (
+    WHERE mon.to_status = 'down' AND mon.suppressed_by IS NULL AND NOT EXISTS (
         SELECT 1 FROM alerts o WHERE o.resource_id = mon.resource_id AND o.status <> 'resolved')
     ON CONFLICT (resource_id) WHERE status <> 'resolved' DO NOTHING
     RETURNING a.*)"""
 """The CTE raising an alert for each move into ``down`` in ``mon`` (the round of
 :mod:`store.alerting`: ``resource_id, account_id, name, incident_severity, error,
-escalation_policy, to_status, created``; ``opened`` the incidents the round opened) whose
-resource has a policy (its own, else the account's default) and no open alert:
-``alert_raised``, the rows."""
+escalation_policy, suppressed_by, to_status, created``; ``opened`` the incidents the round
+opened) that nothing suppresses (``suppressed_by`` null: docs/incidents.md,
+"Dependencies") and whose resource has a policy (its own, else the account's default) and
+no open alert: ``alert_raised``, the rows."""
 
 
 LOCK_OPEN = """

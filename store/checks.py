@@ -43,7 +43,7 @@ from typing import ClassVar
 
 import trio
 
-from .alerting import MONITOR_MOVES, apply_moves
+from .alerting import MONITOR_MOVES, apply_moves, release_held
 from .database import Connection
 from .errors import CursorNotFound
 from .family import Family, Partitions, register
@@ -117,8 +117,9 @@ async def write_check_batch(
 ) -> int:
     """Insert ``checks`` with their rollups, close the unknown spans they end, and apply
     ``changes`` (module docstring; asyncio side): one statement, atomic by itself; call it
-    inside a transaction when there are ``changes``, for the incidents and events they
-    cause.
+    inside a transaction when there are ``changes`` or failed checks, for the incidents,
+    alerts and events they cause (a failed check may release an incident a maintenance
+    window or a dependency held back: :func:`store.alerting.release_held`).
 
     Checks of monitors deleted meanwhile are dropped, and those of a paused monitor
     whose probe started (``created``) at or after the pause's second (a pause response
@@ -159,6 +160,12 @@ async def write_check_batch(
                 )
             ),
         )
+    await release_held(
+        connection,
+        MONITOR_MOVES,
+        [(c.monitor_id, c.id, c.created) for c in checks if c.status == "down"],
+        row["monitor_ids"] or [],
+    )
     return int(row["inserted"])
 
 

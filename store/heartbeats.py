@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .coverage import in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
@@ -39,8 +40,14 @@ __all__ = [
     "update_heartbeat",
 ]
 
-_COLUMNS = column_names(HeartbeatRecord)
-_SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
+_COMPUTED = ("in_maintenance", "maintenance_paused_until")
+"""Fields a read computes (``store.coverage``), not columns."""
+_COLUMNS = [c for c in column_names(HeartbeatRecord) if c not in _COMPUTED]
+_SELECT = (
+    ", ".join(f"t.{c}" for c in _COLUMNS)
+    + f", {in_maintenance_sql('t.id')} AS in_maintenance"
+    + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
+)
 UPDATABLE = frozenset(
     {
         "name",
@@ -259,6 +266,10 @@ _HEARTBEATS: EventedTable[HeartbeatRecord] = EventedTable(
     get=get_heartbeat,
     from_row=HeartbeatRecord.from_row,
     updatable=UPDATABLE,
-    owned_by=(("pings", "heartbeat_id"), ("heartbeat_moves", "heartbeat_id")),
+    owned_by=(
+        ("pings", "heartbeat_id"),
+        ("heartbeat_moves", "heartbeat_id"),
+        ("maintenance_window_resources", "resource_id"),
+    ),
 )
 """Heartbeats' changes and their ``heartbeat.*`` events (:mod:`store.evented`)."""

@@ -6,7 +6,7 @@ A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a serie
 :class:`Availability`:
 
 * **Known time** is the part after the monitor's creation, after the rollup retention
-  cutoff and before now; the rest is ``unknown_seconds`` (so the four seconds fields add
+  cutoff and before now; the rest is ``unknown_seconds`` (so the five seconds fields add
   up to the range's length). ``pending`` periods (after create and resume, until the
   first check decides) are unknown too, and so are spans without checks (the service
   stopped, every node down), from one interval after the last check to the next one,
@@ -20,12 +20,20 @@ A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a serie
   status moves (``status_changes``: exact seconds) and from the raw checks of those
   minutes (exact counts and histogram), or, where raw checks are past their retention,
   from the rollup of the whole edge hour.
+* **Maintenance** (docs/history.md, "Maintenance"): the known time
+  inside occurrences of windows with ``exclude_from_availability`` covering the monitor
+  (:mod:`store.maintenance_spans`: merged, so no second counts twice) is
+  ``maintenance_seconds``. The rollups keep their status seconds; at read time each such
+  second leaves the status the log gives it (up, down, paused, or unknown) for
+  maintenance, so ``uptime_percent`` (up and down only) leaves it out. Checks, failed
+  checks, response times and incidents still count what happened in it.
 * ``longest_down_seconds`` is the longest down period overlapping the range, clipped to
-  it, from the log of status moves; ``incidents`` counts incidents the monitor opened
-  (docs/incidents.md) whose ``created`` falls in the range.
+  it and outside maintenance, from the log of status moves; ``incidents`` counts
+  incidents the monitor opened (docs/incidents.md) whose ``created`` falls in the range.
 
 Every read runs in the caller's connection: one query for the monitor, one for the log,
-one for the incidents, one over the rollups and at most one over raw checks.
+one for the maintenance occurrences, one for the incidents, one over the rollups and at
+most one over raw checks.
 """
 
 from __future__ import annotations
@@ -36,18 +44,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .database import Connection
+from .maintenance_spans import Excluded, excluded_spans
 from .rollups import HOUR_SECONDS, counted_until, last_check_sql, merge_into, percentile_ms
 
 __all__ = ["Availability", "Window", "availability", "series_windows"]
 
 _PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 _COUNTED = ("up", "down", "paused")
+_MOVED = (*_COUNTED, "unknown")
 
 
 @dataclass(slots=True, kw_only=True)
 class Availability:
     """The figures of one range or series bucket (seconds are whole epoch seconds,
-    response times milliseconds)."""
+    response times milliseconds); up, down, paused, unknown and maintenance seconds add up
+    to ``end - start``."""
 
     start: int
     end: int
@@ -55,6 +66,7 @@ class Availability:
     down_seconds: int = 0
     paused_seconds: int = 0
     unknown_seconds: int = 0
+    maintenance_seconds: int = 0
     checks: int = 0
     failed_checks: int = 0
     incidents: int = 0
@@ -64,7 +76,8 @@ class Availability:
 
     @property
     def uptime_percent(self) -> float | None:
-        """up / (up + down) * 100, None when there was neither."""
+        """up / (up + down) * 100, None when there was neither (paused, unknown and
+        maintenance time are left out)."""
         known = self.up_seconds + self.down_seconds
         return None if known == 0 else self.up_seconds * 100.0 / known
 
@@ -133,12 +146,16 @@ class _Timeline:
             k += 1
         return pieces
 
-    def longest_down(self, window: Window) -> int:
-        """The longest down period overlapping ``window``, clipped to it, seconds."""
+    def longest_down(self, window: Window, excluded: Excluded) -> int:
+        """The longest down period overlapping ``window``, clipped to it and outside the
+        ``excluded`` time (a period maintenance cuts counts as its pieces), seconds."""
         best = 0
         for since, until, status in self.segments(window):
             if status == "down":
-                best = max(best, until - since)
+                longest = (
+                    excluded.longest_uncovered(since, until) if excluded.spans else until - since
+                )
+                best = max(best, longest)
         return best
 
 
@@ -245,14 +262,17 @@ async def availability(
     start, end = windows[0].start, windows[-1].end
     timeline = await _timeline(connection, monitor, start, end, now)
     known_from = max(int(monitor["created"]), rollup_cutoff)
-    results, rollup_windows, raw_windows = [], [], []
+    span = Window(max(start, known_from), min(end, now))
+    excluded = await excluded_spans(connection, monitor_id, span.start, span.end)
+    results, overlaps, rollup_windows, raw_windows = [], [], [], []
     for i, window in enumerate(windows):
         result = Availability(start=window.start, end=window.end)
         results.append(result)
         known = Window(max(window.start, known_from), min(window.end, now))
+        overlaps.append(_in_maintenance(timeline, excluded, known))
         if known.start >= known.end:
             continue
-        result.longest_down_seconds = timeline.longest_down(known)
+        result.longest_down_seconds = timeline.longest_down(known, excluded)
         hours = Window(_ceil_hour(known.start), _floor_hour(known.end))
         edges = [known] if hours.start >= hours.end else []
         if hours.start < hours.end:
@@ -294,17 +314,48 @@ async def availability(
             end,
         )
     )
-    for result in results:
+    for result, overlap in zip(results, overlaps, strict=True):
         result.incidents = bisect.bisect_left(opened, result.end) - bisect.bisect_left(
             opened, result.start
         )
         counted = result.up_seconds + result.down_seconds + result.paused_seconds
         result.unknown_seconds = result.end - result.start - counted
+        _move_to_maintenance(result, overlap)
     overall = _total(results, start, end)
-    span = Window(max(start, known_from), min(end, now))
     if span.start < span.end:
-        overall.longest_down_seconds = timeline.longest_down(span)
+        overall.longest_down_seconds = timeline.longest_down(span, excluded)
     return overall, results
+
+
+def _in_maintenance(timeline: _Timeline, excluded: Excluded, known: Window) -> dict[str, int]:
+    """The seconds of ``known`` in ``excluded`` time, by the status the timeline gives them
+    (``up``, ``down``, ``paused``; ``unknown`` for the rest: pending, unknown spans, the
+    present after :func:`store.rollups.counted_until`)."""
+    found = dict.fromkeys(_MOVED, 0)
+    if not excluded.spans:
+        return found
+    for lo, hi in excluded.clip(known.start, known.end):
+        found["unknown"] += hi - lo
+        for since, until, status in timeline.segments(Window(lo, hi)):
+            if status in _COUNTED:
+                found[status] += until - since
+                found["unknown"] -= until - since
+    return found
+
+
+def _move_to_maintenance(result: Availability, overlap: dict[str, int]) -> None:
+    """Move the seconds of ``overlap`` (:func:`_in_maintenance`) from their status to
+    ``maintenance_seconds``. Whole hours' status seconds come from the rollups and the
+    overlap from the log of moves; they agree (both are written by the same moves:
+    :mod:`store.rollups`), but where they would not (a history from before the log dated
+    moves as it does now), a figure gives at most what it has: none goes negative, and
+    the five still add up to the bucket's length."""
+    for status in _MOVED:
+        name = f"{status}_seconds"
+        taken = min(getattr(result, name), overlap[status])
+        if taken > 0:
+            setattr(result, name, getattr(result, name) - taken)
+            result.maintenance_seconds += taken
 
 
 def _add_seconds(result: Availability, status: str, seconds: int) -> None:
@@ -325,6 +376,7 @@ def _total(parts: Sequence[Availability], start: int, end: int) -> Availability:
         whole.down_seconds += part.down_seconds
         whole.paused_seconds += part.paused_seconds
         whole.unknown_seconds += part.unknown_seconds
+        whole.maintenance_seconds += part.maintenance_seconds
         whole.checks += part.checks
         whole.failed_checks += part.failed_checks
         whole.incidents += part.incidents

@@ -32,6 +32,7 @@ PREFIXES = frozenset(
         "nch",
         "esc",
         "ntf",
+        "mnt",
     }
 )
 

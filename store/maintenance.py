@@ -17,7 +17,11 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
   their webhook deliveries, and heartbeats' pings older than ``ping_retention_days``, in
   bulk (:func:`purge_before`);
 * forgets the nodes stopped or expired for ``node_retention_days``
-  (:func:`store.leases.prune_nodes`; docs/several-nodes.md, Operations).
+  (:func:`store.leases.prune_nodes`; docs/several-nodes.md, Operations);
+* keeps every maintenance window's occurrences written
+  ``store.windows.HORIZON_SECONDS`` (35 days) ahead (:func:`store.windows.extend_horizons`,
+  a few hundred windows per transaction; docs/maintenance.md), and deletes occurrences
+  that ended before the rollups' retention (availability reads nothing older).
 
 A failure (the database away) is logged and tried again at the next round; the actor
 never crashes the service for it.
@@ -42,6 +46,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
+from . import windows
 from .checks import ensure_partitions
 from .database import Connection, Database
 from .errors import StoreError
@@ -131,6 +136,7 @@ class MaintenanceReport:
     events_deleted: int = 0
     pings_deleted: int = 0
     nodes_forgotten: list[str] = field(default_factory=list)
+    windows_extended: int = 0
 
 
 async def _expired_partitions(connection: Connection, cutoff: int) -> list[str]:
@@ -168,6 +174,12 @@ async def _purge(connection: Connection, rollup_cutoff: int) -> tuple[int, int]:
         )
         moves += int(status.rsplit(" ", 1)[-1])
     return int(rollups.rsplit(" ", 1)[-1]), moves
+
+
+async def _purge_occurrences(connection: Connection, cutoff: int) -> None:
+    await connection.execute(
+        "DELETE FROM maintenance_occurrences WHERE ends_at < $1 AND end_handled", cutoff
+    )
 
 
 async def purge_before(
@@ -221,7 +233,11 @@ async def maintain(
         purge_before, "pings", now - int(settings.ping_retention_days * DAY_SECONDS)
     )
     nodes = await db.transaction(prune_nodes, settings.node_retention_days * DAY_SECONDS)
-    return MaintenanceReport(dropped, rollups, moves, events, pings, nodes)
+    extended = 0
+    while step := await db.transaction(windows.extend_horizons, now):
+        extended += step
+    await db.run(_purge_occurrences, rollup_cutoff)
+    return MaintenanceReport(dropped, rollups, moves, events, pings, nodes, extended)
 
 
 async def run_maintenance(
@@ -265,6 +281,8 @@ async def run_maintenance(
                 )
             if report.nodes_forgotten:
                 log.info("stopped nodes forgotten", nodes=report.nodes_forgotten)
+            if report.windows_extended:
+                log.info("maintenance occurrences written ahead", windows=report.windows_extended)
         except StoreError as exc:
             log.warning("maintenance round failed; next round tries again", error=str(exc))
         await trio.sleep(settings.interval_seconds)

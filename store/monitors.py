@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from . import dependencies
+from .coverage import in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
@@ -43,19 +45,27 @@ _COLUMNS = (
     "tls_verify",
     "tls_ca_bundle",
     "escalation_policy",
+    "depends_on",
+    "suppressed_by",
 )
+_NOT_RUN_BY = ("status", "updated", "escalation_policy", "depends_on", "suppressed_by")
 _SETTINGS_DIGEST = (
     "hashtextextended(row("
-    + ", ".join(f"t.{c}" for c in _COLUMNS if c not in ("status", "updated", "escalation_policy"))
-    + ")::text, 0)"
+    + ", ".join(f"t.{c}" for c in _COLUMNS if c not in _NOT_RUN_BY)
+    + f", {paused_until_sql('t.id')})::text, 0)"
 )
 """A 64-bit hash of what an actor runs by (every column but the ones the store moves on
-its own: status and ``updated``); ``MonitorRecord.settings_digest``."""
+its own, status, ``updated`` and ``suppressed_by``, and the alerting's columns,
+``escalation_policy`` and ``depends_on``; and until when a maintenance window pauses its
+checks, so a reconciliation catches a pause whose notification was lost);
+``MonitorRecord.settings_digest``."""
 _SELECT = (
     ", ".join(f"t.{c}" for c in _COLUMNS)
     + ", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id"
     " ORDER BY c.created DESC LIMIT 1) AS last_checked_at"
     + f", {_SETTINGS_DIGEST} AS settings_digest"
+    + f", {in_maintenance_sql('t.id')} AS in_maintenance"
+    + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
 )
 UPDATABLE = frozenset(
     {
@@ -77,6 +87,7 @@ UPDATABLE = frozenset(
         "tls_verify",
         "tls_ca_bundle",
         "escalation_policy",
+        "depends_on",
     }
 )
 """Columns :func:`update_monitor` may change."""
@@ -87,8 +98,19 @@ async def insert_monitor(
 ) -> MonitorRecord:
     """Insert a monitor and its ``monitor.created`` event (docs/incidents.md, Events; run inside
     a transaction); ``values`` holds every column of the table but ``seq`` and
-    ``run_epoch``. Returns the stored record."""
-    return await _MONITORS.insert(connection, values, cause)
+    ``run_epoch`` (``depends_on`` and ``suppressed_by`` may be left out). Returns the
+    stored record.
+
+    Raises:
+        store.dependencies.UnknownDependency: ``depends_on`` names no monitor of the
+            account (checked under the account's graph lock: :mod:`store.dependencies`).
+    """
+    record = await _MONITORS.insert(connection, values, cause)
+    if record.depends_on:
+        await dependencies.check_dependencies(
+            connection, record.account_id, record.id, record.depends_on
+        )
+    return record
 
 
 async def get_monitor(
@@ -155,8 +177,26 @@ async def update_monitor(
     """Lock the monitor, compute its changes with ``apply(current)`` (columns of
     :data:`UPDATABLE`) and write them, as `store.owned.update_owned` says, with a
     ``monitor.updated`` event when something changed. Must run inside a transaction.
-    None when the monitor does not exist for the account."""
-    return await _MONITORS.update(connection, account_id, monitor_id, apply, now, cause)
+    None when the monitor does not exist for the account.
+
+    Raises:
+        store.dependencies.UnknownDependency, store.dependencies.DependencyCycle: a
+            changed ``depends_on`` names no monitor of the account, or closes a cycle
+            (checked after the write under the account's graph lock:
+            :mod:`store.dependencies`).
+    """
+    moved_edges = False
+
+    def tracked(current: MonitorRecord) -> dict[str, Any]:
+        nonlocal moved_edges
+        changes = apply(current)
+        moved_edges = "depends_on" in changes
+        return changes
+
+    record = await _MONITORS.update(connection, account_id, monitor_id, tracked, now, cause)
+    if record is not None and moved_edges:
+        await dependencies.check_dependencies(connection, account_id, monitor_id, record.depends_on)
+    return record
 
 
 async def pause_monitor(
@@ -242,9 +282,22 @@ async def delete_monitor(
 ) -> bool:
     """Delete a monitor for good, with its checks and status history (docs/api.md: permanent
     deletion), and write ``monitor.deleted`` (its last state). Incidents it opened or
-    affects are left as they are (docs/incidents.md). Must run inside a transaction.
+    affects are left as they are (docs/incidents.md). The monitors that depend on it
+    lose it from their ``depends_on``, each with a ``monitor.updated`` event, under the
+    account's graph lock (:mod:`store.dependencies`). Must run inside a transaction.
     False when it does not exist."""
-    return await _MONITORS.delete(connection, account_id, monitor_id, now, cause)
+    if not await _MONITORS.delete(connection, account_id, monitor_id, now, cause):
+        return False
+    for dependent in await dependencies.dependents(connection, account_id, monitor_id):
+        await _MONITORS.update(
+            connection,
+            account_id,
+            dependent,
+            lambda current: {"depends_on": [p for p in current.depends_on if p != monitor_id]},
+            now,
+            cause,
+        )
+    return True
 
 
 async def load_active_monitors(
@@ -297,6 +350,7 @@ _MONITORS: EventedTable[MonitorRecord] = EventedTable(
         ("checks", "monitor_id"),
         ("status_changes", "monitor_id"),
         ("check_rollups", "monitor_id"),
+        ("maintenance_window_resources", "resource_id"),
     ),
 )
 """Monitors' changes and their ``monitor.*`` events (:mod:`store.evented`)."""

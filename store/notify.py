@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +54,7 @@ __all__ = [
     "Notification",
     "notify_change",
     "notify_leases",
+    "notify_resources",
     "open_listener",
     "parse_notification",
     "store_ping_elsewhere",
@@ -70,6 +71,17 @@ async def notify_change(connection: Connection, resource_id: str) -> None:
     """Tell every node that monitor or heartbeat ``resource_id`` changed; call inside the
     change's transaction (delivered when it commits). Asyncio side."""
     await connection.execute("SELECT pg_notify($1, $2)", CHANNEL, resource_id)
+
+
+async def notify_resources(connection: Connection, resource_ids: Iterable[str]) -> None:
+    """Tell every node that each of ``resource_ids`` (``mon_``/``hbt_`` ids) changed
+    (one ``NOTIFY`` each, in one statement; :func:`notify_change`): their engines read them
+    again and start or stop pausing their checks. Inside the change's transaction."""
+    ids = sorted(set(resource_ids))
+    if ids:
+        await connection.execute(
+            "SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id", CHANNEL, ids
+        )
 
 
 async def notify_leases(connection: Connection, node: str) -> None:

@@ -121,6 +121,7 @@ async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> 
     name = {
         "incidents": "title",
         "monitors": "name",
+        "maintenance_windows": "title",
         "status_pages": "name",
         "heartbeats": "name",
     }.get(table, "''")

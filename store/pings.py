@@ -33,15 +33,26 @@ from typing import ClassVar
 
 import trio
 
-from .alerting import HEARTBEAT_MOVES, apply_moves
+from .alerting import HEARTBEAT_MOVES, apply_moves, release_held
 from .database import Connection
 from .family import Family, register
 from .pagination import CreatedBounds, seq_page_newest_first
 from .records import PingRecord, column_names
 
-__all__ = ["PINGS", "HeartbeatChange", "WritePing", "list_pings", "write_ping_batch"]
+__all__ = [
+    "FAIL_DESCRIPTION",
+    "PINGS",
+    "HeartbeatChange",
+    "WritePing",
+    "list_pings",
+    "write_ping_batch",
+]
 
 _COLUMNS = ", ".join(column_names(PingRecord))
+
+FAIL_DESCRIPTION = "The job reported a failure (a ping to /fail)."
+"""Why a ``/fail`` ping takes a heartbeat down: the description of the incident it opens
+(the engine's move, or the release of one a maintenance window held back)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +125,10 @@ async def write_ping_batch(
     connection: Connection, pings: Sequence[PingRecord], changes: Sequence[HeartbeatChange]
 ) -> int:
     """Insert ``pings`` and apply ``changes`` (module docstring; asyncio side; call inside
-    a transaction when there are ``changes``). Returns the number of pings inserted."""
+    a transaction when there are ``changes`` or ``fail`` pings). A ``fail`` ping of a
+    heartbeat still down whose episode a maintenance window held back, once the window
+    is over, opens its incident and alert (:func:`store.alerting.release_held`;
+    docs/maintenance.md, "Alerts held back"). Returns the number of pings inserted."""
     inserted = 0
     if pings:
         result = await connection.fetchval(
@@ -172,6 +186,12 @@ async def write_ping_batch(
                 for m in moves
             ],
         )
+    await release_held(
+        connection,
+        HEARTBEAT_MOVES,
+        [(p.heartbeat_id, FAIL_DESCRIPTION, p.created) for p in pings if p.kind == "fail"],
+        [c.heartbeat_id for c in changes],
+    )
     return inserted
 
 

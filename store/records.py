@@ -114,6 +114,20 @@ class MonitorRecord(_FromRow):
     tls_verify: bool | None = None
     tls_ca_bundle: str | None = None
     escalation_policy: str | None = None
+    depends_on: list[str] = field(default_factory=list)
+    """The monitors it depends on (``mon_`` ids of its account, at most 10;
+    ``store.dependencies``)."""
+    suppressed_by: dict[str, str] | None = None
+    """Why its current down episode opened no incident and raised no alert:
+    ``{"type": "maintenance", "id": "mnt_..."}`` or ``{"type": "dependency", "id":
+    "mon_..."}``, or None (``store.alerting``)."""
+    in_maintenance: bool = False
+    """Whether an occurrence of a maintenance window covers it now (``store.coverage``;
+    computed by the read, not a column)."""
+    maintenance_paused_until: int | None = field(default=None, metadata={"internal": True})
+    """When (epoch seconds) the open occurrence of a window with ``pause_checks`` covering
+    it ends, or None: its checks are not paused by maintenance (computed by the read;
+    ``engine.monitor`` probes nothing before it). Not part of an event's snapshot."""
     settings_digest: int = field(default=0, metadata={"internal": True})
     """A 64-bit hash of its settings and run epoch (every column but ``status`` and
     ``updated``), computed by the store's queries (``store.monitors``): equal digests,
@@ -144,6 +158,16 @@ class HeartbeatRecord(_FromRow):
     updated: int
     metadata: dict[str, str]
     escalation_policy: str | None = None
+    suppressed_by: dict[str, str] | None = None
+    """Why its current down episode opened no incident and raised no alert:
+    ``{"type": "maintenance", "id": "mnt_..."}``, or None (``store.alerting``)."""
+    in_maintenance: bool = False
+    """Whether an occurrence of a maintenance window covers it now (``store.coverage``;
+    computed by the read, not a column)."""
+    maintenance_paused_until: int | None = field(default=None, metadata={"internal": True})
+    """When (epoch seconds) the open occurrence of a window with ``pause_checks`` covering
+    it ends, or None (computed by the read; ``engine.heartbeat`` lets no deadline pass
+    before it). Not part of an event's snapshot."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

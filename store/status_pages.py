@@ -9,7 +9,7 @@ Events): nothing here writes an event. ``slug`` is unique over the service (cons
 ``status_pages_slug_key``, :data:`SLUG_CONSTRAINT`): a create or rename that runs into it
 raises ``IntegrityConflict`` whose ``constraint`` names it, also when two requests race.
 
-**The public read** (:func:`public_page`) takes a slug and answers from five queries on
+**The public read** (:func:`public_page`) takes a slug and answers from six queries on
 one connection, never reading raw checks (docs/status-pages.md, Built for the stampede):
 
 1. the page;
@@ -32,7 +32,10 @@ one connection, never reading raw checks (docs/status-pages.md, Built for the st
    first entry's (the incident's description) and those the engine wrote on a move of
    the incident's opener (``generated_by``, migration 0015: written from its private
    name); of an engine's recovery entry the time since the incident opened comes
-   instead (``human_duration``, as the engine wrote it).
+   instead (``human_duration``, as the engine wrote it);
+6. the maintenance of its monitors (:mod:`store.page_maintenance`, one statement): those
+   an open occurrence of a window covers now, and the occurrences of the next 7 days
+   (docs/status-pages.md, Maintenance).
 
 The open status period (``status_since`` to now) is not in the rollups yet: it is added
 here, split by UTC day, as :mod:`store.history` does, and as far as it counts: a
@@ -47,6 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import page_maintenance
 from .database import Connection
 from .events import EventCause
 from .owned import delete_owned, insert_owned, select_owned, update_owned
@@ -234,6 +238,8 @@ class PublicPage:
         updates: incident id to the entries of its timeline the page shows (the latest,
             within the budgets), oldest first.
         timeline_lengths: incident id to the number of entries of its whole timeline.
+        maintenance: which monitors are under maintenance now, and the occurrences of the
+            next 7 days to list (:class:`store.page_maintenance.PageMaintenance`).
     """
 
     page: StatusPageRecord
@@ -244,11 +250,12 @@ class PublicPage:
     incidents: list[IncidentRecord]
     updates: dict[str, list[PublicUpdate]]
     timeline_lengths: dict[str, int]
+    maintenance: page_maintenance.PageMaintenance
 
 
 async def public_page(connection: Connection, slug: str, now: int) -> PublicPage | None:
     """Everything the public page of ``slug`` shows at ``now`` (epoch seconds), or None
-    when no page has that slug (module docstring: five queries, no raw checks)."""
+    when no page has that slug (module docstring: six queries, no raw checks)."""
     row = await connection.fetchrow(f"SELECT {_SELECT} FROM status_pages t WHERE t.slug = $1", slug)
     if row is None:
         return None
@@ -333,6 +340,7 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
         incidents=incidents,
         updates=updates,
         timeline_lengths=lengths,
+        maintenance=await page_maintenance.read(connection, page.account_id, ids, now),
     )
 
 

@@ -56,8 +56,21 @@ def same_settings(running: MonitorRecord, stored: MonitorRecord) -> bool:
 
 
 def _settings_of(record: MonitorRecord) -> MonitorRecord:
-    """``record`` without what the store changes on its own (status, times)."""
-    return dataclasses.replace(record, status="", updated=0, last_checked_at=None)
+    """``record`` without what the store changes on its own (status, times, why an
+    episode was held back, whether a window covers it) and what only the alerting reads
+    (``escalation_policy``, ``depends_on``): what an actor runs by, with when a window
+    pauses its checks until."""
+    return dataclasses.replace(
+        record,
+        status="",
+        updated=0,
+        last_checked_at=None,
+        suppressed_by=None,
+        in_maintenance=False,
+        escalation_policy=None,
+        depends_on=[],
+        settings_digest=0,
+    )
 
 
 @dataclass(slots=True)

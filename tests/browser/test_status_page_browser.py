@@ -2,11 +2,13 @@
 selenium, reads ``GET /status/<slug>`` of the real service (``uptrio serve`` with its
 engine, a subprocess) as a person would, on a 375 px phone and a 1440 px desktop.
 
-The page covers three monitors of local targets on 127.0.0.1: one up, one down (its
+The page covers four monitors of local targets on 127.0.0.1: one up, one down (its
 target answers 500, so the engine opens an incident, which gets an update through the
-API) and one paused. The test checks the texts a person reads (the overall state, each
-component's state, the 90 daily bars' dates and percentages, the open incident and its
-timeline), that nothing scrolls sideways at 375 px, that the text column stays readable
+API), one paused and one up in a maintenance window in progress, with another window
+scheduled for tomorrow. The test checks the texts a person reads (the overall state, each
+component's state, "Under maintenance", the 90 daily bars' dates and percentages, the
+open incident and its timeline, the scheduled maintenance), that nothing scrolls sideways
+at 375 px, that the text column stays readable
 at 1440 px, and that the browser requested nothing off loopback. It saves a screenshot
 at each width in ``tests/artifacts/browser/`` (ignored by git; the path is printed).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -80,8 +83,9 @@ async def _wait_status(http: httpx.AsyncClient, monitor: str, status: str) -> No
 
 
 async def _arrange(http: httpx.AsyncClient, up_url: str, down_url: str) -> dict[str, Any]:
-    """Three monitors (up, down, paused), the incident the down one opened with one more
-    update, and a status page over them; what the page should show."""
+    """Four monitors (up, down, paused, up in a window in progress), the incident the down
+    one opened with one more update, a window for tomorrow, and a status page over them;
+    what the page should show."""
     up = await _ok(await http.post("/monitors", json={"name": "m-up", "url": up_url, **_FAST}), 201)
     down = await _ok(
         await http.post("/monitors", json={"name": "m-down", "url": down_url, **_FAST}), 201
@@ -89,8 +93,31 @@ async def _arrange(http: httpx.AsyncClient, up_url: str, down_url: str) -> dict[
     paused = await _ok(
         await http.post("/monitors", json={"name": "m-paused", "url": up_url, **_FAST}), 201
     )
+    search = await _ok(
+        await http.post("/monitors", json={"name": "m-search", "url": up_url, **_FAST}), 201
+    )
     await _ok(await http.post(f"/monitors/{paused['id']}/pause"))
     await _wait_status(http, up["id"], "up")
+    await _wait_status(http, search["id"], "up")
+    now = int(time.time())
+    windows = [
+        {
+            "title": "Search index rebuild",
+            "description": "Search results may be incomplete.",
+            "monitors": [search["id"]],
+            "starts_at": now - 60,
+            "ends_at": now + 3600,
+            "metadata": {"ticket": "OPS-secret-4242"},
+        },
+        {
+            "title": "Network upgrade",
+            "monitors": [down["id"], search["id"]],
+            "starts_at": now + 86_400,
+            "ends_at": now + 86_400 + 1800,
+        },
+    ]
+    for window in windows:
+        await _ok(await http.post("/maintenance-windows", json=window), 201)
     await _wait_status(http, down["id"], "down")
     # Today's bar counts whole seconds of each status period: one that began within the
     # second the page renders would show "no data" instead of a figure.
@@ -105,10 +132,11 @@ async def _arrange(http: httpx.AsyncClient, up_url: str, down_url: str) -> dict[
         {"monitor": up["id"], "name": "Website", "group": None},
         {"monitor": down["id"], "name": "Database", "group": None},
         {"monitor": paused["id"], "name": "Legacy API", "group": None},
+        {"monitor": search["id"], "name": "Search", "group": None},
     ]
     page = {"name": "Acme status", "slug": "acme-status", "components": components}
     await _ok(await http.post("/status-pages", json=page), 201)
-    return {"slug": "acme-status", "incident": incident, "update": update}
+    return {"slug": "acme-status", "incident": incident, "update": update, "windows": windows}
 
 
 _READ = """
@@ -124,6 +152,13 @@ return {
   open: [...document.querySelectorAll('.incidents-open .incident')].map(i => ({
     title: text(i, '.incident-title'),
     updates: [...i.querySelectorAll('.incident-timeline li')].map(u => u.innerText),
+  })),
+  maintenance: [...document.querySelectorAll('.maintenance-window')].map(m => ({
+    status: m.dataset.status,
+    title: text(m, '.maintenance-title'),
+    meta: text(m, '.maintenance-meta'),
+    description: text(m, '.maintenance-description'),
+    components: text(m, '.maintenance-components'),
   })),
 };
 """
@@ -180,6 +215,7 @@ async def test_a_person_reads_the_status_page_in_chromium(tmp_path: Path) -> Non
         "Website": "Operational",
         "Database": "Major outage",
         "Legacy API": "Not monitored",
+        "Search": "Under maintenance",  # up, but in a window: planned work, not an outage
     }, states
     today = datetime.now(UTC).date()
     days = [str(today - timedelta(days=89 - k)) for k in range(90)]
@@ -199,6 +235,22 @@ async def test_a_person_reads_the_status_page_in_chromium(tmp_path: Path) -> Non
     assert expected["update"] in incident["updates"][0]  # newest first
     assert len(incident["updates"]) == 2 and "Investigating" in incident["updates"][1]
     assert "m-down" not in text and "m-up" not in text, "a monitor's own name leaked"
+    assert "Scheduled maintenance" in text
+    in_progress, tomorrow = page["maintenance"]
+    windows = expected["windows"]
+    when = "%Y-%m-%d %H:%M UTC"
+    start, end = (time.strftime(when, time.gmtime(windows[0][k])) for k in ("starts_at", "ends_at"))
+    assert in_progress == {
+        "status": "in_progress",
+        "title": "Search index rebuild",
+        "meta": f"In progress · {start} to {end}",
+        "description": "Search results may be incomplete.",
+        "components": "Affects: Search",
+    }, in_progress
+    assert tomorrow["status"] == "scheduled" and tomorrow["title"] == "Network upgrade"
+    assert tomorrow["meta"].startswith("Scheduled · ") and tomorrow["description"] is None
+    assert tomorrow["components"] == "Affects: Database, Search"
+    assert "m-search" not in text and "OPS-secret-4242" not in text
     scroll, client = seen["scroll_375"]
     assert scroll <= client, f"horizontal scroll at 375 px: {scroll} > {client}"
     scroll, client = seen["scroll_1440"]

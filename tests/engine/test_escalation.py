@@ -12,14 +12,13 @@ from typing import Any
 
 import trio
 
-from engine import run_escalations
-from engine.escalation import EscalationSettings
+from engine import WalkerSettings, run_escalations
 from store import Connection, Database
 from tests.outbox import new_channel, new_policy
 from tests.store.helpers import new_monitor, write_checks
 
 T0 = 1_790_000_000
-FAST = EscalationSettings(poll_seconds=0.05)
+FAST = WalkerSettings(poll_seconds=0.05)
 
 
 async def _notes(db: Database) -> list[Any]:

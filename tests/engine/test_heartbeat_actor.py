@@ -193,3 +193,20 @@ async def test_the_mailbox_refuses_when_full_or_closed_and_wakes_its_receiver(
             mailbox.put(5)
         await trio.sleep(1)
         assert got == [1, 2, -1]
+
+
+async def test_a_maintenance_pause_holds_the_deadline_until_a_period_after_its_end(
+    autojump_clock: MockClock, nursery: trio.Nursery
+) -> None:
+    """docs/maintenance.md, "Paused checks": no deadline passes inside a window with
+    ``pause_checks``; after its end the heartbeat has a whole period and grace."""
+    with trio.fail_after(10_000):
+        paused_until = int(time.time()) + 600
+        beat = Harness(nursery, _record(maintenance_paused_until=paused_until))
+        await beat.ping("success")
+        started = trio.current_time()
+        silence = await beat.handed()
+        waited = trio.current_time() - started
+        # not at 90 s: at the pause's end (600 s from the wall clock's now) plus 90 s
+        assert waited == pytest.approx(600 + PERIOD + GRACE, abs=2)
+        assert silence.change is not None and silence.change.to_status == "down"

@@ -4,6 +4,7 @@ chosen time; checks written and availability read through the store, at chosen t
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from store import (
     CheckRecord,
@@ -18,6 +19,7 @@ from store import (
     monitors,
     new_check_id,
     new_id,
+    windows,
 )
 from store.history import Window
 
@@ -197,3 +199,31 @@ async def read_availability(
 def seconds_of(a: history.Availability) -> tuple[int, int, int, int]:
     """``(up, down, paused, unknown)`` seconds of ``a``."""
     return a.up_seconds, a.down_seconds, a.paused_seconds, a.unknown_seconds
+
+
+async def new_window(
+    db: Database, account_id: str, resources: list[str], *, now: int, **fields: Any
+) -> windows.WindowRecord:
+    """A maintenance window of ``account_id`` over ``resources`` (``mon_``/``hbt_`` ids)
+    written at ``now`` (epoch seconds) through ``store.windows.insert_window``: every
+    effect but ``pause_checks`` on, no schedule unless ``fields`` give one (``starts_at``
+    and ``ends_at``, or ``recurrence``); ``fields`` override any column."""
+    values: dict[str, Any] = {
+        "id": new_id("mnt"),
+        "account_id": account_id,
+        "title": "db upgrade",
+        "description": None,
+        "starts_at": None,
+        "ends_at": None,
+        "recurrence": None,
+        "suppress_alerts": True,
+        "exclude_from_availability": True,
+        "pause_checks": False,
+        "ended_at": None,
+        "canceled_at": None,
+        "created": now,
+        "updated": now,
+        "metadata": {},
+        "monitors": resources,
+    } | fields
+    return await db.transaction(windows.insert_window, values, now=now)

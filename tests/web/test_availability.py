@@ -133,6 +133,49 @@ async def test_availability_of_a_known_history(
             assert code == 200 and len(body["series"]) in (30, 31)
 
 
+async def test_a_maintenance_window_made_through_the_api_counts_apart(
+    db: Database, deps: Dependencies, make_token: MakeToken
+) -> None:
+    with trio.fail_after(20):
+        # The window routes write occurrences from the wall clock on: the history lies
+        # ahead of it, read by an app whose clock is past it.
+        created = int(time.time()) + 60
+        now = created + 3 * HOUR
+        mid = await _history(db, created)  # down [created + 3000, created + 3600)
+        app = create_app(dataclasses.replace(deps, clock=lambda: float(now)))
+        async with app.test_app() as test_app:
+            api = Api(test_app.test_client(), await make_token())
+            window = {"title": "db upgrade", "monitors": [mid]}
+            for starts_at, ends_at, exclude in (
+                (created + 2700, created + 3300, True),  # 300 s up, 300 s down
+                (created + 3000, created + 3200, True),  # inside the first
+                (created + 4000, created + 5000, False),  # counts nothing
+            ):
+                code, body, _ = await api.post(
+                    "/maintenance-windows",
+                    json=window
+                    | {
+                        "starts_at": starts_at,
+                        "ends_at": ends_at,
+                        "exclude_from_availability": exclude,
+                    },
+                )
+                assert code == 201, body
+            query = {"start": created, "end": created + 2 * HOUR, "granularity": "hour"}
+            code, body, _ = await api.get(f"/monitors/{mid}/availability", query=query)
+            assert code == 200, body
+            AvailabilityObject.model_validate(body)
+            figures = [body[k] for k in (*_SECONDS, "maintenance_seconds")]
+            assert figures == [2 * HOUR - 900, 300, 0, 0, 600]
+            assert body["uptime_percent"] == (2 * HOUR - 900) * 100 / (2 * HOUR - 600)
+            assert body["longest_down_seconds"] == 300
+            assert (body["checks"], body["failed_checks"]) == (24, 2)
+            for part in body["series"]:
+                seconds = [part[k] for k in (*_SECONDS, "maintenance_seconds")]
+                assert sum(seconds) == part["end"] - part["start"]
+            assert sum(p["maintenance_seconds"] for p in body["series"]) == 600
+
+
 async def test_availability_refuses_bad_ranges_naming_the_parameter(
     db: Database, api: Api, api_for: Any
 ) -> None:

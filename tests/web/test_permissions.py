@@ -6,6 +6,7 @@ holding one permission can call exactly the endpoints that need it and gets 403
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,7 +19,13 @@ from tests.web.alert_helpers import account_id, insert_alert
 from tests.web.helpers import assert_error, create_incident, create_monitor, expect
 from web.routes import PERMISSIONS, ROUTES
 
-EVENT_READERS = ("monitors.read", "incidents.read", "heartbeats.read", "on_call.read")
+EVENT_READERS = (
+    "monitors.read",
+    "incidents.read",
+    "heartbeats.read",
+    "on_call.read",
+    "maintenance.read",
+)
 CHANNEL = {"name": "c", "type": "webhook", "config": {"url": "http://127.0.0.1:9/"}}
 """A channel whose test send is refused at once (port 9 on loopback: nothing listens)."""
 
@@ -154,6 +161,34 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
     ("GET", "/alerts/{alt}/notifications", "on_call.read", "list alert notifications", None, 200),
     ("POST", "/alerts/{alt}/acknowledge", "on_call.update", "acknowledge alert", None, 200),
     ("POST", "/alerts/{alt}/resolve", "on_call.update", "resolve alert", None, 200),
+    ("GET", "/maintenance-windows", "maintenance.read", "list windows", None, 200),
+    ("GET", "/maintenance-windows/{mnt}", "maintenance.read", "get window", None, 200),
+    (
+        "POST",
+        "/maintenance-windows",
+        "maintenance.create",
+        "create window",
+        {"title": "w", "monitors": ["mon_nope"], "starts_at": 1, "ends_at": 2},
+        422,
+    ),
+    (
+        "PATCH",
+        "/maintenance-windows/{mnt}",
+        "maintenance.update",
+        "update window",
+        {"title": "v"},
+        200,
+    ),
+    ("POST", "/maintenance-windows/{mnt}/end", "maintenance.update", "end window", None, 200),
+    (
+        "POST",
+        "/maintenance-windows/{upcoming}/cancel",
+        "maintenance.update",
+        "cancel window",
+        None,
+        200,
+    ),
+    ("DELETE", "/maintenance-windows/{mnt}", "maintenance.delete", "delete window", None, 204),
 ]
 
 
@@ -210,10 +245,18 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             db, await account_id(db), beat["id"], created=beat["created"]
         )
         expect(await api.post(f"/alerts/{ids['alt']}/acknowledge"))  # an alert.* event
+        at = int(time.time())
+        window = {"title": "w", "monitors": [monitor["id"]], "starts_at": at - 60}
+        ids["mnt"] = expect(
+            await api.post("/maintenance-windows", json={**window, "ends_at": at + 3600}), 201
+        )["id"]  # in progress: end ends it
+        upcoming = {**window, "starts_at": at + 3600, "ends_at": at + 7200}
+        ids["upcoming"] = expect(await api.post("/maintenance-windows", json=upcoming), 201)["id"]
         type_ = {
             "incidents.read": "incident.created",
             "heartbeats.read": "heartbeat.created",
             "on_call.read": "alert.acknowledged",
+            "maintenance.read": "maintenance.created",
         }.get(permission or "", "monitor.created")  # an event it may read
         ids["evt"] = expect(await api.get("/events", query={"type": type_}))["data"][0]["id"]
         for method, template, needed, name, body, success in ENDPOINTS:
@@ -264,6 +307,16 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
         # resolved by hand, or by deleting the heartbeat it is about
         resolvers = ("on_call.update", "heartbeats.delete")
         assert (alert_left["status"] == "resolved") is (permission in resolvers)
+        window_left = await api.get(f"/maintenance-windows/{ids['mnt']}")
+        assert window_left[0] == (404 if permission == "maintenance.delete" else 200)
+        if permission != "maintenance.delete":
+            renamed, ended = (
+                window_left[1]["title"] == "v",
+                window_left[1]["status"] != "in_progress",
+            )
+            assert renamed is ended is (permission == "maintenance.update")
+        upcoming_left = expect(await api.get(f"/maintenance-windows/{ids['upcoming']}"))
+        assert (upcoming_left["status"] == "canceled") is (permission == "maintenance.update")
         monitors = expect(await api.get("/monitors"))["data"]
         incidents = expect(await api.get("/incidents"))["data"]
         assert len(monitors) == {"monitors.create": 2, "monitors.delete": 0}.get(permission, 1)

@@ -47,7 +47,8 @@ SEMANTIC_REFUSALS = frozenset(
         "cursor_not_found",  # a well-formed id that names no object
         "cursor_conflict",  # both cursors at once
         "incident_not_open",  # resolve on a resolved incident
-        "unknown_monitor",  # an incident's monitors must be the account's own
+        "unknown_monitor",  # an incident's monitors, a monitor's depends_on: the account's own
+        "dependency_cycle",  # a monitor's depends_on may not lead back to it
         "slug_taken",  # a status page's slug is unique over the service
         "endpoint_limit_reached",  # at most 16 webhook endpoints an account
         "request_header_not_allowed",  # Host, Content-Length, ... in any case
@@ -196,8 +197,9 @@ def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[st
     operations = [result.ok() for result in api_schema.get_all_operations()]
     # monitors 9 (checks and availability included), incidents 8 (updates included),
     # heartbeats 8, webhook endpoints 7, status pages 5, alerts 5, events 2, members 5,
-    # notification channels 6 (the test send included), escalation policies 5
-    assert len(operations) == 60
+    # notification channels 6 (the test send included), escalation policies 5,
+    # maintenance windows 7 (end and cancel included)
+    assert len(operations) == 67
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 

@@ -215,6 +215,7 @@ async def test_summary_json_shape_cors_and_cache_headers(
             "state_label",
             "components",
             "incidents",
+            "scheduled_maintenances",
         }
         assert summary["object"] == "status_page_summary" and summary["state"] == "partial_outage"
         assert summary["page"] == {

@@ -40,6 +40,13 @@ def test_component_state_follows_the_monitor_and_open_incidents(
     assert component_state(status, in_incident) == state
 
 
+@pytest.mark.parametrize("status", ["up", "down", "pending", "paused"])
+@pytest.mark.parametrize("in_incident", [False, True])
+def test_maintenance_wins_over_every_other_component_state(status: str, in_incident: bool) -> None:
+    # a planned outage is not an outage (docs/status-pages.md, States)
+    assert component_state(status, in_incident, True) == "under_maintenance"
+
+
 @pytest.mark.parametrize(
     ("components", "severities", "state"),
     [
@@ -54,6 +61,13 @@ def test_component_state_follows_the_monitor_and_open_incidents(
         (["operational"], ["major"], "partial_outage"),
         (["operational"], ["critical"], "major_outage"),
         (["major_outage", "operational"], ["minor"], "partial_outage"),
+        # under maintenance: neither monitored nor broken; the page says so when nothing is
+        (["under_maintenance", "operational", "paused"], [], "under_maintenance"),
+        (["under_maintenance"], [], "under_maintenance"),
+        (["under_maintenance", "degraded"], [], "degraded"),
+        (["under_maintenance", "operational"], ["minor"], "degraded"),
+        (["under_maintenance", "operational", "major_outage"], [], "partial_outage"),
+        (["under_maintenance", "major_outage"], [], "major_outage"),
     ],
 )
 def test_overall_state_is_the_worst_of_components_and_open_incidents(

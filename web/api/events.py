@@ -21,12 +21,14 @@ from store import (
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    windows,
 )
 
 from .alerts import alert_object
 from .common import ListObject
 from .heartbeats import heartbeat_object
 from .incidents import incident_object, incident_update_object
+from .maintenance_windows import window_object
 from .monitors import monitor_object
 from .shaping import Computed, From, Nested, shaper
 
@@ -54,13 +56,20 @@ EVENT_TYPES = (
     "alert.acknowledged",
     "alert.escalated",
     "alert.resolved",
+    "maintenance.created",
+    "maintenance.updated",
+    "maintenance.started",
+    "maintenance.ended",
+    "maintenance.canceled",
+    "maintenance.deleted",
 )
 """Every event type (docs/incidents.md, "Events"; the heartbeats' of docs/heartbeats.md,
-"Incidents and events", and the alerts' of docs/alerts.md, "Events", included)."""
+"Incidents and events", the alerts' of docs/alerts.md, "Events", and the maintenance
+windows' of docs/maintenance.md, "Events", included)."""
 
 EVENT_FAMILIES = tuple(sorted({t.split(".")[0] + ".*" for t in EVENT_TYPES}))
 """The prefixes an endpoint may subscribe to: ``heartbeat.*``, ``incident.*``,
-``monitor.*``, ``alert.*``."""
+``monitor.*``, ``alert.*``, ``maintenance.*``."""
 
 
 class EventData(BaseModel):
@@ -85,6 +94,7 @@ _SHAPES: dict[str, tuple[type[Any], Callable[..., dict[str, Any]]]] = {
     "incident_update": (IncidentUpdateRecord, incident_update_object),
     "heartbeat": (HeartbeatRecord, heartbeat_object),
     "alert": (AlertRecord, alert_object),
+    "maintenance": (windows.WindowRecord, window_object),
 }
 """Each kind of event resource: its record class and its shaper."""
 _NOT_PREVIOUS = frozenset({"updated"})
@@ -92,10 +102,15 @@ _NOT_PREVIOUS = frozenset({"updated"})
 
 def _event_data(r: EventRecord, ping_base: str) -> dict[str, Any]:
     """``{"object", "previous_attributes"}`` of an event (:class:`EventData`);
-    ``ping_base`` makes a heartbeat's ``ping_url``."""
+    ``ping_base`` makes a heartbeat's ``ping_url``; a maintenance window's ``status`` and
+    ``next_window`` are those at the event's ``created``."""
     kind = "incident_update" if r.type == "incident.update_posted" else r.type.split(".")[0]
     record_type, shape = _SHAPES[kind]
-    context = {"ping_base": ping_base} if kind == "heartbeat" else {}
+    context: dict[str, Any] = {}
+    if kind == "heartbeat":
+        context["ping_base"] = ping_base
+    elif kind == "maintenance":
+        context["at"] = r.created
     after = shape(record_type.from_snapshot(r.object), **context)
     previous_attributes = None
     if r.previous is not None:

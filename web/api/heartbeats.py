@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from store import HeartbeatRecord, PingRecord
 
 from .common import PATCH, REQUEST, Absent, EscalationPolicyId, ListObject, Metadata, Name, Severity
+from .monitors import SuppressedBy
 from .shaping import Computed, From, shaper
 
 __all__ = [
@@ -99,6 +100,13 @@ class HeartbeatObject(BaseModel):
     auto_incidents: bool
     incident_severity: Severity
     escalation_policy: str | None
+    suppressed_by: SuppressedBy | None = Field(
+        description="While it is down without an incident or alert because it went down "
+        "in a maintenance window with suppress_alerts: that window; else null."
+    )
+    in_maintenance: bool = Field(
+        description="Whether an occurrence of a maintenance window covers it now."
+    )
     created: int
     updated: int
     metadata: dict[str, str]

@@ -70,6 +70,11 @@ class AvailabilityPart(BaseModel):
     down_seconds: int
     paused_seconds: int
     unknown_seconds: int
+    maintenance_seconds: int = Field(
+        description="Seconds inside maintenance windows with exclude_from_availability "
+        "that cover the monitor; left out of uptime_percent. Up, down, paused, unknown "
+        "and maintenance seconds add up to end - start."
+    )
     checks: int
     failed_checks: int
     incidents: int
@@ -97,9 +102,9 @@ class _AvailabilityOf(BaseModel):
 
 
 class AvailabilityObject(AvailabilityPart, _AvailabilityOf):
-    """A monitor's availability from `start` to `end`: seconds up, down, paused and
-    unknown, checks, incidents and response times; `series` holds hour or day buckets
-    when a `granularity` is asked for."""
+    """A monitor's availability from `start` to `end`: seconds up, down, paused,
+    unknown and in maintenance, checks, incidents and response times; `series` holds
+    hour or day buckets when a `granularity` is asked for."""
 
     series: Annotated[
         list[AvailabilityPart] | None, Computed(_series, uses=("parts",)), OmitNull()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, Field
 
 from engine import PROBE_TYPES
-from store import MonitorRecord
+from store import MonitorRecord, dependencies
 
 from .common import (
     PATCH,
@@ -22,6 +22,7 @@ from .common import (
     EscalationPolicyId,
     ListObject,
     Metadata,
+    MonitorId,
     Name,
     Severity,
     Url,
@@ -51,6 +52,26 @@ Interval = Annotated[int, Field(ge=1, le=86_400, description="Seconds between ch
 Timeout = Annotated[int, Field(ge=1, le=60, description="Seconds a check may take.")]
 StatusCode = Annotated[int, Field(ge=100, le=599)]
 Threshold = Annotated[int, Field(ge=1, le=10)]
+DependsOn = Annotated[
+    list[MonitorId],
+    Field(
+        max_length=dependencies.MAX_DEPENDENCIES,
+        description="The monitors it depends on (mon_ ids of the account, at most 10, no "
+        "cycle): while one of them is down, its own move into down opens no incident and "
+        "raises no alert (docs/incidents.md, Dependencies).",
+    ),
+]
+
+
+class SuppressedBy(BaseModel):
+    """What holds back the incident and alert of a monitor's or a heartbeat's current
+    down episode (docs/maintenance.md, Alerts held back; docs/incidents.md, Dependencies)."""
+
+    type: Literal["maintenance", "dependency"]
+    id: str = Field(
+        description="The maintenance window it went down in (mnt_), or the monitor it "
+        "depends on that was down (mon_)."
+    )
 
 
 class MonitorCreate(BaseModel):
@@ -88,6 +109,7 @@ class MonitorCreate(BaseModel):
     tls_verify: TlsVerify | None = None
     tls_ca_bundle: TlsCaBundle | None = None
     escalation_policy: EscalationPolicyId | None = None
+    depends_on: DependsOn = Field(default_factory=list)
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -115,6 +137,7 @@ class MonitorUpdate(BaseModel):
     tls_verify: TlsVerify | Absent = None
     tls_ca_bundle: TlsCaBundle | None = None
     escalation_policy: EscalationPolicyId | None = None
+    depends_on: DependsOn | Absent = None
     metadata: Metadata | Absent = None
 
 
@@ -143,6 +166,15 @@ class MonitorObject(BaseModel):
     tls_verify: bool | None
     tls_ca_bundle: str | None
     escalation_policy: str | None
+    depends_on: list[str]
+    suppressed_by: SuppressedBy | None = Field(
+        description="While it is down without an incident or alert because it went down "
+        "in a maintenance window with suppress_alerts, or while a monitor it depends on "
+        "was down: that window or monitor (the window first); else null."
+    )
+    in_maintenance: bool = Field(
+        description="Whether an occurrence of a maintenance window covers it now."
+    )
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
     created: int
     updated: int

@@ -69,6 +69,15 @@ CODES: dict[str, tuple[int, str]] = {
         400,
         "Acknowledge or resolve was called on an alert that is already resolved.",
     ),
+    "maintenance_not_in_progress": (
+        400,
+        "End was called on a maintenance window with no occurrence in progress.",
+    ),
+    "maintenance_not_cancelable": (
+        400,
+        "Cancel was called on a maintenance window already canceled, or with no occurrence "
+        "starting later.",
+    ),
     "too_many_updates": (
         400,
         "The incident's timeline already holds 1,000 entries: posting an update, or a "
@@ -139,7 +148,10 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_value": (422, "A field's value is not one of the allowed values."),
     "value_out_of_range": (422, "A number is outside its bounds."),
     "value_too_long": (422, "A string (or an array) is longer than its limit."),
-    "value_too_short": (422, "A string is empty where it may not be."),
+    "value_too_short": (
+        422,
+        "A string is empty where it may not be, or an array holds fewer items than it must.",
+    ),
     "timeout_exceeds_interval": (422, "timeout_seconds is greater than interval_seconds."),
     "invalid_url": (
         422,
@@ -152,8 +164,14 @@ CODES: dict[str, tuple[int, str]] = {
     ),
     "unknown_monitor": (
         422,
-        "monitors (an incident's) or components (a status page's) names a monitor the "
-        "account does not have.",
+        "monitors (an incident's or a maintenance window's), components (a status page's) "
+        "or depends_on (a monitor's) names a monitor (or, for a window, a heartbeat) the "
+        "account does not have (param names where: depends_on[1], monitors[0]).",
+    ),
+    "dependency_cycle": (
+        422,
+        "A monitor's depends_on would make it depend on itself, directly or through other "
+        "monitors (param names the item: depends_on[0]).",
     ),
     "invalid_slug": (
         422,

@@ -10,6 +10,7 @@ at once (``cursor_conflict``), a cursor that is not an id of the listed kind
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,20 @@ class ListQuery:
 
     page: PageRequest
     filters: dict[str, Any]
+
+
+MONITOR_PATTERN = re.compile(r"(mon|hbt)_[a-z0-9]{1,64}")
+"""A ``mon_`` or ``hbt_`` id (:func:`monitor_filter`)."""
+
+
+def monitor_filter(name: str, raw: str) -> str:
+    """A ``monitor`` filter (of alerts, of maintenance windows): a ``mon_`` or ``hbt_``
+    id; anything else is a 400 ``invalid_parameter``."""
+    if MONITOR_PATTERN.fullmatch(raw) is None:
+        raise ApiError(
+            "invalid_parameter", f"{name} must be a mon_ or hbt_ id; got {raw[:50]!r}", param=name
+        )
+    return raw
 
 
 def single(args: Mapping[str, list[str]], name: str) -> str | None:

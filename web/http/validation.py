@@ -29,6 +29,7 @@ _PYDANTIC_CODES = {
     "string_too_long": "value_too_long",
     "string_too_short": "value_too_short",
     "too_long": "value_too_long",
+    "too_short": "value_too_short",
     "string_pattern_mismatch": "invalid_value",
     "greater_than_equal": "value_out_of_range",
     "less_than_equal": "value_out_of_range",
@@ -75,6 +76,8 @@ def _message(error: Any, code: str, param: str | None) -> str:
         return f"{name} may hold at most {limits.get('max_length')} items"
     if code == "value_too_long":
         return f"{name} may be at most {limits.get('max_length')} characters"
+    if kind == "too_short":
+        return f"{name} must hold at least {limits.get('min_length')} items"
     if code == "value_too_short":
         if limits.get("min_length") == 1:
             return f"{name} may not be empty"

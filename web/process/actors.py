@@ -22,16 +22,17 @@ from engine import (
     Engine,
     EngineHandle,
     EngineStatistics,
-    EscalationSettings,
     Holding,
     Prober,
     RestartType,
+    WalkerSettings,
     run_engine,
     run_escalations,
     run_leases,
     run_listener,
     run_notifier,
     run_webhook_sender,
+    run_window_walk,
 )
 from store import Database, StoreActor, run_maintenance
 
@@ -49,9 +50,9 @@ MAINTENANCE_DEADLINE_SECONDS = 300.0
 """The longest one statement of the maintenance actor may take (a partition detached
 CONCURRENTLY waits for the transactions using the table), seconds."""
 
-ESCALATION_DATABASE_DEADLINE_SECONDS = 10.0
-"""The longest one walk of the escalation walker may wait on the database, seconds (a
-hung database then costs a poll, not the walker)."""
+WALKER_DATABASE_DEADLINE_SECONDS = 10.0
+"""The longest one walk of a walker (escalations, windows) may wait on the database,
+seconds (a hung database then costs a poll, not the walker)."""
 
 NOTIFIER_DATABASE_DEADLINE_SECONDS = 10.0
 """The longest one claim or record of the notifier may wait on the database, seconds."""
@@ -201,10 +202,19 @@ def _notifier(p: Parts) -> ChildSpec:
 def _escalations(p: Parts) -> ChildSpec:
     start = partial(
         run_escalations,
-        p.db.with_deadline(ESCALATION_DATABASE_DEADLINE_SECONDS),
-        EscalationSettings(),
+        p.db.with_deadline(WALKER_DATABASE_DEADLINE_SECONDS),
+        WalkerSettings(),
     )
     return ChildSpec(child_id="escalations", start=start)
+
+
+def _windows(p: Parts) -> ChildSpec:
+    start = partial(
+        run_window_walk,
+        p.db.with_deadline(WALKER_DATABASE_DEADLINE_SECONDS),
+        WalkerSettings(),
+    )
+    return ChildSpec(child_id="windows", start=start)
 
 
 def _limits(p: Parts) -> ChildSpec:
@@ -261,6 +271,12 @@ ACTORS: tuple[Actor, ...] = (
         work="every node (alerts claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: True,
         child=_escalations,
+    ),
+    Actor(
+        name="windows",
+        work="every node (occurrences claimed FOR UPDATE SKIP LOCKED)",
+        runs=lambda p: True,
+        child=_windows,
     ),
     Actor(
         name="limits",

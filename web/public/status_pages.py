@@ -28,9 +28,10 @@ Responses:
   the copy is served.
 
 Rendering (:func:`render_page`) reads the page with ``store.status_pages.public_page``
-(rollups and incidents, never raw checks; bounded, docs/status-pages.md, Bounds), then on a
-worker thread (``trio.to_thread``, at most ``deps.status_render_limiter`` at once: 2) shapes
-it with :func:`web.public.status_view.summary`, renders the Jinja2 template
+(rollups, incidents and maintenance, never raw checks; bounded, docs/status-pages.md,
+Bounds), then on a worker thread (``trio.to_thread``, at most
+``deps.status_render_limiter`` at once: 2) shapes it with
+:func:`web.public.status_view.summary`, renders the Jinja2 template
 ``web/public/templates/status_page.html`` (autoescaped) and the JSON, and gzips and hashes
 both: the CPU work of a big page never holds the event loop that runs probes and the API
 (only the GIL's switch interval, 5 ms, separates them).

@@ -25,22 +25,33 @@ wrote on the opener's moves (``generated``; the store never reads their messages
 within the budgets of ``store.status_pages`` (10 per incident, 256 KiB of messages per page)
 and how many it left out (``updates_omitted``).
 
-**Component states** (``data-state`` in the HTML), from the monitor's status:
+**Component states** (``data-state`` in the HTML), from the monitor's status and its
+maintenance:
 
-==============  ==================================================================
-``major_outage``  the monitor is ``down``
-``degraded``      ``up`` or ``pending``, and named by an open incident
-``operational``   ``up``
-``unknown``       ``pending`` (no check has decided yet): "No data yet"
-``paused``        ``paused``: "Not monitored"
-==============  ==================================================================
+=====================  =========================================================
+``under_maintenance``  an open occurrence of a maintenance window (any effects)
+                       covers the monitor: it wins over every row below (a planned
+                       outage is not an outage)
+``major_outage``       the monitor is ``down``
+``degraded``           ``up`` or ``pending``, and named by an open incident
+``operational``        ``up``
+``unknown``            ``pending`` (no check has decided yet): "No data yet"
+``paused``             ``paused``: "Not monitored"
+=====================  =========================================================
 
 **Overall state**, the worst of what the components and the open incidents say:
-``major_outage`` when every monitored component (neither paused nor unknown; at least
-one) is in ``major_outage``, or an open ``critical`` incident affects the page;
-``partial_outage`` when some component is in ``major_outage``, or an open ``major``
-incident affects the page; ``degraded`` when a component is ``degraded`` or any other
-open incident (``minor``, ``maintenance``) affects the page; else ``operational``.
+``major_outage`` when every monitored component (neither paused, unknown nor under
+maintenance; at least one) is in ``major_outage``, or an open ``critical`` incident
+affects the page; ``partial_outage`` when some component is in ``major_outage``, or an
+open ``major`` incident affects the page; ``degraded`` when a component is ``degraded``
+or any other open incident (``minor``, ``maintenance``) affects the page; else
+``under_maintenance`` when some component is under maintenance (Statuspage's
+``maintenance`` indicator: work in progress, nothing broken); else ``operational``.
+
+**Scheduled maintenance**: the occurrences ``store.page_maintenance`` lists (in progress
+or starting within 7 days), each with its window's title and description, its times, a
+``status`` (``in_progress`` or ``scheduled``, from its times) and the display names of the
+page's components it covers; never the window's id, metadata, effects or other monitors.
 
 **Daily bars.** Each of the 90 UTC days has ``uptime_percent`` = up / (up + down) * 100
 (null: neither, "no data"), shown rounded *down* to two decimals (a day with one down
@@ -55,7 +66,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from store import IncidentRecord, has_prefix, status_pages
+from store import IncidentRecord, has_prefix, page_maintenance, status_pages
 
 __all__ = [
     "COMPONENT_LABELS",
@@ -72,12 +83,14 @@ __all__ = [
 
 OVERALL_LABELS = {
     "operational": "All systems operational",
+    "under_maintenance": "Under maintenance",
     "degraded": "Degraded performance",
     "partial_outage": "Partial outage",
     "major_outage": "Major outage",
 }
 COMPONENT_LABELS = {
     "operational": "Operational",
+    "under_maintenance": "Under maintenance",
     "degraded": "Degraded",
     "major_outage": "Major outage",
     "unknown": "No data yet",
@@ -100,8 +113,13 @@ _OTHER_SERVICE = "A monitored service"
 _BACKGROUND_JOB = "A background job"
 
 
-def component_state(monitor_status: str, in_open_incident: bool) -> str:
-    """A component's state from its monitor's status (module docstring's table)."""
+def component_state(
+    monitor_status: str, in_open_incident: bool, in_maintenance: bool = False
+) -> str:
+    """A component's state from its monitor's status, whether an open incident names it
+    and whether an open maintenance occurrence covers it (module docstring's table)."""
+    if in_maintenance:
+        return "under_maintenance"
     if monitor_status == "down":
         return "major_outage"
     if monitor_status == "paused":
@@ -114,7 +132,7 @@ def component_state(monitor_status: str, in_open_incident: bool) -> str:
 def overall_state(component_states: Sequence[str], open_severities: Sequence[str]) -> str:
     """The page's state from its components' states and the severities of the open
     incidents affecting it (module docstring)."""
-    monitored = [s for s in component_states if s not in ("paused", "unknown")]
+    monitored = [s for s in component_states if s not in ("paused", "unknown", "under_maintenance")]
     found = "operational"
     if monitored and all(s == "major_outage" for s in monitored):
         found = "major_outage"
@@ -126,6 +144,8 @@ def overall_state(component_states: Sequence[str], open_severities: Sequence[str
         candidate = _SEVERITY_STATE.get(severity, "degraded")
         if _RANK[candidate] > _RANK[found]:
             found = candidate
+    if found == "operational" and "under_maintenance" in component_states:
+        return "under_maintenance"
     return found
 
 
@@ -194,21 +214,29 @@ def summary(data: status_pages.PublicPage) -> dict[str, Any]:
                          "uptime_percent": 90-day figure or null,
                          "days": [{"date": "YYYY-MM-DD", "uptime_percent",
                                    "level"}] x 90, oldest first}],
-         "incidents": {"open": [...], "resolved": [...]}}
+         "incidents": {"open": [...], "resolved": [...]},
+         "scheduled_maintenances": [{"title", "description", "status": "in_progress" |
+                                     "scheduled", "starts_at", "ends_at": epoch s,
+                                     "components": [display names]}]}
 
     An incident is ``{"title", "status", "severity", "created", "updated",
     "resolved_at", "components": [display names], "updates": [{"status", "message",
     "created"}] the latest ones, oldest first, "updates_omitted": how many earlier ones
-    are left out}``. Components whose monitor no longer exists are left out.
+    are left out}``. Components whose monitor no longer exists are left out. The
+    maintenances are those of ``data.maintenance`` in its order (in progress first, then
+    by start); their components in the page's order.
     """
     page = data.page
     components = [c for c in page.components if c["monitor"] in data.monitors]
     open_incidents = [i for i in data.incidents if i.resolved_at is None]
     in_open = {m for i in open_incidents for m in i.monitors}
+    in_maintenance = data.maintenance.under_maintenance
     shown: list[dict[str, Any]] = []
     for c in components:
         monitor = data.monitors[c["monitor"]]
-        state = component_state(monitor.status, c["monitor"] in in_open)
+        state = component_state(
+            monitor.status, c["monitor"] in in_open, c["monitor"] in in_maintenance
+        )
         days, up_total, down_total = [], 0, 0
         for start, (up, down) in zip(data.day_starts, data.days[c["monitor"]], strict=True):
             level, percent = day_level(up, down)
@@ -241,6 +269,26 @@ def summary(data: status_pages.PublicPage) -> dict[str, Any]:
             "open": [_incident(i, data, names) for i in open_incidents],
             "resolved": [_incident(i, data, names) for i in data.incidents if i.resolved_at],
         },
+        "scheduled_maintenances": [
+            _maintenance(m, components, data.now) for m in data.maintenance.listed
+        ],
+    }
+
+
+def _maintenance(
+    m: page_maintenance.PublicMaintenance, components: list[dict[str, Any]], now: int
+) -> dict[str, Any]:
+    """One occurrence as the public sees it (see :func:`summary`): nothing of the window
+    but its title, description and times; its components by display name, in the page's
+    order."""
+    covered = set(m.monitors)
+    return {
+        "title": m.title,
+        "description": m.description,
+        "status": "in_progress" if m.starts_at <= now else "scheduled",
+        "starts_at": m.starts_at,
+        "ends_at": m.ends_at,
+        "components": list(dict.fromkeys(c["name"] for c in components if c["monitor"] in covered)),
     }
 
 

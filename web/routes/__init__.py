@@ -14,6 +14,7 @@ from . import (
     heartbeats,
     history,
     incidents,
+    maintenance_windows,
     members,
     monitors,
     notification_channels,
@@ -34,6 +35,7 @@ RESOURCES: tuple[Resource, ...] = (
     notification_channels.RESOURCE,
     escalation_policies.RESOURCE,
     alerts.RESOURCE,
+    maintenance_windows.RESOURCE,
 )
 """Every API resource, in the order of the route table and of the OpenAPI document."""
 

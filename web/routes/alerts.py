@@ -17,7 +17,6 @@ by the API, so there is no create, update or delete. Decisions (docs/alerts.md,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any, get_args
 
@@ -33,22 +32,12 @@ from ..api.alerts import (
 )
 from ..api.common import EmptyBody, list_object
 from ..http.errors import ApiError
-from ..http.params import choice, parse_list_query
+from ..http.params import MONITOR_PATTERN, choice, monitor_filter, parse_list_query
 from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import PAGE_QUERY, get_owned, not_found, now, path_id
 from .resource import Resource
 
 _STATUSES = get_args(AlertStatus)
-_MONITOR = re.compile(r"(mon|hbt)_[a-z0-9]{1,64}")
-
-
-def _monitor(name: str, raw: str) -> str:
-    """The ``monitor`` filter: a ``mon_`` or ``hbt_`` id."""
-    if _MONITOR.fullmatch(raw) is None:
-        raise ApiError(
-            "invalid_parameter", f"{name} must be a mon_ or hbt_ id; got {raw[:50]!r}", param=name
-        )
-    return raw
 
 
 async def list_alerts(ctx: RequestContext) -> ApiResponse:
@@ -57,7 +46,7 @@ async def list_alerts(ctx: RequestContext) -> ApiResponse:
         ctx.query,
         prefix=RESOURCE.prefix,
         sorts=("created",),
-        filters={"status": choice(*_STATUSES), "monitor": _monitor},
+        filters={"status": choice(*_STATUSES), "monitor": monitor_filter},
     )
     filters = query.filters
     page = await ctx.deps.db.run(
@@ -159,7 +148,7 @@ RESOURCE = Resource(
             ),
             query_schema={
                 "status": {"enum": list(_STATUSES)},
-                "monitor": {"pattern": "^" + _MONITOR.pattern + "$"},
+                "monitor": {"pattern": "^" + MONITOR_PATTERN.pattern + "$"},
                 "sort": {"pattern": "^-?created$"},
             },
         ),

@@ -151,8 +151,10 @@ def merged_metadata(current: Mapping[str, str], patch: dict[str, str]) -> dict[s
     return merged
 
 
-SORT_QUERY = (("sort", "string", "created, updated or name; a leading - for descending."),)
-"""The ``sort`` of a list sortable by ``created``, ``updated`` and ``name``."""
+def _sort_query(sorts: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
+    """The ``sort`` parameter of a list sortable by ``sorts``, for the OpenAPI document."""
+    names = ", ".join(sorts[:-1]) + f" or {sorts[-1]}" if len(sorts) > 1 else sorts[0]
+    return (("sort", "string", f"{names}; a leading - for descending."),)
 
 
 def crud_routes(
@@ -167,12 +169,14 @@ def crud_routes(
     noun: str,
     list_query: Sequence[tuple[str, str, str]] = (),
     list_schema: Mapping[str, Mapping[str, Any]] | None = None,
+    sorts: Sequence[str] = ("created", "updated", "name"),
 ) -> tuple[Route, ...]:
     """The five routes of a plain CRUD resource at ``path`` (list, create, retrieve,
     update, delete), named ``list_<plural>``, ``create_<singular>``... and needing
     ``<permission>.read``, ``.create``, ``.update``, ``.delete``: ``handlers`` in that
     order, ``models`` the list, create body, object and update body. The list is
-    sortable by ``created``, ``updated`` and ``name`` and also takes ``list_query``."""
+    sortable by ``sorts`` (``created``, ``updated`` and ``name`` unless given) and also
+    takes ``list_query``."""
     list_handler, create, get, update, delete = handlers
     list_model, create_model, object_model, update_model = models
     item = f"{path}/<id>"
@@ -186,8 +190,8 @@ def crud_routes(
             summary=f"List {noun}s",
             response_model=list_model,
             cursor=prefix,
-            query=(*PAGE_QUERY, *SORT_QUERY, *list_query),
-            query_schema={"sort": {"pattern": "^-?(created|updated|name)$"}, **(list_schema or {})},
+            query=(*PAGE_QUERY, *_sort_query(sorts), *list_query),
+            query_schema={"sort": {"pattern": f"^-?({'|'.join(sorts)})$"}, **(list_schema or {})},
         ),
         Route(
             name=f"create_{singular}",

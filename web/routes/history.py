@@ -96,9 +96,10 @@ async def _availability(
 
 
 async def get_availability(ctx: RequestContext) -> ApiResponse:
-    """GET /monitors/:id/availability (docs/history.md, "Availability"): uptime, status seconds,
-    checks and response times over ``[start, end)`` (default the last 30 days, at most
-    400), with an hourly or daily ``series`` when ``granularity`` is given."""
+    """GET /monitors/:id/availability (docs/history.md, "Availability"): uptime, status seconds
+    (maintenance time apart: ``maintenance_seconds``), checks and response times over
+    ``[start, end)`` (default the last 30 days, at most 400), with an hourly or daily
+    ``series`` when ``granularity`` is given."""
     monitor_id = path_id(ctx, RESOURCE)
     check_names(ctx.query, ("start", "end", "granularity"))
     now = int(ctx.deps.clock())

@@ -27,10 +27,12 @@ certificate authorities"). All six are null on the other types (a non-null value
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, get_args
 
 from engine import PROBE_TYPES, InvalidTarget, TargetPolicy, http_fields_apply, parse_target
-from store import MonitorRecord, PageRequest, monitors, new_id
+from store import MonitorRecord, PageRequest, dependencies, monitors, new_id
 
 from ..api.common import list_object, merge_metadata
 from ..api.http_checks import stored_assertions
@@ -161,11 +163,13 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         "tls_verify": body.tls_verify is not False if is_http else None,
         "tls_ca_bundle": body.tls_ca_bundle,
         "escalation_policy": body.escalation_policy,
+        "depends_on": list(dict.fromkeys(body.depends_on)),
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
     }
-    record = await ctx.deps.db.transaction(monitors.insert_monitor, values, ctx.cause)
+    with _dependency_errors(body.depends_on):
+        record = await ctx.deps.db.transaction(monitors.insert_monitor, values, ctx.cause)
     await ctx.deps.apply(record.id, record)
     return ApiResponse(201, monitor_object(record))
 
@@ -227,15 +231,44 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
         )
         if "url" in changes:
             check_target(current.type, changes["url"])
+        if "depends_on" in changes:
+            changes["depends_on"] = list(dict.fromkeys(changes["depends_on"]))
+            if changes["depends_on"] == current.depends_on:
+                del changes["depends_on"]
         return changes
 
-    record = await ctx.deps.db.transaction(
-        monitors.update_monitor, ctx.account_id, monitor_id, apply, now(), ctx.cause
-    )
+    with _dependency_errors(body.depends_on or []):
+        record = await ctx.deps.db.transaction(
+            monitors.update_monitor, ctx.account_id, monitor_id, apply, now(), ctx.cause
+        )
     if record is None:
         raise not_found(RESOURCE, monitor_id)
     await ctx.deps.apply(record.id, record)
     return ApiResponse(200, monitor_object(record))
+
+
+@contextmanager
+def _dependency_errors(sent: list[str]) -> Iterator[None]:
+    """Turn the store's refusals of a ``depends_on`` (``sent``: as the request sent it)
+    into the API's 422s, ``param`` naming the offending item (``depends_on[2]``):
+    ``unknown_monitor`` for an id that is no monitor of the account, ``dependency_cycle``
+    for the parent through which the monitor would depend on itself (docs/incidents.md,
+    "Dependencies")."""
+    try:
+        yield
+    except dependencies.UnknownDependency as exc:
+        raise ApiError(
+            "unknown_monitor",
+            f"no such monitor: {exc.monitor_id[:80]!r}",
+            param=f"depends_on[{sent.index(exc.monitor_id)}]",
+        ) from None
+    except dependencies.DependencyCycle as exc:
+        index = sent.index(exc.parent)
+        raise ApiError(
+            "dependency_cycle",
+            f"depends_on[{index}] ({exc.parent}) would make the monitor depend on itself",
+            param=f"depends_on[{index}]",
+        ) from None
 
 
 def default_tls_expiry_days(url: str) -> int | None:
