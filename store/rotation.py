@@ -1,0 +1,591 @@
+"""Who is on call: pure functions over a schedule's rules, no I/O (docs/on-call.md, "How a
+schedule decides"; the API's shapes are part 9 of the extensions spec).
+
+**Rotation.** A layer's k-th handoff is at the local wall time ``handoff + k * L`` in the
+schedule's IANA time zone, with L one day (``daily``), seven days (``weekly``) or
+``length_seconds`` (``custom``) added on the wall clock, never as a fixed offset: a daily
+09:00 handoff stays at 09:00 local time, and the shift across a daylight-saving change
+lasts 23 or 25 hours. Member ``k mod n`` holds from handoff k to handoff k+1; before the
+first handoff the rotation runs backwards the same way (negative k), so every instant has a
+member. A wall time becomes an instant as RFC 5545, section 3.3.5 says and zoneinfo does with
+``fold=0`` (PEP 495): a time inside a spring-forward gap is read with the offset from before
+the gap (02:30 becomes 03:30), a repeated time is its first occurrence. Two handoffs that so
+land on one instant leave the first of them an empty shift.
+
+**Restrictions.** A layer with restrictions has its member only inside their local
+intervals (any of them): ``days`` are the local weekdays on which an interval starts,
+``start`` and ``end`` its wall times that day; ``end`` may be ``24:00`` (held as
+``time(0, 0)``: midnight at the end of the day), so ``00:00``-``24:00`` is a whole day. The
+rotation goes on underneath: a restriction only hides it.
+
+**Layers and overrides.** At each instant the last layer that has someone wins; an override
+wins over every layer. Overlapping overrides put all their members on call; of one member's
+overlapping overrides, the one that starts first (then ends last, then has the smaller id)
+keeps its time and the other keeps only what lies outside it, so that nobody overlaps with
+themself.
+
+**Costs.** :func:`on_call` finds a layer's period by arithmetic on the wall clock (a few
+zoneinfo conversions per layer) and sorts the overrides once; :func:`shifts` walks each
+layer's handoffs and restriction intervals over the range, at most 90 days.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta
+from itertools import pairwise
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+__all__ = [
+    "HORIZON_SECONDS",
+    "MAX_RANGE_SECONDS",
+    "InvalidSchedule",
+    "Layer",
+    "Override",
+    "Plan",
+    "Restriction",
+    "Rotation",
+    "Shift",
+    "on_call",
+    "parse_plan",
+    "plan_json",
+    "shifts",
+]
+
+HORIZON_SECONDS = 90 * 86_400
+""":func:`on_call` looks this far (90 days, seconds) for the next change of its answer."""
+MAX_RANGE_SECONDS = 90 * 86_400
+"""The longest range :func:`shifts` lists (90 days, seconds)."""
+MAX_LAYERS, MAX_MEMBERS, MAX_RESTRICTIONS = 5, 50, 50
+LENGTH_SECONDS = (3_600, 2_592_000)
+"""The shortest and longest custom rotation (one hour, 30 days)."""
+_FIRST_YEAR, _LAST_YEAR = 1970, 8999
+"""Handoffs must lie in these years, instants before the year 9000 (datetime's range)."""
+_DAY, _WEEK = 86_400, 7 * 86_400
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_STEPS = {"daily": timedelta(days=1), "weekly": timedelta(days=7)}
+_CLOCK = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+_LAST_EPOCH = int((datetime(_LAST_YEAR + 1, 1, 1) - datetime(1970, 1, 1)).total_seconds())
+
+
+class InvalidSchedule(ValueError):
+    """A schedule's rules are refused; ``field`` is the offending field's path as the API
+    reports it in ``param`` (``time_zone``, ``layers``, ``layers[1].rotation.handoff``,
+    ``layers[0].restrictions[2].end``), ``message`` says why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    """``type`` ``daily``, ``weekly`` or ``custom``; ``length_seconds`` the custom length
+    (wall-clock seconds), None otherwise; ``handoff`` a naive local date-time (handoff 0)."""
+
+    type: str
+    length_seconds: int | None
+    handoff: datetime
+
+    @property
+    def step(self) -> timedelta:
+        """L, the wall-clock time from one handoff to the next."""
+        return _STEPS.get(self.type) or timedelta(seconds=self.length_seconds or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Restriction:
+    """Local intervals: on each of ``days`` (0 = Monday), ``start`` to ``end`` wall time;
+    ``end`` ``time(0, 0)`` is midnight at the end of that day (the API's ``24:00``)."""
+
+    days: frozenset[int]
+    start: time
+    end: time
+
+
+def _seconds(value: time) -> int:
+    return value.hour * 3_600 + value.minute * 60 + value.second
+
+
+def _weekly(restrictions: tuple[Restriction, ...]) -> tuple[tuple[int, int], ...] | None:
+    """The union of the restrictions over a week, as sorted disjoint ``(a, b)`` seconds from
+    Monday 00:00 local (an interval across Sunday midnight ends after 604,800); None when
+    there are none or they cover the whole week (the layer always has its member)."""
+    if not restrictions:
+        return None
+    spans = sorted(
+        (day * _DAY + _seconds(r.start), day * _DAY + (_seconds(r.end) or _DAY))
+        for r in restrictions
+        for day in r.days
+    )
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    if len(merged) > 1 and merged[-1][1] == _WEEK and merged[0][0] == 0:
+        merged[-1] = (merged[-1][0], _WEEK + merged.pop(0)[1])
+    return None if merged == [(0, _WEEK)] else tuple(merged)
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """``members`` in rotation order (a member may appear more than once), ``rotation``,
+    ``restrictions`` (none: always). ``weekly`` is derived from the restrictions."""
+
+    name: str
+    members: tuple[str, ...]
+    rotation: Rotation
+    restrictions: tuple[Restriction, ...]
+    weekly: tuple[tuple[int, int], ...] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weekly", _weekly(self.restrictions))
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """``member`` on call over ``[start, end)``, epoch seconds."""
+
+    id: str
+    member: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A schedule's rules: ``time_zone`` an IANA name, ``layers`` (a later one wins)."""
+
+    time_zone: str
+    layers: tuple[Layer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """``member`` on call over ``[start, end)`` (epoch seconds), through layer index
+    ``layer`` or override id ``override`` (exactly one of them is set)."""
+
+    member: str
+    start: int
+    end: int
+    layer: int | None
+    override: str | None
+
+
+# ---- parsing -----------------------------------------------------------------------------
+
+
+def _zone(name: object) -> ZoneInfo:
+    try:
+        if isinstance(name, str) and name:
+            return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a directory, e.g. Europe
+        pass
+    raise InvalidSchedule("time_zone", f"{name!r} is no IANA time zone (e.g. Europe/Berlin)")
+
+
+def _keys(value: object, path: str, required: set[str], optional: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidSchedule(path, "must be an object")
+    for key in value:
+        if key not in required | optional:
+            raise InvalidSchedule(f"{path}.{key}", "is no field of this object")
+    for key in sorted(required - set(value)):
+        raise InvalidSchedule(f"{path}.{key}", "is required")
+    return value
+
+
+def _items(value: object, path: str, low: int, high: int, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidSchedule(path, f"must be a list of {what}")
+    if not low <= len(value) <= high:
+        raise InvalidSchedule(path, f"must hold {low} to {high} {what}")
+    return value
+
+
+def _handoff(value: object, path: str) -> datetime:
+    parsed = None
+    if isinstance(value, str) and len(value) > 10:  # a date alone is no date-time
+        with suppress(ValueError):
+            parsed = datetime.fromisoformat(value)
+    if parsed is None or parsed.tzinfo is not None or parsed.microsecond:
+        raise InvalidSchedule(
+            path, "must be a local ISO 8601 date-time without an offset, e.g. 2026-12-01T09:00"
+        )
+    if not _FIRST_YEAR <= parsed.year <= _LAST_YEAR:
+        raise InvalidSchedule(path, f"must lie in the years {_FIRST_YEAR} to {_LAST_YEAR}")
+    return parsed
+
+
+def _rotation(value: object, path: str) -> Rotation:
+    body = _keys(value, path, {"type", "handoff"}, {"length_seconds"})
+    kind, length = body["type"], body.get("length_seconds")
+    if kind not in ("daily", "weekly", "custom"):
+        raise InvalidSchedule(f"{path}.type", "must be daily, weekly or custom")
+    if kind != "custom" and length is not None:
+        raise InvalidSchedule(f"{path}.length_seconds", "is for a custom rotation only")
+    low, high = LENGTH_SECONDS
+    if kind == "custom" and (
+        isinstance(length, bool) or not isinstance(length, int) or not low <= length <= high
+    ):
+        raise InvalidSchedule(
+            f"{path}.length_seconds", f"must be an integer from {low:,} to {high:,} seconds"
+        )
+    return Rotation(kind, length, _handoff(body["handoff"], f"{path}.handoff"))
+
+
+def _clock(value: object, path: str, *, end: bool) -> time:
+    if end and value == "24:00":
+        return time(0, 0)
+    match = _CLOCK.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise InvalidSchedule(path, "must be a local time HH:MM" + (" (or 24:00)" if end else ""))
+    return time(int(match[1]), int(match[2]))
+
+
+def _restriction(value: object, path: str) -> Restriction:
+    body = _keys(value, path, {"days", "start", "end"}, set())
+    days: set[int] = set()
+    for i, day in enumerate(_items(body["days"], f"{path}.days", 1, 7, "days")):
+        if day not in _DAYS or _DAYS.index(day) in days:
+            raise InvalidSchedule(f"{path}.days[{i}]", "must be one of mon..sun, each once")
+        days.add(_DAYS.index(day))
+    start = _clock(body["start"], f"{path}.start", end=False)
+    end = _clock(body["end"], f"{path}.end", end=True)
+    if end != time(0, 0) and end <= start:
+        raise InvalidSchedule(f"{path}.end", "must be after start (24:00 ends at midnight)")
+    return Restriction(frozenset(days), start, end)
+
+
+def _layer(value: object, path: str, index: int) -> Layer:
+    body = _keys(value, path, {"members", "rotation"}, {"name", "restrictions"})
+    name = body.get("name", f"Layer {index + 1}")
+    if not isinstance(name, str) or not 1 <= len(name) <= 100 or "\0" in name:
+        raise InvalidSchedule(f"{path}.name", "must be 1 to 100 characters, without NUL")
+    members = _items(body["members"], f"{path}.members", 1, MAX_MEMBERS, "members")
+    for i, member in enumerate(members):
+        if not isinstance(member, str) or not member:
+            raise InvalidSchedule(f"{path}.members[{i}]", "must be a member id")
+    rules = body.get("restrictions")
+    rules = [] if rules is None else rules
+    restrictions = _items(rules, f"{path}.restrictions", 0, MAX_RESTRICTIONS, "restrictions")
+    return Layer(
+        name,
+        tuple(members),
+        _rotation(body["rotation"], f"{path}.rotation"),
+        tuple(_restriction(r, f"{path}.restrictions[{i}]") for i, r in enumerate(restrictions)),
+    )
+
+
+def parse_plan(time_zone: object, layers: object) -> Plan:
+    """Check a schedule's ``time_zone`` and ``layers`` as the API receives them (JSON values,
+    extensions spec part 9) and return them parsed. A layer's ``name`` defaults to
+    ``Layer N``, its ``restrictions`` to none. Member ids are only checked to be strings:
+    whether they name members of the account is the caller's to check.
+
+    Raises:
+        InvalidSchedule: naming the first offending field: ``time_zone`` (no IANA zone),
+            ``layers`` (not 1 to 5), ``layers[i]`` (no object) or a field in it: an unknown
+            or missing key, ``members`` (not 1 to 50 strings), ``rotation.type``,
+            ``rotation.length_seconds`` (custom only, 3,600 to 2,592,000),
+            ``rotation.handoff`` (no local ISO date-time in 1970 to 8999),
+            ``restrictions[j].days[k]``, ``.start``, ``.end`` (HH:MM, end after start).
+    """
+    zone = _zone(time_zone)
+    items = _items(layers, "layers", 1, MAX_LAYERS, "layers")
+    return Plan(zone.key, tuple(_layer(v, f"layers[{i}]", i) for i, v in enumerate(items)))
+
+
+def plan_json(plan: Plan) -> list[dict[str, Any]]:
+    """The layers in the API's JSON shape (what :func:`parse_plan` reads back to ``plan``):
+    ``length_seconds`` null unless custom, ``handoff`` to the minute (or second), ``days``
+    in week order, an end at midnight as ``24:00``."""
+    return [
+        {
+            "name": layer.name,
+            "members": list(layer.members),
+            "rotation": {
+                "type": layer.rotation.type,
+                "length_seconds": layer.rotation.length_seconds,
+                "handoff": layer.rotation.handoff.isoformat(
+                    timespec="seconds" if layer.rotation.handoff.second else "minutes"
+                ),
+            },
+            "restrictions": [
+                {
+                    "days": [_DAYS[d] for d in sorted(r.days)],
+                    "start": r.start.strftime("%H:%M"),
+                    "end": "24:00" if r.end == time(0, 0) else r.end.strftime("%H:%M"),
+                }
+                for r in layer.restrictions
+            ],
+        }
+        for layer in plan.layers
+    ]
+
+
+# ---- one layer ---------------------------------------------------------------------------
+
+
+def _instant(zone: ZoneInfo, local: datetime) -> int:
+    """A naive local wall time as epoch seconds, ``fold=0`` (module docstring)."""
+    return int(local.replace(tzinfo=zone).timestamp())
+
+
+def _local(zone: ZoneInfo, at: int) -> datetime:
+    return datetime.fromtimestamp(at, zone).replace(tzinfo=None)
+
+
+def _period(rotation: Rotation, zone: ZoneInfo, wall: datetime, at: int) -> tuple[int, int]:
+    """``(k, handoff k+1 in epoch seconds)`` for the period holding ``at`` (``wall`` its
+    local time). The handoff at or before ``wall`` on the wall clock is never after ``at``
+    (zoneinfo's fold=0 mapping is monotonic and reads ``wall`` no later than ``at``); a
+    repeated hour may put a few later ones before ``at`` too, hence the loop."""
+    step, handoff = rotation.step, rotation.handoff
+    k = (wall - handoff) // step
+    following = _instant(zone, handoff + (k + 1) * step)
+    while following <= at:
+        k += 1
+        following = _instant(zone, handoff + (k + 1) * step)
+    return k, following
+
+
+def _holder(layer: Layer, zone: ZoneInfo, wall: datetime, at: int) -> tuple[str, int | None]:
+    """The rotation's member at ``at`` and when it passes to someone else (None: never)."""
+    members = layer.members
+    k, following = _period(layer.rotation, zone, wall, at)
+    member = members[k % len(members)]
+    if len(set(members)) == 1:
+        return member, None
+    step, handoff = layer.rotation.step, layer.rotation.handoff
+    while members[(k + 1) % len(members)] == member:
+        k += 1
+        following = _instant(zone, handoff + (k + 1) * step)
+    return member, following
+
+
+def _weeks(wall: datetime, before: int, after: int) -> Iterator[datetime]:
+    monday = datetime.combine(wall.date() - timedelta(days=wall.weekday()), time())
+    for n in range(-before, after + 1):
+        yield monday + timedelta(days=7 * n)
+
+
+def _coverage(layer: Layer, zone: ZoneInfo, wall: datetime, at: int) -> tuple[bool, int | None]:
+    """Whether the restrictions let the layer have someone at ``at``, and the next instant
+    that may change (None: never). Intervals ending on the wall clock at or before
+    ``wall`` end no later than ``at`` and are skipped without a conversion."""
+    if layer.weekly is None:
+        return True, None
+    for monday in _weeks(wall, 1, 1):
+        for a, b in layer.weekly:
+            end = monday + timedelta(seconds=b)
+            if end <= wall or (end_at := _instant(zone, end)) <= at:
+                continue
+            start_at = _instant(zone, monday + timedelta(seconds=a))
+            return (True, end_at) if start_at <= at else (False, start_at)
+    raise AssertionError("every week has an interval")  # pragma: no cover
+
+
+def _layer_at(
+    layer: Layer, zone: ZoneInfo, wall: datetime, at: int
+) -> tuple[str | None, int | None]:
+    """The layer's member at ``at`` (None: restricted away) and the next instant at which
+    that may change (None: never)."""
+    covered, edge = _coverage(layer, zone, wall, at)
+    if not covered:
+        return None, edge
+    member, passes = _holder(layer, zone, wall, at)
+    return member, _earliest(edge, passes)
+
+
+def _earliest(*instants: int | None) -> int | None:
+    return min((i for i in instants if i is not None), default=None)
+
+
+_Piece = tuple[int, int, str, int]
+"""``(start, end, member, layer)``, epoch seconds."""
+
+
+def _append(pieces: list[_Piece], piece: _Piece) -> None:
+    """Add ``piece``, merged into the last one when it continues it (same member, layer)."""
+    if piece[0] >= piece[1]:
+        return
+    if pieces and pieces[-1][1] == piece[0] and pieces[-1][2:] == piece[2:]:
+        pieces[-1] = (pieces[-1][0], piece[1], piece[2], piece[3])
+    else:
+        pieces.append(piece)
+
+
+def _layer_pieces(layer: Layer, index: int, zone: ZoneInfo, lo: int, hi: int) -> list[_Piece]:
+    """The layer's own timeline over ``[lo, hi)``: its rotation cut to its restrictions."""
+    step, handoff, members = layer.rotation.step, layer.rotation.handoff, layer.members
+    k, following = _period(layer.rotation, zone, _local(zone, lo), lo)
+    periods: list[_Piece] = []
+    start = lo
+    while start < hi:
+        _append(periods, (start, min(following, hi), members[k % len(members)], index))
+        k, start = k + 1, following
+        following = _instant(zone, handoff + (k + 1) * step)
+    if layer.weekly is None:
+        return periods
+    windows: list[tuple[int, int]] = []
+    for monday in _weeks(_local(zone, lo), 1, (hi - lo) // _WEEK + 2):
+        for a, b in layer.weekly:
+            s = max(lo, _instant(zone, monday + timedelta(seconds=a)))
+            e = min(hi, _instant(zone, monday + timedelta(seconds=b)))
+            if s < e:
+                windows.append((s, e))
+    pieces: list[_Piece] = []
+    i = 0
+    for s, e in windows:
+        while i < len(periods) and periods[i][1] <= s:
+            i += 1
+        j = i
+        while j < len(periods) and periods[j][0] < e:
+            p = periods[j]
+            _append(pieces, (max(s, p[0]), min(e, p[1]), p[2], index))
+            j += 1
+    return pieces
+
+
+# ---- all layers and overrides ------------------------------------------------------------
+
+
+def _ordered(overrides: Sequence[Override]) -> list[Override]:
+    return sorted(overrides, key=lambda o: (o.start, -o.end, o.id))
+
+
+def _override_pieces(ordered: Sequence[Override]) -> Iterator[tuple[int, int, Override]]:
+    """Each override's ``(start, end, override)`` once one member's earlier overrides are
+    taken out of it (module docstring), empty ones left out, in ``ordered``'s order."""
+    held: dict[str, int] = {}
+    for o in ordered:
+        start = max(o.start, held.get(o.member, o.start))
+        held[o.member] = max(held.get(o.member, o.end), o.end)
+        if start < o.end:
+            yield start, o.end, o
+
+
+def _check(*instants: int) -> None:
+    for at in instants:
+        if not 0 <= at < _LAST_EPOCH:
+            raise ValueError(f"{at} is not epoch seconds from 1970 to {_LAST_YEAR}")
+
+
+def _answer(
+    plan: Plan, zone: ZoneInfo, ordered: list[Override], starts: list[int], at: int
+) -> tuple[tuple[str, ...], int | None]:
+    """Who is on call at ``at`` and the next instant at which that may change."""
+    begun = bisect_right(starts, at)
+    upcoming = starts[begun] if begun < len(starts) else None
+    found: dict[str, int] = {}
+    for start, end, o in _override_pieces(ordered[:begun]):
+        if start <= at < end:
+            found.setdefault(o.member, start)
+    if found:
+        ends = min(o.end for o in ordered[:begun] if o.end > at)
+        return tuple(sorted(found, key=found.__getitem__)), _earliest(upcoming, ends)
+    wall, change = _local(zone, at), upcoming
+    for layer in reversed(plan.layers):
+        member, until = _layer_at(layer, zone, wall, at)
+        change = _earliest(change, until)
+        if member is not None:
+            return (member,), change
+    return (), change
+
+
+def on_call(plan: Plan, overrides: Sequence[Override], at: int) -> tuple[list[str], int | None]:
+    """Who is on call at ``at`` (epoch seconds): the override members, each once, in order
+    of the start of their shift in :func:`shifts` (then of the overrides' order), or else the
+    last layer's member that has someone, or nobody; and ``until``, the first instant after
+    ``at`` whose answer differs, or None when it does not change within
+    :data:`HORIZON_SECONDS` (90 days).
+
+    Raises:
+        ValueError: ``at`` is not epoch seconds from 1970 to 8999.
+    """
+    _check(at)
+    zone, ordered = ZoneInfo(plan.time_zone), _ordered(overrides)
+    starts = [o.start for o in ordered]
+    members, change = _answer(plan, zone, ordered, starts, at)
+    while change is not None and change <= at + HORIZON_SECONDS:
+        then, following = _answer(plan, zone, ordered, starts, change)
+        if then != members:
+            return list(members), change
+        change = following
+    return list(members), None
+
+
+def _stack(layers: list[list[_Piece]]) -> list[_Piece]:
+    """One timeline from the layers' own: on each stretch, the last layer with someone."""
+    points = sorted({p for pieces in layers for piece in pieces for p in piece[:2]})
+    at = [0] * len(layers)
+    timeline: list[_Piece] = []
+    for lo, hi in pairwise(points):
+        for index in reversed(range(len(layers))):
+            pieces, i = layers[index], at[index]
+            while i < len(pieces) and pieces[i][1] <= lo:
+                i += 1
+            at[index] = i
+            if i < len(pieces) and pieces[i][0] <= lo:
+                _append(timeline, (lo, hi, pieces[i][2], index))
+                break
+    return timeline
+
+
+def _cut(timeline: list[_Piece], busy: list[tuple[int, int]]) -> Iterator[_Piece]:
+    """The timeline outside the ``busy`` intervals (sorted by start)."""
+    union: list[tuple[int, int]] = []
+    for s, e in busy:
+        if union and s <= union[-1][1]:
+            union[-1] = (union[-1][0], max(union[-1][1], e))
+        else:
+            union.append((s, e))
+    i = 0
+    for start, end, member, layer in timeline:
+        while i < len(union) and union[i][1] <= start:
+            i += 1
+        j = i
+        while j < len(union) and union[j][0] < end:
+            if start < union[j][0]:
+                yield start, union[j][0], member, layer
+            start = max(start, union[j][1])
+            j += 1
+        if start < end:
+            yield start, end, member, layer
+
+
+def shifts(plan: Plan, overrides: Sequence[Override], start: int, end: int) -> list[Shift]:
+    """The final timeline over ``[start, end)`` (epoch seconds), ascending by start (then
+    layer shifts before override shifts, overrides in their order): a layer's consecutive
+    pieces of one member merged, each override its own shift (module docstring), clipped
+    to the range. Only instants when nobody is on call are left uncovered; one member's
+    shifts never overlap.
+
+    Raises:
+        ValueError: ``end`` before ``start``, more than :data:`MAX_RANGE_SECONDS` (90 days)
+            after it, or either not epoch seconds from 1970 to 8999.
+    """
+    _check(start, end)
+    if end < start or end - start > MAX_RANGE_SECONDS:
+        raise ValueError(f"the range must be 0 to {MAX_RANGE_SECONDS:,} seconds long")
+    zone = ZoneInfo(plan.time_zone)
+    busy: list[tuple[int, int]] = []
+    found: list[tuple[int, int, int, int, Shift]] = []
+    for position, (held, e, o) in enumerate(_override_pieces(_ordered(overrides))):
+        s, e = max(held, start), min(e, end)
+        if s < e:  # ties on a clipped start: by unclipped start, as on_call orders
+            busy.append((s, e))
+            found.append((s, 1, held, position, Shift(o.member, s, e, None, o.id)))
+    layers = [_layer_pieces(layer, i, zone, start, end) for i, layer in enumerate(plan.layers)]
+    for s, e, member, layer in _cut(_stack(layers), sorted(busy)):
+        found.append((s, 0, s, 0, Shift(member, s, e, layer, None)))
+    return [shift for *_, shift in sorted(found, key=lambda f: f[:4])]
