@@ -247,20 +247,25 @@ def _check(*instants: int) -> None:
             raise ValueError(f"{at} is not epoch seconds from 1970 to {LAST_YEAR}")
 
 
+_OverridePiece = tuple[int, int, Override]
+
+
 def _answer(
-    plan: Plan, zone: ZoneInfo, ordered: list[Override], starts: list[int], at: int
+    plan: Plan, zone: ZoneInfo, pieces: list[_OverridePiece], starts: list[int], at: int
 ) -> tuple[tuple[str, ...], int | None]:
-    """Who is on call at ``at`` and the next instant at which that may change."""
-    begun = bisect_right(starts, at)
-    upcoming = starts[begun] if begun < len(starts) else None
+    """Who is on call at ``at`` and the next instant at which that may change; ``pieces``
+    are :func:`_override_pieces` (those that end after ``at`` suffice), ``starts`` their
+    starts in ascending order."""
+    following = bisect_right(starts, at)
+    change = starts[following] if following < len(starts) else None
     found: dict[str, int] = {}
-    for start, end, o in _override_pieces(ordered[:begun]):
+    for start, end, o in pieces:
         if start <= at < end:
             found.setdefault(o.member, start)
+            change = _earliest(change, end)
     if found:
-        ends = min(o.end for o in ordered[:begun] if o.end > at)
-        return tuple(sorted(found, key=found.__getitem__)), _earliest(upcoming, ends)
-    wall, change = _local(zone, at), upcoming
+        return tuple(sorted(found, key=found.__getitem__)), change
+    wall = _local(zone, at)
     for layer in reversed(plan.layers):
         member, until = _layer_at(layer, zone, wall, at)
         change = _earliest(change, until)
@@ -280,11 +285,12 @@ def on_call(plan: Plan, overrides: Sequence[Override], at: int) -> tuple[list[st
         ValueError: ``at`` is not epoch seconds from 1970 to 8999.
     """
     _check(at)
-    zone, ordered = ZoneInfo(plan.time_zone), _ordered(overrides)
-    starts = [o.start for o in ordered]
-    members, change = _answer(plan, zone, ordered, starts, at)
+    zone = ZoneInfo(plan.time_zone)
+    pieces = [piece for piece in _override_pieces(_ordered(overrides)) if piece[1] > at]
+    starts = sorted(start for start, _, _ in pieces)
+    members, change = _answer(plan, zone, pieces, starts, at)
     while change is not None and change <= at + HORIZON_SECONDS:
-        then, following = _answer(plan, zone, ordered, starts, change)
+        then, following = _answer(plan, zone, pieces, starts, change)
         if then != members:
             return list(members), change
         change = following
