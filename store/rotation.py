@@ -74,6 +74,8 @@ HORIZON_SECONDS = 90 * 86_400
 MAX_RANGE_SECONDS = 90 * 86_400
 """The longest range :func:`shifts` lists (90 days, seconds)."""
 _WEEK = 7 * 86_400
+_STEPS = 64
+"""How many instants :func:`on_call` tries one by one before it reads shifts instead."""
 _LAST_EPOCH = int((datetime(LAST_YEAR + 1, 1, 1) - datetime(1970, 1, 1)).total_seconds())
 
 
@@ -281,6 +283,11 @@ def on_call(plan: Plan, overrides: Sequence[Override], at: int) -> tuple[list[st
     ``at`` whose answer differs, or None when it does not change within
     :data:`HORIZON_SECONDS` (90 days).
 
+    ``until`` is found by stepping from one instant where the answer may change to the next
+    (each a handoff, a restriction's edge or an override's); after :data:`_STEPS` steps that
+    changed nothing (layers that keep handing one member to themself through many
+    restrictions), by reading :func:`shifts` in growing windows instead.
+
     Raises:
         ValueError: ``at`` is not epoch seconds from 1970 to 8999.
     """
@@ -289,12 +296,38 @@ def on_call(plan: Plan, overrides: Sequence[Override], at: int) -> tuple[list[st
     pieces = [piece for piece in _override_pieces(_ordered(overrides)) if piece[1] > at]
     starts = sorted(start for start, _, _ in pieces)
     members, change = _answer(plan, zone, pieces, starts, at)
-    while change is not None and change <= at + HORIZON_SECONDS:
+    limit = min(at + HORIZON_SECONDS + 1, _LAST_EPOCH)
+    for _ in range(_STEPS):
+        if change is None or change >= limit:
+            return list(members), None
         then, following = _answer(plan, zone, pieces, starts, change)
         if then != members:
             return list(members), change
         change = following
+    window = 86_400
+    while change is not None and change < limit:
+        end = min(limit, change + window)
+        found = _first_change(shifts(plan, overrides, change, end), members, change, end)
+        if found is not None:
+            return list(members), found
+        change, window = end, min(MAX_RANGE_SECONDS, window * 4)
     return list(members), None
+
+
+def _first_change(listed: list[Shift], members: tuple[str, ...], lo: int, hi: int) -> int | None:
+    """The first instant of ``[lo, hi)`` at which the members on call, read from ``listed``
+    (:func:`shifts` over that range), are not ``members``; None when there is none."""
+    edges = {lo} | {shift.start for shift in listed} | {shift.end for shift in listed}
+    active: list[Shift] = []
+    i = 0
+    for at in sorted(edge for edge in edges if edge < hi):
+        active = [shift for shift in active if shift.end > at]
+        while i < len(listed) and listed[i].start <= at:
+            active.append(listed[i])
+            i += 1
+        if tuple(shift.member for shift in active) != members:
+            return at
+    return None
 
 
 def _stack(layers: list[list[_Piece]]) -> list[_Piece]:

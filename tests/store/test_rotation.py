@@ -9,12 +9,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
+from unittest.mock import patch
 from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from store import rotation
 from store.rotation import (
     HORIZON_SECONDS,
     InvalidSchedule,
@@ -258,6 +260,17 @@ def test_until_skips_changes_that_leave_the_same_members_on_call() -> None:
     assert HORIZON_SECONDS == 90 * DAY
 
 
+def test_until_past_many_changes_that_change_nothing_is_read_from_the_shifts() -> None:
+    every_day = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    hourly = [{"days": every_day, "start": f"{h:02}:00", "end": f"{h:02}:30"} for h in range(24)]
+    schedule = plan("Europe/Berlin", layer("a"), layer("aa", restrictions=hourly))
+    at = epoch(2026, 3, 1)
+    later = Override("ovr_1", "b", at + 30 * DAY + 600, at + 31 * DAY)
+    assert on_call(schedule, [], at) == (["a"], None)
+    assert on_call(schedule, [later], at) == (["a"], at + 30 * DAY + 600)
+    assert on_call(schedule, [later], at + 30 * DAY + 600) == (["b"], at + 31 * DAY)
+
+
 def test_shifts_refuses_a_range_over_90_days_or_backwards() -> None:
     schedule = plan("UTC", layer("a"))
     assert shifts(schedule, [], 100, 100) == []
@@ -449,6 +462,8 @@ def test_shifts_are_in_range_ascending_never_self_overlapping_and_agree_with_on_
         if until is not None and until < end:
             assert until in boundaries
             assert on_call(schedule, overrides, until)[0] != members
+        with patch.object(rotation, "_STEPS", 0):  # until read from shifts at once
+            assert on_call(schedule, overrides, at) == (members, until)
 
 
 @settings(max_examples=40, deadline=None)
