@@ -3,8 +3,8 @@ decides"; the API's JSON shapes are part 9 of the extensions spec). :mod:`store.
 computes who is on call from them and re-exports these names.
 
 A layer's ``restrictions`` are also kept as their union over one week (:attr:`Layer.weekly`),
-so that finding the interval around an instant costs a few comparisons, whatever their
-number.
+so that overlapping or touching ones count once and the interval around an instant is looked
+up in one week's sorted list.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
+    "FIRST_YEAR",
+    "LAST_YEAR",
     "LENGTH_SECONDS",
     "MAX_LAYERS",
     "MAX_MEMBERS",
