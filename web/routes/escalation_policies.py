@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import EscalationPolicyRecord, escalation_policies, members, new_id
+from store import EscalationPolicyRecord, escalation_policies, new_id
 
 from ..api.common import list_object, merge_metadata
 from ..api.escalation_policies import (
@@ -33,7 +33,7 @@ from ..http.params import parse_list_query
 from ..http.pipeline import ApiResponse, RequestContext
 from ..http.validation import validate
 from .common import crud_routes, delete_owned, get_owned, not_found, now, patch_changes, path_id
-from .members import own_channels
+from .members import own_channels, own_members
 from .resource import Resource
 
 __all__ = ["RESOURCE", "own_policy"]
@@ -51,13 +51,7 @@ async def _steps(ctx: RequestContext, steps: list[StepIn]) -> list[dict[str, Any
         for j, target in enumerate(step.targets):
             if target.type in refs:
                 refs[target.type].append((target.id, f"steps[{i}].targets[{j}].id"))
-    if refs["member"]:
-        foreign = set(
-            await ctx.deps.db.run(members.missing, ctx.account_id, [i for i, _ in refs["member"]])
-        )
-        for member_id, param in refs["member"]:
-            if member_id in foreign:
-                raise ApiError("unknown_member", f"no such member: {member_id!r}", param=param)
+    await own_members(ctx, refs["member"])
     await own_channels(ctx, refs["channel"])
     return [
         {

@@ -150,9 +150,9 @@ def _error_statuses(route: Route) -> list[int]:
 
 def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = []
-    if "<id>" in route.path:
+    for name in re.findall(r"<(\w+)>", route.path):  # <id>, and a sub-object's <override_id>
         parameters.append(
-            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         )
     for name, kind, description in route.query:
         schema: dict[str, Any] = {"type": kind}
