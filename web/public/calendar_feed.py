@@ -1,6 +1,6 @@
 """A schedule's calendar feed (docs/on-call.md, "The calendar feed"; extensions part 9):
 ``GET /schedules/<id>/calendar.ics?key=<calendar_key>``, the shifts of the next 90 days
-as an RFC 5545 calendar a calendar application subscribes to, built with the
+(from 00:00 UTC today) as an RFC 5545 calendar a calendar application subscribes to, built with the
 ``icalendar`` library. A plain Quart route beside the API, like the acknowledge links
 (:mod:`web.public.alert_ack`): no token, the key is the capability (a calendar
 application cannot send a bearer token).
@@ -8,12 +8,15 @@ application cannot send a bearer token).
 Answers:
 
 - 200 ``text/calendar; charset=utf-8``: the schedule's name (``X-WR-CALNAME``), a
-  ``PRODID``, and one ``VEVENT`` per shift: ``UID`` stable for as long as the shift keeps
-  its member, start and source (``<start>-<member>-<layer N or ovr_…>@<schedule id>``: a
-  calendar application updates the event in place when its end moves), ``SUMMARY`` "On
-  call: <member's name>", ``DTSTART``/``DTEND`` in UTC. Nothing else of the account
-  (no email, no channels, no ids but the members'). ``Cache-Control: private,
-  max-age=300``; ``Referrer-Policy: no-referrer`` (the URL holds the key).
+  ``PRODID``, and one ``VEVENT`` per shift of the 90 days from 00:00 UTC today (the
+  range moves once a day, so two fetches on one day list the same events): ``UID``
+  ``<end>-<member>-<layer N or ovr_…>@<schedule id>``, the same on every fetch while the
+  shift keeps its member, end and source (the shift under way, shown from 00:00 UTC
+  today, keeps its UID from day to day; a calendar application updates an event in
+  place), ``SUMMARY`` "On call: <member's name>", ``DTSTART``/``DTEND`` in UTC. Nothing
+  else of the account (no email, no channels, no ids but the members').
+  ``Cache-Control: private, max-age=300``; ``Referrer-Policy: no-referrer`` (the URL
+  holds the key).
 - 404 ``text/plain``: an unknown or malformed schedule id, and a wrong or missing key,
   alike: the feed says nothing about which schedules exist. A rotated key's feed is a
   404 from the moment the rotation commits.
@@ -43,6 +46,7 @@ CONTENT_TYPE = "text/calendar; charset=utf-8"
 """The feed's media type (RFC 5545, 8.1)."""
 _KEY = re.compile(r"[0-9a-f]{32}")
 """What a key looks like (128 random bits, hex); anything else is a 404 without a query."""
+_DAY = 86_400
 _HEADERS = {"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"}
 
 
@@ -67,7 +71,7 @@ def render_calendar(
     for shift in shifts:
         source = f"layer{shift.layer}" if shift.override is None else shift.override
         event = Event()
-        event.add("uid", f"{shift.start}-{shift.member}-{source}@{schedule.id}")
+        event.add("uid", f"{shift.end}-{shift.member}-{source}@{schedule.id}")
         event.add("dtstamp", _utc(now))
         event.add("dtstart", _utc(shift.start))
         event.add("dtend", _utc(shift.end))
@@ -90,7 +94,7 @@ def add_calendar_routes(app: QuartTrio, deps: Dependencies) -> None:
         record = await deps.db.run(schedules.get_by_calendar_key, schedule_id, key)
         if record is None:
             return _text(404, "no such calendar")
-        start = int(deps.clock())
+        start = int(deps.clock()) // _DAY * _DAY  # 00:00 UTC today: stable all day
         loaded = await deps.db.run(schedules.load_plan, record.id, start, start + HORIZON_SECONDS)
         if loaded is None:  # deleted between the two reads
             return _text(404, "no such calendar")
