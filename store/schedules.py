@@ -33,7 +33,7 @@ from typing import Any
 from .database import Connection
 from .errors import StoreError
 from .events import EventCause, record_event
-from .owned import delete_owned, insert_owned, select_owned, update_owned
+from .owned import delete_owned, foreign_ids, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import _FromRow, column_names
 from .rotation import InvalidSchedule, Override, Plan, Shift, on_call, parse_plan, plan_json, shifts
@@ -57,6 +57,7 @@ __all__ = [
     "list_overrides",
     "list_schedules",
     "load_plan",
+    "missing",
     "new_calendar_key",
     "on_call",
     "parse_plan",
@@ -436,3 +437,9 @@ async def forget_member(
             created=now,
             cause=cause,
         )
+
+
+async def missing(connection: Connection, account_id: str, ids: list[str]) -> list[str]:
+    """The ids of ``ids`` that are no schedule of the account, in their order (a policy
+    step's schedule targets)."""
+    return await foreign_ids(connection, table="schedules", account_id=account_id, ids=ids)

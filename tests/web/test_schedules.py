@@ -135,6 +135,16 @@ async def test_another_accounts_ids_are_unknown(
             "unknown_member",
             param="member",
         )
+        # nor a policy step target another account's schedule
+        step = {"delay_seconds": 0, "targets": [{"type": "schedule", "id": schedule["id"]}]}
+        policy = {"name": "p", "steps": [step]}
+        assert_error(
+            await other.post("/escalation-policies", json=policy),
+            422,
+            "unknown_schedule",
+            param="steps[0].targets[0].id",
+        )
+        expect(await api.post("/escalation-policies", json=policy), 201)
 
 
 async def test_on_call_and_shifts_of_a_weekly_rotation(api: Api) -> None:

@@ -62,6 +62,7 @@ SEMANTIC_REFUSALS = frozenset(
         "smtp_not_configured",  # an email channel on a server without an SMTP relay
         "unknown_channel",  # a member's or a policy's channels must be the account's own
         "unknown_member",  # a policy's members must be the account's own
+        "unknown_schedule",  # a policy's schedules must be the account's own
         "unknown_escalation_policy",  # a monitor's or heartbeat's policy, the account's own
         "policy_in_use",  # a policy a monitor, a heartbeat or an open alert uses
         "member_in_use",  # the only member of a schedule's layer

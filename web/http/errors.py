@@ -210,6 +210,11 @@ CODES: dict[str, tuple[int, str]] = {
         "a member the account does not have (param names where: steps[0].targets[1].id, "
         "layers[0].members[2], member).",
     ),
+    "unknown_schedule": (
+        422,
+        "A policy's schedule target names a schedule the account does not have (param names "
+        "where: steps[0].targets[1].id).",
+    ),
     "unknown_escalation_policy": (
         422,
         "escalation_policy (a monitor's or heartbeat's) names a policy the account does not have.",
