@@ -10,7 +10,8 @@ always parses.
 
 Every change writes its event in its own transaction (docs/incidents.md, Events):
 ``schedule.created``, ``.updated``, ``.deleted``, and ``schedule.override_created`` /
-``.override_deleted`` (the override is the event's object). The calendar key is a
+``.override_deleted`` (the override is the event's object). A schedule an escalation
+policy targets is not deleted (:class:`ScheduleInUse`). The calendar key is a
 secret: events never carry it (the record's snapshot leaves it out), and rotating it
 moves ``updated`` but writes no event.
 
@@ -44,6 +45,7 @@ __all__ = [
     "MemberInUse",
     "OverrideRecord",
     "Plan",
+    "ScheduleInUse",
     "ScheduleRecord",
     "Shift",
     "delete_override",
@@ -108,6 +110,19 @@ class OverrideRecord(_FromRow):
     def override(self) -> Override:
         """As :mod:`store.rotation` takes it."""
         return Override(id=self.id, member=self.member_id, start=self.starts_at, end=self.ends_at)
+
+
+class ScheduleInUse(StoreError):
+    """A schedule still named by an escalation policy's step cannot be deleted
+    (docs/on-call.md: 409 ``schedule_in_use``).
+
+    Attributes:
+        users: the ``esc_`` ids naming it, at most 5.
+    """
+
+    def __init__(self, schedule_id: str, users: list[str]) -> None:
+        super().__init__(f"schedule {schedule_id} is a target of {', '.join(users)}")
+        self.users = users
 
 
 class MemberInUse(StoreError):
@@ -254,11 +269,25 @@ async def delete_schedule(
     cause: EventCause | None = None,
 ) -> bool:
     """Delete the account's schedule with its overrides and write ``schedule.deleted``
-    (its last state). An escalation step naming it then pages nobody through that
-    target. Must run in a transaction. False when the account has no such schedule."""
+    (its last state). Must run in a transaction. False when the account has no such
+    schedule.
+
+    Raises:
+        ScheduleInUse: an escalation policy's step targets it (a page would otherwise
+            reach nobody through that target, without anyone deciding it).
+    """
     record = await get_schedule(connection, account_id, schedule_id, for_update=True)
     if record is None:
         return False
+    users = await connection.fetch(
+        "SELECT id FROM escalation_policies WHERE account_id = $1 AND steps @> "
+        "jsonb_build_array(jsonb_build_object('targets', jsonb_build_array("
+        "jsonb_build_object('type', 'schedule', 'id', $2::text)))) ORDER BY seq LIMIT 5",
+        account_id,
+        schedule_id,
+    )
+    if users:
+        raise ScheduleInUse(schedule_id, [r["id"] for r in users])
     await delete_owned(
         connection, table="schedules", account_id=account_id, row_id=schedule_id, now=now
     )

@@ -12,6 +12,7 @@ from typing import Any
 import trio
 from icalendar import Calendar
 
+from store import Database, schedules
 from tests.api import Api
 from tests.web.helpers import assert_error, expect
 
@@ -144,7 +145,12 @@ async def test_another_accounts_ids_are_unknown(
             "unknown_schedule",
             param="steps[0].targets[0].id",
         )
-        expect(await api.post("/escalation-policies", json=policy), 201)
+        used = expect(await api.post("/escalation-policies", json=policy), 201)
+        # a schedule a policy pages through is kept until the policy lets go of it
+        error = assert_error(await api.delete(path), 409, "schedule_in_use")
+        assert used["id"] in error["message"]
+        expect(await api.delete(f"/escalation-policies/{used['id']}"), 204)
+        expect(await api.delete(path), 204)
 
 
 async def test_on_call_and_shifts_of_a_weekly_rotation(api: Api) -> None:
@@ -315,3 +321,25 @@ async def test_deleting_a_member_takes_them_out_of_schedules(api: Api) -> None:
         assert schedule["id"] in error["message"]
         expect(await api.get(f"/members/{ann}"))
         assert expect(await api.get(path))["layers"][0]["members"] == [ann]
+
+
+async def test_load_plan_gives_the_overrides_that_overlap_the_range(api: Api, db: Database) -> None:
+    with trio.fail_after(20):
+        ann, bob = await _members(api, "Ann", "Bob")
+        schedule = await _schedule(api, ann)
+        path = f"/schedules/{schedule['id']}/overrides"
+        made = []
+        for start, end in ((0, 10), (10, 20), (15, 30), (30, 40)):
+            body = {"member": bob, "start": MONDAY + start, "end": MONDAY + end}
+            made.append(expect(await api.post(path, json=body), 201)["id"])
+        loaded = await db.run(schedules.load_plan, schedule["id"], MONDAY + 10, MONDAY + 30)
+        assert loaded is not None
+        plan, overrides = loaded
+        assert plan.time_zone == "Europe/Berlin" and plan.layers[0].members == (ann,)
+        assert [o.id for o in overrides] == made[1:3]  # [10, 20) and [15, 30) only
+        assert (overrides[0].member, overrides[0].start, overrides[0].end) == (
+            bob,
+            MONDAY + 10,
+            MONDAY + 20,
+        )
+        assert await db.run(schedules.load_plan, "sch_gone", 0, 1) is None

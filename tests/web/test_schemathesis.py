@@ -66,6 +66,7 @@ SEMANTIC_REFUSALS = frozenset(
         "unknown_escalation_policy",  # a monitor's or heartbeat's policy, the account's own
         "policy_in_use",  # a policy a monitor, a heartbeat or an open alert uses
         "member_in_use",  # the only member of a schedule's layer
+        "schedule_in_use",  # a schedule a policy's step targets
     }
 )
 """Codes a schema-valid request may get: rules OpenAPI cannot express."""

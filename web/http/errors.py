@@ -140,6 +140,11 @@ CODES: dict[str, tuple[int, str]] = {
         "An escalation policy still used by a monitor, a heartbeat or an open alert cannot "
         "be deleted (type invalid_request_error).",
     ),
+    "schedule_in_use": (
+        409,
+        "A schedule an escalation policy's step targets cannot be deleted (type "
+        "invalid_request_error).",
+    ),
     "member_in_use": (
         409,
         "A member who is the only member of a schedule's layer cannot be deleted (type "
@@ -299,6 +304,7 @@ CODES: dict[str, tuple[int, str]] = {
 TYPE_OVERRIDES = {
     "policy_in_use": "invalid_request_error",
     "member_in_use": "invalid_request_error",
+    "schedule_in_use": "invalid_request_error",
 }
 """Codes whose type is not their status's (a 409 is an ``idempotency_error`` but for
 these: docs/alerts.md, a policy in use)."""

@@ -32,7 +32,15 @@ from ..http.errors import ApiError
 from ..http.params import parse_list_query
 from ..http.pipeline import ApiResponse, RequestContext
 from ..http.validation import validate
-from .common import crud_routes, delete_owned, get_owned, not_found, now, patch_changes, path_id
+from .common import (
+    crud_routes,
+    delete_unless_used,
+    get_owned,
+    not_found,
+    now,
+    patch_changes,
+    path_id,
+)
 from .members import own_channels, own_members
 from .resource import Resource
 
@@ -174,15 +182,17 @@ async def update_policy(ctx: RequestContext) -> ApiResponse:
 
 async def delete_policy(ctx: RequestContext) -> ApiResponse:
     """DELETE /escalation-policies/:id: 204, or 409 ``policy_in_use``."""
-    try:
-        await delete_owned(ctx, RESOURCE, escalation_policies.delete_policy)
-    except escalation_policies.PolicyInUse as exc:
-        raise ApiError(
-            "policy_in_use",
+    return await delete_unless_used(
+        ctx,
+        RESOURCE,
+        escalation_policies.delete_policy,
+        refused=escalation_policies.PolicyInUse,
+        code="policy_in_use",
+        message=lambda exc: (
             f"this escalation policy is used by {', '.join(exc.users)}: point them at "
-            "another policy (or none), or resolve the alert, first",
-        ) from None
-    return ApiResponse(204)
+            "another policy (or none), or resolve the alert, first"
+        ),
+    )
 
 
 RESOURCE = Resource(

@@ -21,7 +21,7 @@ from ..http.pipeline import ApiResponse, RequestContext
 from ..http.validation import validate
 from .common import (
     crud_routes,
-    delete_owned,
+    delete_unless_used,
     get_owned,
     not_found,
     now,
@@ -128,15 +128,17 @@ async def delete_member(ctx: RequestContext) -> ApiResponse:
     """DELETE /members/:id: 204; they leave every schedule layer naming them and their
     overrides go (docs/on-call.md, "Deleting a member"); 409 ``member_in_use`` when they
     are the only member of a layer."""
-    try:
-        await delete_owned(ctx, RESOURCE, members.delete_member)
-    except schedules.MemberInUse as exc:
-        raise ApiError(
-            "member_in_use",
+    return await delete_unless_used(
+        ctx,
+        RESOURCE,
+        members.delete_member,
+        refused=schedules.MemberInUse,
+        code="member_in_use",
+        message=lambda exc: (
             f"this member is the only member of layer {exc.layer[:100]!r} of schedule "
-            f"{exc.schedule_id}: add someone to that layer, or remove the layer, first",
-        ) from None
-    return ApiResponse(204)
+            f"{exc.schedule_id}: add someone to that layer, or remove the layer, first"
+        ),
+    )
 
 
 RESOURCE = Resource(

@@ -14,7 +14,8 @@ no token but the schedule's ``calendar_key``, is :mod:`web.public.calendar_feed`
 
 Changes write their events in their own transaction (docs/incidents.md, Events):
 ``schedule.created``, ``.updated``, ``.deleted``, ``.override_created``,
-``.override_deleted`` (:mod:`store.schedules`).
+``.override_deleted`` (:mod:`store.schedules`). A schedule an escalation policy targets
+is not deleted (409 ``schedule_in_use``, type ``invalid_request_error``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from ..http.validation import validate
 from .common import (
     PAGE_QUERY,
     crud_routes,
-    delete_owned,
+    delete_unless_used,
     get_owned,
     not_found,
     now,
@@ -157,9 +158,18 @@ async def update_schedule(ctx: RequestContext) -> ApiResponse:
 
 
 async def delete_schedule(ctx: RequestContext) -> ApiResponse:
-    """DELETE /schedules/:id: 204; its overrides go with it."""
-    await delete_owned(ctx, RESOURCE, schedules.delete_schedule)
-    return ApiResponse(204)
+    """DELETE /schedules/:id: 204; its overrides go with it; 409 ``schedule_in_use``
+    when an escalation policy targets it."""
+    return await delete_unless_used(
+        ctx,
+        RESOURCE,
+        schedules.delete_schedule,
+        refused=schedules.ScheduleInUse,
+        code="schedule_in_use",
+        message=lambda exc: (
+            f"this schedule is a target of {', '.join(exc.users)}: take it out of their steps first"
+        ),
+    )
 
 
 async def rotate_calendar_key(ctx: RequestContext) -> ApiResponse:
