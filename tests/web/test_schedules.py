@@ -57,6 +57,20 @@ async def test_crud_and_the_object(api: Api) -> None:
             )
         )
         assert renamed["name"] == "web" and renamed["layers"] == created["layers"]
+        moved = expect(
+            await api.patch(f"/schedules/{created['id']}", json={"time_zone": "America/New_York"})
+        )
+        assert moved["time_zone"] == "America/New_York" and moved["layers"] == created["layers"]
+        business = {
+            **layer,
+            "members": [bob],
+            "restrictions": [{"days": ["mon", "fri"], "start": "09:00", "end": "17:00"}],
+        }
+        relayered = expect(
+            await api.patch(f"/schedules/{created['id']}", json={"layers": [layer, business]})
+        )
+        assert [la["members"] for la in relayered["layers"]] == [[ann, bob], [bob]]
+        assert relayered["layers"][1]["restrictions"] == business["restrictions"]
         listed = expect(await api.get("/schedules", query={"sort": "name"}))
         assert [s["id"] for s in listed["data"]] == [created["id"]]
         expect(await api.delete(f"/schedules/{created['id']}"), 204)

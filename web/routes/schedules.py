@@ -141,7 +141,10 @@ async def update_schedule(ctx: RequestContext) -> ApiResponse:
     if body.layers is not None or body.time_zone is not None:
         time_zone = current.time_zone if body.time_zone is None else body.time_zone
         sent = current.layers if body.layers is None else as_stored(body.layers)
-        layers = await _layers(ctx, time_zone, sent)
+        checked = await _layers(ctx, time_zone, sent)
+        # a new zone alone is checked against the stored layers but writes none of them
+        # (a change of the layers meanwhile is not undone)
+        layers = None if body.layers is None else checked
 
     def apply(record: schedules.ScheduleRecord) -> dict[str, Any]:
         changes = patch_changes(body, record, skip=frozenset({"layers"}))
