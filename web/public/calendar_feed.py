@@ -94,7 +94,8 @@ def add_calendar_routes(app: QuartTrio, deps: Dependencies) -> None:
         record = await deps.db.run(schedules.get_by_calendar_key, schedule_id, key)
         if record is None:
             return _text(404, "no such calendar")
-        start = int(deps.clock()) // _DAY * _DAY  # 00:00 UTC today: stable all day
+        now = int(deps.clock())
+        start = now // _DAY * _DAY  # 00:00 UTC today: stable all day
         loaded = await deps.db.run(schedules.load_plan, record.id, start, start + HORIZON_SECONDS)
         if loaded is None:  # deleted between the two reads
             return _text(404, "no such calendar")
@@ -103,7 +104,7 @@ def add_calendar_routes(app: QuartTrio, deps: Dependencies) -> None:
         people = await deps.db.run(
             members.get_members, record.account_id, [s.member for s in found]
         )
-        body = render_calendar(record, found, {m.id: m.name for m in people}, start)
+        body = render_calendar(record, found, {m.id: m.name for m in people}, now)
         headers = dict(_HEADERS, **{"Cache-Control": "private, max-age=300"})
         return Response(body, status=200, headers=headers, content_type=CONTENT_TYPE)
 
