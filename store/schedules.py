@@ -1,6 +1,7 @@
-"""On-call schedules and their overrides (docs/on-call.md; asyncio side: run them through
-:class:`store.Database`): create, read, list, update, delete, the calendar key, the
-overrides, and :func:`load_plan`, what the computation of :mod:`store.rotation` needs.
+"""On-call schedules (docs/on-call.md; asyncio side: run them through
+:class:`store.Database`): create, read, list, update, delete, the calendar key, and
+:func:`load_plan`, what the computation of :mod:`store.rotation` needs (the overrides
+are :mod:`store.schedule_overrides`).
 
 CRUD follows the other account-owned tables (:mod:`store.owned`): keyset pages by
 ``created``, ``updated`` or ``name``, PATCH as lock-diff-write, delete with a cursor
@@ -38,25 +39,21 @@ from .owned import delete_owned, foreign_ids, insert_owned, select_owned, update
 from .pagination import Page, PageRequest, fetch_page
 from .records import _FromRow, column_names
 from .rotation import InvalidSchedule, Override, Plan, Shift, on_call, parse_plan, plan_json, shifts
+from .schedule_overrides import OVERRIDE_SELECT, OverrideRecord
 
 __all__ = [
     "UPDATABLE",
     "InvalidSchedule",
     "MemberInUse",
-    "OverrideRecord",
     "Plan",
     "ScheduleInUse",
     "ScheduleRecord",
     "Shift",
-    "delete_override",
     "delete_schedule",
     "forget_member",
     "get_by_calendar_key",
-    "get_override",
     "get_schedule",
-    "insert_override",
     "insert_schedule",
-    "list_overrides",
     "list_schedules",
     "load_plan",
     "missing",
@@ -94,24 +91,6 @@ class ScheduleRecord(_FromRow):
         return parse_plan(self.time_zone, self.layers)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OverrideRecord(_FromRow):
-    """An override: ``member_id`` is on call over ``[starts_at, ends_at)`` (epoch
-    seconds), whatever the layers say."""
-
-    id: str
-    account_id: str
-    schedule_id: str
-    member_id: str
-    starts_at: int
-    ends_at: int
-    created: int
-
-    def override(self) -> Override:
-        """As :mod:`store.rotation` takes it."""
-        return Override(id=self.id, member=self.member_id, start=self.starts_at, end=self.ends_at)
-
-
 class ScheduleInUse(StoreError):
     """A schedule still named by an escalation policy's step cannot be deleted
     (docs/on-call.md: 409 ``schedule_in_use``).
@@ -143,8 +122,6 @@ class MemberInUse(StoreError):
 
 _COLUMNS = column_names(ScheduleRecord)
 _SELECT = ", ".join(f"t.{c}" for c in _COLUMNS)
-_OVERRIDE_COLUMNS = column_names(OverrideRecord)
-_OVERRIDE_SELECT = ", ".join(f"t.{c}" for c in _OVERRIDE_COLUMNS)
 
 
 def new_calendar_key() -> str:
@@ -295,107 +272,6 @@ async def delete_schedule(
     return True
 
 
-async def insert_override(
-    connection: Connection, values: Mapping[str, Any], cause: EventCause | None
-) -> OverrideRecord | None:
-    """Insert an override (``values``: every column of :class:`OverrideRecord`, its
-    member checked) under a share lock of its schedule, and write
-    ``schedule.override_created``. Must run in a transaction. None when the account has
-    no such schedule (deleted meanwhile, or never)."""
-    owner = await connection.fetchval(
-        "SELECT id FROM schedules WHERE id = $1 AND account_id = $2 FOR SHARE",
-        values["schedule_id"],
-        values["account_id"],
-    )
-    if owner is None:
-        return None
-    row = await insert_owned(
-        connection,
-        table="schedule_overrides",
-        columns=_OVERRIDE_COLUMNS,
-        select=_OVERRIDE_SELECT,
-        values=values,
-    )
-    record = OverrideRecord.from_row(row)
-    await record_event(
-        connection,
-        type="schedule.override_created",
-        record=record,
-        created=record.created,
-        cause=cause,
-    )
-    return record
-
-
-async def get_override(
-    connection: Connection, account_id: str, schedule_id: str, override_id: str
-) -> OverrideRecord | None:
-    """The schedule's override, or None."""
-    row = await connection.fetchrow(
-        f"SELECT {_OVERRIDE_SELECT} FROM schedule_overrides t "
-        "WHERE t.id = $1 AND t.schedule_id = $2 AND t.account_id = $3",
-        override_id,
-        schedule_id,
-        account_id,
-    )
-    return None if row is None else OverrideRecord.from_row(row)
-
-
-async def list_overrides(
-    connection: Connection,
-    account_id: str,
-    schedule_id: str,
-    page: PageRequest,
-    *,
-    ends_after: int | None = None,
-) -> Page[OverrideRecord]:
-    """One page of the schedule's overrides by ``starts_at`` (``page.sort`` must be
-    ``starts_at``), only those ending after ``ends_after`` (epoch seconds) when given.
-    A deleted override is no cursor (overrides keep no tombstone).
-
-    Raises:
-        CursorNotFound: the cursor names no override of the account.
-    """
-    filters: list[tuple[str, object]] = [("t.schedule_id = {}", schedule_id)]
-    if ends_after is not None:
-        filters.append(("t.ends_at > {}", ends_after))
-    rows, has_more = await fetch_page(
-        connection,
-        table="schedule_overrides",
-        select=_OVERRIDE_SELECT,
-        account_id=account_id,
-        filters=filters,
-        page=page,
-    )
-    return Page([OverrideRecord.from_row(r) for r in rows], has_more)
-
-
-async def delete_override(
-    connection: Connection,
-    account_id: str,
-    schedule_id: str,
-    override_id: str,
-    now: int,
-    cause: EventCause | None,
-) -> bool:
-    """Delete the schedule's override and write ``schedule.override_deleted`` (its last
-    state). Must run in a transaction. False when there is no such override."""
-    row = await connection.fetchrow(
-        f"DELETE FROM schedule_overrides t WHERE t.id = $1 AND t.schedule_id = $2 "
-        f"AND t.account_id = $3 RETURNING {_OVERRIDE_SELECT}",
-        override_id,
-        schedule_id,
-        account_id,
-    )
-    if row is None:
-        return False
-    record = OverrideRecord.from_row(row)
-    await record_event(
-        connection, type="schedule.override_deleted", record=record, created=now, cause=cause
-    )
-    return True
-
-
 async def load_plan(
     connection: Connection, schedule_id: str, lo: int, hi: int
 ) -> tuple[Plan, list[Override]] | None:
@@ -411,7 +287,7 @@ async def load_plan(
     if row is None:
         return None
     rows = await connection.fetch(
-        f"SELECT {_OVERRIDE_SELECT} FROM schedule_overrides t WHERE t.schedule_id = $1 "
+        f"SELECT {OVERRIDE_SELECT} FROM schedule_overrides t WHERE t.schedule_id = $1 "
         "AND t.ends_at > $2 AND t.starts_at < $3 ORDER BY t.starts_at, t.seq",
         schedule_id,
         lo,
@@ -454,7 +330,7 @@ async def forget_member(
         await update_schedule(connection, account_id, row["id"], without, now, cause)
     gone = await connection.fetch(
         f"DELETE FROM schedule_overrides t WHERE t.account_id = $1 AND t.member_id = $2 "
-        f"RETURNING {_OVERRIDE_SELECT}",
+        f"RETURNING {OVERRIDE_SELECT}",
         account_id,
         member_id,
     )

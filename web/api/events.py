@@ -21,6 +21,7 @@ from store import (
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    schedule_overrides,
     schedules,
     windows,
 )
@@ -104,7 +105,7 @@ _SHAPES: dict[str, tuple[type[Any], Callable[..., dict[str, Any]]]] = {
     "alert": (AlertRecord, alert_object),
     "maintenance": (windows.WindowRecord, window_object),
     "schedule": (schedules.ScheduleRecord, schedule_object),
-    "schedule_override": (schedules.OverrideRecord, override_object),
+    "schedule_override": (schedule_overrides.OverrideRecord, override_object),
 }
 """Each kind of event resource: its record class and its shaper."""
 _OTHER_OBJECTS = {

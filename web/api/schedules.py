@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from store import schedules
+from store import schedule_overrides, schedules
 
 from .common import PATCH, REQUEST, Absent, ListObject, Metadata
 from .members import MemberObject
@@ -196,7 +196,7 @@ class OverrideObject(BaseModel):
     created: int
 
 
-override_object = shaper(OverrideObject, schedules.OverrideRecord)
+override_object = shaper(OverrideObject, schedule_overrides.OverrideRecord)
 """An override as the API shows it."""
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from store import Connection, PageRequest, members, new_id, schedules
+from store import Connection, PageRequest, members, new_id, schedule_overrides, schedules
 
 from ..api.common import EmptyBody, list_object, merge_metadata
 from ..api.members import member_object
@@ -209,7 +209,6 @@ async def create_override(ctx: RequestContext) -> ApiResponse:
         raise ApiError("invalid_value", "end must be after start", param="end")
     await own_members(ctx, [(body.member, "member")])
     values = {
-        "id": new_id("ovr"),
         "account_id": ctx.account_id,
         "schedule_id": schedule_id,
         "member_id": body.member,
@@ -217,7 +216,7 @@ async def create_override(ctx: RequestContext) -> ApiResponse:
         "ends_at": body.end,
         "created": now(),
     }
-    record = await ctx.deps.db.transaction(schedules.insert_override, values, ctx.cause)
+    record = await ctx.deps.db.transaction(schedule_overrides.insert_override, values, ctx.cause)
     if record is None:
         raise not_found(RESOURCE, schedule_id)
     return ApiResponse(201, override_object(record))
@@ -227,16 +226,16 @@ async def list_overrides(ctx: RequestContext) -> ApiResponse:
     """GET /schedules/:id/overrides: a page by start, oldest first; ``ends_after``
     (epoch seconds) keeps those that end later (``ends_after`` = now: the current and
     coming ones)."""
-    record = await _schedule(ctx)
     check_names(ctx.query, ("limit", "starting_after", "ending_before", "ends_after"))
     limit, after, before = page_args(ctx.query, "ovr")
     raw = single(ctx.query, "ends_after")
     ends_after = None if raw is None else EPOCH("ends_after", raw)
+    record = await _schedule(ctx)
     page = PageRequest(
         limit=limit, sort="starts_at", descending=False, starting_after=after, ending_before=before
     )
     found = await ctx.deps.db.run(
-        schedules.list_overrides, ctx.account_id, record.id, page, ends_after=ends_after
+        schedule_overrides.list_overrides, ctx.account_id, record.id, page, ends_after=ends_after
     )
     return ApiResponse(
         200,
@@ -249,7 +248,12 @@ async def delete_override(ctx: RequestContext) -> ApiResponse:
     schedule_id = path_id(ctx, RESOURCE)
     override_id = ctx.path_params["override_id"]
     deleted = await ctx.deps.db.transaction(
-        schedules.delete_override, ctx.account_id, schedule_id, override_id, now(), ctx.cause
+        schedule_overrides.delete_override,
+        ctx.account_id,
+        schedule_id,
+        override_id,
+        now(),
+        ctx.cause,
     )
     if not deleted:
         raise ApiError(
