@@ -15,18 +15,20 @@ account's are the route's (422 ``unknown_member``, ``layers[0].members[2]``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from store import schedule_overrides, schedules
+from store import MemberRecord, schedule_overrides, schedules
 
 from .common import PATCH, REQUEST, Absent, ListObject, Metadata
-from .members import MemberObject
-from .shaping import From, shaper
+from .members import MemberObject, member_object
+from .shaping import Computed, From, shaper
 
 __all__ = [
     "LayerIn",
+    "OnCall",
     "OnCallObject",
     "OverrideCreate",
     "OverrideList",
@@ -36,9 +38,12 @@ __all__ = [
     "ScheduleObject",
     "ScheduleUpdate",
     "ShiftList",
+    "ShiftRange",
     "as_stored",
+    "on_call_object",
     "override_object",
     "schedule_object",
+    "shift_list",
 ]
 
 CALENDAR_CONTENT_TYPE = "text/calendar; charset=utf-8"
@@ -206,6 +211,45 @@ class OverrideList(ListObject):
     data: list[OverrideObject]
 
 
+@dataclass(frozen=True, slots=True)
+class OnCall:
+    """Who a schedule has on call at ``at`` (epoch seconds) and ``until`` when (the
+    record :data:`on_call_object` shapes)."""
+
+    schedule: str
+    at: int
+    members: list[MemberRecord]
+    until: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShiftRange:
+    """The shifts of a schedule over ``[start, end)`` (epoch seconds; the record
+    :data:`shift_list` shapes)."""
+
+    schedule: str
+    start: int
+    end: int
+    shifts: list[schedules.Shift]
+
+
+def _members(record: OnCall) -> list[dict[str, Any]]:
+    return [member_object(m) for m in record.members]
+
+
+def _shifts(record: ShiftRange) -> list[dict[str, Any]]:
+    return [
+        {
+            "member": s.member,
+            "start": s.start,
+            "end": s.end,
+            "layer": s.layer,
+            "override": s.override,
+        }
+        for s in record.shifts
+    ]
+
+
 class OnCallObject(BaseModel):
     """Who a schedule has on call at `at`, and `until` when that holds (null: for as
     far as the schedule is computed, 90 days)."""
@@ -213,8 +257,12 @@ class OnCallObject(BaseModel):
     object: Literal["on_call"]
     schedule: str
     at: int
-    members: list[MemberObject]
+    members: Annotated[list[MemberObject], Computed(_members)]
     until: int | None
+
+
+on_call_object = shaper(OnCallObject, OnCall)
+"""Who is on call, as the API shows it."""
 
 
 class ShiftObject(BaseModel):
@@ -237,4 +285,8 @@ class ShiftList(BaseModel):
     schedule: str
     start: int
     end: int
-    data: list[ShiftObject]
+    data: Annotated[list[ShiftObject], Computed(_shifts)]
+
+
+shift_list = shaper(ShiftList, ShiftRange)
+"""The shifts of a range, as the API shows them."""

@@ -26,8 +26,8 @@ from typing import Any
 from store import Connection, PageRequest, members, new_id, schedule_overrides, schedules
 
 from ..api.common import EmptyBody, list_object, merge_metadata
-from ..api.members import member_object
 from ..api.schedules import (
+    OnCall,
     OnCallObject,
     OverrideCreate,
     OverrideList,
@@ -37,9 +37,12 @@ from ..api.schedules import (
     ScheduleObject,
     ScheduleUpdate,
     ShiftList,
+    ShiftRange,
     as_stored,
+    on_call_object,
     override_object,
     schedule_object,
+    shift_list,
 )
 from ..http.errors import ApiError
 from ..http.params import EPOCH, check_names, page_args, parse_list_query, single
@@ -293,14 +296,7 @@ async def get_on_call(ctx: RequestContext) -> ApiResponse:
     plan, overrides = await _plan(ctx, schedule_id, at, at + HORIZON_SECONDS)
     ids, until = schedules.on_call(plan, overrides, at)
     people = await ctx.deps.db.run(members.get_members, ctx.account_id, ids)
-    body = {
-        "object": "on_call",
-        "schedule": schedule_id,
-        "at": at,
-        "members": [member_object(m) for m in people],
-        "until": until,
-    }
-    return ApiResponse(200, body)
+    return ApiResponse(200, on_call_object(OnCall(schedule_id, at, people, until)))
 
 
 def _range(ctx: RequestContext) -> tuple[int, int]:
@@ -328,23 +324,7 @@ async def get_shifts(ctx: RequestContext) -> ApiResponse:
     start, end = _range(ctx)
     plan, overrides = await _plan(ctx, schedule_id, start, end)
     found = schedules.shifts(plan, overrides, start, end)
-    body = {
-        "object": "list",
-        "schedule": schedule_id,
-        "start": start,
-        "end": end,
-        "data": [
-            {
-                "member": s.member,
-                "start": s.start,
-                "end": s.end,
-                "layer": s.layer,
-                "override": s.override,
-            }
-            for s in found
-        ],
-    }
-    return ApiResponse(200, body)
+    return ApiResponse(200, shift_list(ShiftRange(schedule_id, start, end, found)))
 
 
 def _item(name: str, method: str, suffix: str, handler: Callable[..., Any], **kw: Any) -> Route:
