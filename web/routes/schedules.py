@@ -66,6 +66,8 @@ __all__ = ["HORIZON_SECONDS", "RESOURCE"]
 HORIZON_SECONDS = 90 * 86_400
 """The longest range of shifts (90 days, seconds): ``shifts`` and the calendar feed."""
 _WEEK = 7 * 86_400
+_EPOCH = {"minimum": 0, "maximum": 99_999_999_999}
+"""What an epoch-seconds query parameter accepts (:data:`web.http.params.EPOCH`)."""
 _PATH = "/schedules"
 
 
@@ -320,7 +322,7 @@ def _range(ctx: RequestContext) -> tuple[int, int]:
 
 async def get_shifts(ctx: RequestContext) -> ApiResponse:
     """GET /schedules/:id/shifts?start&end: the final timeline of the range."""
-    schedule_id = path_id(ctx, RESOURCE)
+    schedule_id = (await _schedule(ctx)).id  # an unknown one is a 404 before its range
     start, end = _range(ctx)
     plan, overrides = await _plan(ctx, schedule_id, start, end)
     found = schedules.shifts(plan, overrides, start, end)
@@ -393,6 +395,7 @@ RESOURCE = Resource(
                 *PAGE_QUERY,
                 ("ends_after", "integer", "Only overrides ending after this (epoch seconds)."),
             ),
+            query_schema={"ends_after": _EPOCH},
         ),
         _item(
             "delete_schedule_override",
@@ -412,6 +415,7 @@ RESOURCE = Resource(
             summary="Who is on call at an instant, and until when",
             response_model=OnCallObject,
             query=(("at", "integer", "The instant (epoch seconds); default now."),),
+            query_schema={"at": _EPOCH},
         ),
         _item(
             "list_schedule_shifts",
@@ -425,6 +429,7 @@ RESOURCE = Resource(
                 ("start", "integer", "Epoch seconds; default now."),
                 ("end", "integer", "Epoch seconds; default start + 7 days; at most 90 days."),
             ),
+            query_schema={"start": _EPOCH, "end": _EPOCH},
         ),
     ),
 )
