@@ -10,8 +10,8 @@ survives restarts and failover because it is rows with due times, never a sleepi
 
 Targets of a step: a member is told on each of their enabled contact channels, in order;
 a channel target on that channel if it is enabled; a schedule target, whoever is on call
-in it at the moment the step runs (not when the alert was raised: docs/on-call.md,
-Escalation to a schedule), as member targets (:func:`store.rotation.on_call` over the
+in it at the moment the step runs (not when the alert was raised: docs/alerts.md,
+Escalation policies), as member targets (:func:`store.rotation.on_call` over the
 schedule's layers and overrides). A schedule with nobody on call then, or of another
 account, or deleted, tells nobody (the walk still moves on).
 

@@ -273,16 +273,19 @@ async def delete_schedule(
 
 
 async def load_plan(
-    connection: Connection, schedule_id: str, lo: int, hi: int
+    connection: Connection, schedule_id: str, lo: int, hi: int, account_id: str | None = None
 ) -> tuple[Plan, list[Override]] | None:
     """What :func:`store.rotation.on_call` and :func:`store.rotation.shifts` need about
     the schedule over ``[lo, hi)`` (epoch seconds): its plan and its overrides that
     overlap the range, by start (then creation: a later override wins where two
-    overlap). None when there is no such schedule. For the escalation walk and the
-    shift reminders, which know the schedule's id from a policy step; the API reads
-    through the account first."""
+    overlap). None when there is no such schedule (of ``account_id``, when given). For
+    the escalation walk and the shift reminders, which know the schedule's id from a
+    policy step; the API reads through the account first."""
     row = await connection.fetchrow(
-        "SELECT time_zone, layers FROM schedules WHERE id = $1", schedule_id
+        "SELECT time_zone, layers FROM schedules WHERE id = $1 "
+        "AND ($2::text IS NULL OR account_id = $2)",
+        schedule_id,
+        account_id,
     )
     if row is None:
         return None
