@@ -242,10 +242,10 @@ def _layer(value: object, path: str, index: int) -> Layer:
 
 
 def parse_plan(time_zone: object, layers: object) -> Plan:
-    """Check a schedule's ``time_zone`` and ``layers`` as the API receives them (JSON values,
-    extensions spec part 9) and return them parsed. A layer's ``name`` defaults to
-    ``Layer N``, its ``restrictions`` to none. Member ids are only checked to be strings:
-    whether they name members of the account is the caller's to check.
+    """Check a schedule's ``time_zone`` and ``layers`` as the API receives them (JSON
+    values, docs/on-call.md) and return them parsed. A layer's ``name`` defaults to ``Layer
+    N``, its ``restrictions`` to none. Member ids are only checked to be strings: whether
+    they name members of the account is the caller's to check.
 
     Raises:
         InvalidSchedule: naming the first offending field: ``time_zone`` (no IANA zone),

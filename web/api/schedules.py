@@ -1,6 +1,6 @@
 """Request and response bodies of the schedule endpoints (docs/on-call.md, "Schedules
-through the API"; extensions part 9), in the style of :mod:`web.api.common` (strict
-requests, unknown fields refused).
+through the API"), in the style of :mod:`web.api.common` (strict requests, unknown fields
+refused).
 
 The models check the shape: ``name`` 1 to 100 characters; ``time_zone`` a string (an
 IANA name: checked by :func:`store.rotation.parse_plan`, 422 ``invalid_time_zone``);

@@ -1,9 +1,9 @@
-"""A schedule's calendar feed (docs/on-call.md, "The calendar feed"; extensions part 9):
-``GET /schedules/<id>/calendar.ics?key=<calendar_key>``, the shifts of the next 90 days
-(from 00:00 UTC today) as an RFC 5545 calendar a calendar application subscribes to, built with the
-``icalendar`` library. A plain Quart route beside the API, like the acknowledge links
-(:mod:`web.public.alert_ack`): no token, the key is the capability (a calendar
-application cannot send a bearer token).
+"""A schedule's calendar feed (docs/on-call.md, "The calendar feed"): ``GET
+/schedules/<id>/calendar.ics?key=<calendar_key>``, the shifts of the next 90 days (from
+00:00 UTC today) as an RFC 5545 calendar a calendar application subscribes to, built with
+the ``icalendar`` library. A plain Quart route beside the API, like the acknowledge links
+(:mod:`web.public.alert_ack`): no token, the key is the capability (a calendar application
+cannot send a bearer token).
 
 Answers:
 

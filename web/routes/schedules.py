@@ -1,6 +1,5 @@
-"""Schedule endpoints (docs/on-call.md, "Schedules through the API"; extensions part 9):
-create, read, list, update, delete; overrides; who is on call; the shifts of a range;
-the calendar key.
+"""Schedule endpoints (docs/on-call.md, "Schedules through the API"): create, read, list,
+update, delete; overrides; who is on call; the shifts of a range; the calendar key.
 
 Rules (bodies in :mod:`web.api.schedules`): the layers' members are the account's own
 (422 ``unknown_member``, ``param`` ``layers[i].members[j]``); the rest of a schedule is
