@@ -213,7 +213,7 @@ def _zone(name: object) -> ZoneInfo:
         raise InvalidWindow("recurrence.time_zone", "must be an IANA time zone name")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # "Europe" is a directory
         raise InvalidWindow(
             "recurrence.time_zone", f"{name!r} is no IANA time zone (e.g. Europe/Berlin)"
         ) from None

@@ -199,6 +199,7 @@ def _recurrence(**changes: Any) -> dict[str, Any]:
         ({"rrule": 7}, "recurrence.rrule"),
         ({"time_zone": "Mars/Olympus_Mons"}, "recurrence.time_zone"),
         ({"time_zone": "../etc/passwd"}, "recurrence.time_zone"),
+        ({"time_zone": "Europe"}, "recurrence.time_zone"),  # a directory of the database
         ({"time_zone": ""}, "recurrence.time_zone"),
         ({"start": "2026-01-01T03:00:00+01:00"}, "recurrence.start"),
         ({"start": "yesterday"}, "recurrence.start"),

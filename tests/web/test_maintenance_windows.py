@@ -104,6 +104,8 @@ async def test_the_schedule_errors_name_their_field(api: Api) -> None:
             ({"recurrence": {**WEEKLY, "rrule": "NOPE"}}, "invalid_value", "recurrence.rrule"),
             ({"recurrence": {**WEEKLY, "time_zone": "Mars/Olympus"}}, "invalid_time_zone",
              "recurrence.time_zone"),
+            ({"recurrence": {**WEEKLY, "time_zone": "Europe"}}, "invalid_time_zone",
+             "recurrence.time_zone"),
             ({"recurrence": {**WEEKLY, "start": "2026-01-04T02:30:00+01:00"}}, "invalid_value",
              "recurrence.start"),
             ({"recurrence": {**WEEKLY, "duration_seconds": 0}}, "invalid_value",

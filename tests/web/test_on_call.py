@@ -57,6 +57,15 @@ async def test_email_without_a_relay_is_refused(api: Api) -> None:
         )
 
 
+async def test_a_members_time_zone_must_be_a_zone_not_a_region(api: Api) -> None:
+    with trio.fail_after(20):
+        for zone in ("Mars/Olympus_Mons", "Europe", "../etc"):  # "Europe" is a directory
+            body = {"name": "Ada", "email": "ada@example.com", "time_zone": zone}
+            assert_error(
+                await api.post("/members", json=body), 422, "invalid_time_zone", param="time_zone"
+            )
+
+
 async def test_policy_targets_must_exist_and_the_param_names_the_target(api: Api) -> None:
     with trio.fail_after(20):
         channel = await _channel(api)

@@ -50,7 +50,7 @@ def _check_email(value: str) -> str:
 def _check_time_zone(value: str) -> str:
     try:
         zoneinfo.ZoneInfo(value)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # "Europe": a directory
         raise PydanticCustomError(
             "invalid_time_zone",
             f"time_zone: {value[:80]!r} is no IANA time zone (such as Europe/Paris or UTC)",
