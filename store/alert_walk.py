@@ -30,7 +30,7 @@ from typing import Any
 from . import rotation, schedules
 from .database import Connection
 
-__all__ = ["NOTICE_SECONDS", "walk_alerts", "walk_due"]
+__all__ = ["NOTICE_SECONDS", "TARGET_CHANNELS", "walk_alerts", "walk_due"]
 
 NOTICE_SECONDS = 3600
 """How long a notification is tried before it is given up, seconds (docs/alerts.md)."""
@@ -45,7 +45,7 @@ ORDER BY a.next_step_at, a.seq
 FOR UPDATE OF a{skip}
 """
 
-_TARGETS = """
+TARGET_CHANNELS = """
 WITH t AS (
     SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[])
         WITH ORDINALITY AS u(walk, type, target, account_id, ord))
@@ -60,6 +60,10 @@ FROM t JOIN notification_channels c ON t.type = 'channel' AND c.id = t.target
     AND c.account_id = t.account_id AND c.enabled
 ORDER BY 1, 2, 3
 """
+"""The channels that targets are told on, in order: ``$1`` walk indexes, ``$2`` target
+types (``member`` or ``channel``), ``$3`` their ids, ``$4`` their accounts; rows
+``(walk, ord, pos, channel_id, member_id)``. A member's enabled contact channels in their
+order; a channel target's channel if it is enabled (docs/alerts.md)."""
 
 _STEP = f"""
 WITH sent AS (
@@ -181,7 +185,7 @@ async def _walk(connection: Connection, claimed: Sequence[Any], now: float) -> i
                 types.append(kind)
                 targets.append(target_id)
                 accounts.append(plan.account_id)
-    rows = await connection.fetch(_TARGETS, walk, types, targets, accounts) if walk else []
+    rows = await connection.fetch(TARGET_CHANNELS, walk, types, targets, accounts) if walk else []
     notes: list[tuple[str, str, str, str | None, str, int, str]] = []
     seen: set[tuple[int, str, str | None]] = set()
     for r in rows:

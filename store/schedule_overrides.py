@@ -8,7 +8,7 @@ event's object. What reads them for the computation is :func:`store.schedules.lo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "delete_override",
     "insert_override",
     "list_overrides",
+    "replan_reminders",
 ]
 
 
@@ -55,13 +56,13 @@ OVERRIDE_SELECT = ", ".join(f"t.{c}" for c in _OVERRIDE_COLUMNS)
 async def insert_override(
     connection: Connection, values: Mapping[str, Any], cause: EventCause | None
 ) -> OverrideRecord | None:
-    """Insert an override (``values``: every column of :class:`OverrideRecord` but
-    ``id``, minted here with the ``ovr`` prefix; its member checked) under a share lock
-    of its schedule, and write ``schedule.override_created``. Must run in a
-    transaction. None when the account has no such schedule (deleted meanwhile, or
-    never)."""
+    """Insert an override (``values``: every column of :class:`OverrideRecord` but ``id``,
+    minted here with the ``ovr`` prefix; its member checked) under a lock of its schedule
+    (overrides of one schedule are written one at a time), and write
+    ``schedule.override_created``. Must run in a transaction. None when the account has no
+    such schedule (deleted meanwhile, or never)."""
     owner = await connection.fetchval(
-        "SELECT id FROM schedules WHERE id = $1 AND account_id = $2 FOR SHARE",
+        "SELECT id FROM schedules WHERE id = $1 AND account_id = $2 FOR NO KEY UPDATE",
         values["schedule_id"],
         values["account_id"],
     )
@@ -75,6 +76,7 @@ async def insert_override(
         values={**values, "id": new_id("ovr")},
     )
     record = OverrideRecord.from_row(row)
+    await replan_reminders(connection, [record.schedule_id])
     await record_event(
         connection,
         type="schedule.override_created",
@@ -134,7 +136,19 @@ async def delete_override(
     if row is None:
         return False
     record = OverrideRecord.from_row(row)
+    await replan_reminders(connection, [schedule_id])
     await record_event(
         connection, type="schedule.override_deleted", record=record, created=now, cause=cause
     )
     return True
+
+
+async def replan_reminders(connection: Connection, schedule_ids: Sequence[str]) -> None:
+    """Who is on call in ``schedule_ids`` changed (call it in the change's transaction):
+    the next walk of the shift reminders plans theirs again from its instant on
+    (:mod:`store.shift_reminders`)."""
+    if schedule_ids:
+        await connection.execute(
+            "UPDATE schedules SET reminders_planned_until = NULL WHERE id = ANY($1::text[])",
+            list(schedule_ids),
+        )

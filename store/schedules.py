@@ -39,7 +39,7 @@ from .owned import delete_owned, foreign_ids, insert_owned, select_owned, update
 from .pagination import Page, PageRequest, fetch_page
 from .records import _FromRow, column_names
 from .rotation import InvalidSchedule, Override, Plan, Shift, on_call, parse_plan, plan_json, shifts
-from .schedule_overrides import OVERRIDE_SELECT, OverrideRecord
+from .schedule_overrides import OVERRIDE_SELECT, OverrideRecord, replan_reminders
 
 __all__ = [
     "UPDATABLE",
@@ -210,6 +210,8 @@ async def update_schedule(
         now=now,
     )
     if updated.record is not None and updated.previous:
+        if {"layers", "time_zone"} & updated.previous.keys():
+            await replan_reminders(connection, [schedule_id])
         await record_event(
             connection,
             type="schedule.updated",
@@ -337,6 +339,7 @@ async def forget_member(
         account_id,
         member_id,
     )
+    await replan_reminders(connection, sorted({r["schedule_id"] for r in gone}))
     for override in gone:
         await record_event(
             connection,
