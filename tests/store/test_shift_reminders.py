@@ -101,7 +101,7 @@ async def test_a_member_is_told_ten_minutes_before_on_each_channel_once(db: Data
 
 async def test_two_nodes_walking_at_once_tell_a_member_once(db: Database) -> None:
     with trio.fail_after(30):
-        _, members, channels = await _rota(db)
+        _, _, channels = await _rota(db)
         async with trio.open_nursery() as nursery:  # plan and send, both at once
             for _ in range(2):
                 nursery.start_soon(_walk, db, MONDAY_9 - LEAD)
