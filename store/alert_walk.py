@@ -11,7 +11,7 @@ survives restarts and failover because it is rows with due times, never a sleepi
 Targets of a step: a member is told on each of their enabled contact channels, in order;
 a channel target on that channel if it is enabled; a schedule target, whoever is on call
 in it at the moment the step runs (not when the alert was raised: docs/alerts.md,
-Escalation policies), as member targets (:func:`store.rotation.on_call` over the
+Escalation policies), as member targets (:func:`store.rotation.members_at` over the
 schedule's layers and overrides). A schedule with nobody on call then, or of another
 account, or deleted, tells nobody (the walk still moves on).
 
@@ -143,7 +143,7 @@ async def _on_call(
     connection: Connection, steps: Sequence[_Step], now: float
 ) -> dict[tuple[str, str], list[str]]:
     """Who is on call at ``now`` (epoch seconds) in each schedule the ``steps`` name, by
-    ``(account, schedule)``: member ids in the order :func:`store.rotation.on_call` gives
+    ``(account, schedule)``: member ids in the order :func:`store.rotation.members_at` gives
     them; a schedule not found in that account maps to nobody."""
     wanted = {
         (step.account_id, target["id"])
@@ -157,7 +157,7 @@ async def _on_call(
     for account_id, schedule_id in sorted(wanted):
         loaded = await schedules.load_plan(connection, schedule_id, at, at + 1, account_id)
         found[(account_id, schedule_id)] = (
-            [] if loaded is None else rotation.on_call(loaded[0], loaded[1], at)[0]
+            [] if loaded is None else rotation.members_at(loaded[0], loaded[1], at)
         )
     return found
 

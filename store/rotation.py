@@ -63,6 +63,7 @@ __all__ = [
     "Restriction",
     "Rotation",
     "Shift",
+    "members_at",
     "on_call",
     "parse_plan",
     "plan_json",
@@ -276,6 +277,27 @@ def _answer(
     return (), change
 
 
+def _prepared(
+    plan: Plan, overrides: Sequence[Override], at: int
+) -> tuple[ZoneInfo, list[_OverridePiece], list[int]]:
+    """What :func:`_answer` needs at ``at``: the zone, the override pieces that end after
+    ``at`` and their starts in ascending order. Raises ValueError for a bad ``at``."""
+    _check(at)
+    pieces = [piece for piece in _override_pieces(_ordered(overrides)) if piece[1] > at]
+    return ZoneInfo(plan.time_zone), pieces, sorted(start for start, _, _ in pieces)
+
+
+def members_at(plan: Plan, overrides: Sequence[Override], at: int) -> list[str]:
+    """Who is on call at ``at`` (epoch seconds), as :func:`on_call` answers, without
+    looking for when that changes: a few zoneinfo conversions per layer, whatever the
+    restrictions (the escalation walk needs no more).
+
+    Raises:
+        ValueError: ``at`` is not epoch seconds from 1970 to 8999.
+    """
+    return list(_answer(plan, *_prepared(plan, overrides, at), at)[0])
+
+
 def on_call(plan: Plan, overrides: Sequence[Override], at: int) -> tuple[list[str], int | None]:
     """Who is on call at ``at`` (epoch seconds): the override members, each once, in order
     of the start of their shift in :func:`shifts` (then of the overrides' order), or else the
@@ -291,10 +313,7 @@ def on_call(plan: Plan, overrides: Sequence[Override], at: int) -> tuple[list[st
     Raises:
         ValueError: ``at`` is not epoch seconds from 1970 to 8999.
     """
-    _check(at)
-    zone = ZoneInfo(plan.time_zone)
-    pieces = [piece for piece in _override_pieces(_ordered(overrides)) if piece[1] > at]
-    starts = sorted(start for start, _, _ in pieces)
+    zone, pieces, starts = _prepared(plan, overrides, at)
     members, change = _answer(plan, zone, pieces, starts, at)
     limit = min(at + HORIZON_SECONDS + 1, _LAST_EPOCH)
     for _ in range(_STEPS):

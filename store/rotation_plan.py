@@ -34,7 +34,7 @@ __all__ = [
     "union",
 ]
 
-MAX_LAYERS, MAX_MEMBERS, MAX_RESTRICTIONS = 5, 50, 50
+MAX_LAYERS, MAX_MEMBERS, MAX_RESTRICTIONS = 5, 50, 20
 """A schedule's most layers, a layer's most members and restrictions."""
 LENGTH_SECONDS = (3_600, 2_592_000)
 """The shortest and longest custom rotation (one hour, 30 days)."""

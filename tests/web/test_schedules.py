@@ -8,19 +8,30 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import pytest
 import trio
 from icalendar import Calendar
 
 from store import Database, schedules
-from tests.api import Api
+from tests.api import Api, EngineLike, web_deps
 from tests.web.helpers import assert_error, expect
+from web.http.deps import Dependencies
 
 # 2026-01-05 is a Monday; 09:00 in Berlin is 08:00 UTC in winter (no change of offset
 # before the end of March, so every instant below is a plain multiple of a week)
 MONDAY = int(datetime(2026, 1, 5, 8, tzinfo=UTC).timestamp())
 DAY = 86_400
 WEEK = 7 * DAY
+NOW = MONDAY + 2 * DAY + 3600  # the service's clock: Wednesday 2026-01-07, 09:00 UTC
+
+
+@pytest.fixture
+def deps(db: Database, engine: EngineLike) -> Dependencies:
+    """The app's dependencies with its clock stopped at :data:`NOW`: what "now" and
+    "today" mean to the on-call answer and the calendar feed."""
+    return web_deps(db, engine, clock=lambda: float(NOW))
 
 
 async def _members(api: Api, *names: str) -> list[str]:
@@ -260,7 +271,11 @@ async def test_the_calendar_feed_and_its_key(api: Api) -> None:
         calendar = Calendar.from_ical(raw)
         assert str(calendar["X-WR-CALNAME"]) == "ops" and "Uptrio" in str(calendar["PRODID"])
         events = calendar.walk("VEVENT")
-        assert 13 <= len(events) <= 14  # 90 days of weekly shifts, the first cut at now
+        # the 90 days from 00:00 UTC on Wednesday 7 January: the shift under way cut at
+        # their start, the 13 Monday handoffs up to 6 April, the last shift cut at the end
+        assert len(events) == 14
+        assert events[0].decoded("DTSTART") == datetime(2026, 1, 7, tzinfo=UTC)
+        assert events[-1].decoded("DTEND") == datetime(2026, 4, 7, tzinfo=UTC)
         summaries = {str(e["SUMMARY"]) for e in events}
         assert summaries == {"On call: Ann", "On call: Bob", "On call: Cid"}
         for event in events:
@@ -268,10 +283,11 @@ async def test_the_calendar_feed_and_its_key(api: Api) -> None:
             assert start.tzinfo is not None and start.utcoffset().total_seconds() == 0
             assert 0 < (end - start).total_seconds() <= WEEK
         whole = events[1:-1]
-        assert all(
-            (e.decoded("DTEND") - e.decoded("DTSTART")).total_seconds() == WEEK for e in whole
-        )
-        assert all(e.decoded("DTSTART").hour == 8 for e in whole)  # 09:00 in Berlin
+        lengths = [(e.decoded("DTEND") - e.decoded("DTSTART")).total_seconds() for e in whole]
+        # a week each, but the one across Berlin's spring-forward night of 29 March
+        assert lengths == [WEEK] * 10 + [WEEK - 3600] + [WEEK]
+        berlin = ZoneInfo("Europe/Berlin")
+        assert {e.decoded("DTSTART").astimezone(berlin).hour for e in whole} == {9}
         assert len({str(e["UID"]) for e in events}) == len(events)
         # the same feed twice: the same UIDs (a calendar application updates in place)
         again = Calendar.from_ical(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+import trio
 from icalendar import Calendar, Event
 from quart import Response, request
 from quart_trio import QuartTrio
@@ -100,7 +101,14 @@ def add_calendar_routes(app: QuartTrio, deps: Dependencies) -> None:
         if loaded is None:  # deleted between the two reads
             return _text(404, "no such calendar")
         plan, overrides = loaded
-        found = schedules.shifts(plan, overrides, start, start + HORIZON_SECONDS)
+        found = await trio.to_thread.run_sync(  # 90 days of shifts: off the event loop
+            schedules.shifts,
+            plan,
+            overrides,
+            start,
+            start + HORIZON_SECONDS,
+            limiter=deps.status_render_limiter,
+        )
         people = await deps.db.run(
             members.get_members, record.account_id, [s.member for s in found]
         )

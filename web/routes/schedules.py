@@ -20,9 +20,12 @@ is not deleted (409 ``schedule_in_use``, type ``invalid_request_error``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-from store import Connection, PageRequest, members, new_id, schedule_overrides, schedules
+import trio
+
+from store import PageRequest, members, new_id, schedule_overrides, schedules
 
 from ..api.common import EmptyBody, list_object, merge_metadata
 from ..api.schedules import (
@@ -59,6 +62,8 @@ from .common import (
 )
 from .members import own_members
 from .resource import Resource
+
+_T = TypeVar("_T")
 
 __all__ = ["HORIZON_SECONDS", "RESOURCE"]
 
@@ -266,27 +271,29 @@ async def delete_override(ctx: RequestContext) -> ApiResponse:
     return ApiResponse(204)
 
 
-async def _load(
-    connection: Connection, account_id: str, schedule_id: str, lo: int, hi: int
-) -> tuple[schedules.Plan, list[Any]] | None:
-    if await schedules.get_schedule(connection, account_id, schedule_id) is None:
-        return None
-    return await schedules.load_plan(connection, schedule_id, lo, hi)
-
-
 async def _plan(
     ctx: RequestContext, schedule_id: str, lo: int, hi: int
 ) -> tuple[schedules.Plan, list[Any]]:
     """The account's schedule's plan and its overrides overlapping ``[lo, hi)`` (epoch
-    seconds: :func:`store.schedules.load_plan`).
+    seconds: :func:`store.schedules.load_plan`, one round trip).
 
     Raises:
         ApiError: 404 ``resource_missing`` for no such schedule of the account.
     """
-    loaded = await ctx.deps.db.run(_load, ctx.account_id, schedule_id, lo, hi)
+    loaded = await ctx.deps.db.run(schedules.load_plan, schedule_id, lo, hi, ctx.account_id)
     if loaded is None:
         raise not_found(RESOURCE, schedule_id)
     return loaded
+
+
+async def off_loop(ctx: RequestContext, work: Callable[..., _T], *args: Any) -> _T:
+    """``work(*args)`` on a worker thread (``trio.to_thread``, sharing the status pages'
+    limiter): who is on call and the shifts are pure computation that a schedule with
+    many restrictions makes cost a tenth of a second or more, which must not stall the
+    probes' event loop."""
+    return await trio.to_thread.run_sync(
+        partial(work, *args), limiter=ctx.deps.status_render_limiter
+    )
 
 
 async def get_on_call(ctx: RequestContext) -> ApiResponse:
@@ -295,7 +302,7 @@ async def get_on_call(ctx: RequestContext) -> ApiResponse:
     raw = single(ctx.query, "at")
     at = int(ctx.deps.clock()) if raw is None else EPOCH("at", raw)
     plan, overrides = await _plan(ctx, schedule_id, at, at + HORIZON_SECONDS)
-    ids, until = schedules.on_call(plan, overrides, at)
+    ids, until = await off_loop(ctx, schedules.on_call, plan, overrides, at)
     people = await ctx.deps.db.run(members.get_members, ctx.account_id, ids)
     return ApiResponse(200, on_call_object(OnCall(schedule_id, at, people, until)))
 
@@ -324,7 +331,7 @@ async def get_shifts(ctx: RequestContext) -> ApiResponse:
     schedule_id = (await _schedule(ctx)).id  # an unknown one is a 404 before its range
     start, end = _range(ctx)
     plan, overrides = await _plan(ctx, schedule_id, start, end)
-    found = schedules.shifts(plan, overrides, start, end)
+    found = await off_loop(ctx, schedules.shifts, plan, overrides, start, end)
     return ApiResponse(200, shift_list(ShiftRange(schedule_id, start, end, found)))
 
 
