@@ -205,7 +205,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="history: availability requests per case (default 200); oncall: on-call "
-        "requests, and as many of /healthz (default 2,000)",
+        "requests, and as many of /healthz and of the schedule (default 2,000)",
     )
     past.add_argument(
         "--maintenance",

@@ -12,9 +12,11 @@ nights) each take every member in an order of their own, and ``--overrides`` ove
 days from the current hour. ``bench.oncall_micro`` times the same schedule in-process,
 without HTTP or the database.
 
-Then, on one kept-alive HTTP/1.1 connection (httpx, one request at a time), four cases:
+Then, on one kept-alive HTTP/1.1 connection (httpx, one request at a time), five cases:
 
 - ``healthz``: ``GET /healthz``, the app's trivial route: the request path's own cost;
+- ``schedule``: ``GET /schedules/:id``, an authenticated read of one row: what a token's
+  check and one trip to Postgres add to that;
 - ``on_call``: ``GET /schedules/:id/on-call?at=`` a random instant of the 90 days;
 - ``shifts_7d``: ``GET /schedules/:id/shifts`` over a random 7-day range of them;
 - ``shifts_90d``: ``GET /schedules/:id/shifts`` over 90 days from a random instant of the
@@ -22,13 +24,14 @@ Then, on one kept-alive HTTP/1.1 connection (httpx, one request at a time), four
 
 Each case is first warmed up (``--warmup-requests`` each, at most its count: caches,
 prepared statements), then its requests (``--requests``, ``--week-requests``,
-``--quarter-requests``; healthz as many as on-call) are made in :data:`ROUNDS` rounds in
-turns, so drift in the machine's load falls on every case alike. Each request is timed by
-the client from the call to the whole body read (``time.perf_counter``); figures per case:
-p50, p90, p99 and max in milliseconds (nearest rank), requests per second (requests over the
-seconds spent on them), the service's CPU milliseconds per request (psutil, the service
-process alone; Postgres not counted) and what the answers held. Black-box: the ``uptrio``
-command and HTTP only. The report goes to ``<output>/oncall.json`` and stdout.
+``--quarter-requests``; healthz and schedule as many as on-call) are made in
+:data:`ROUNDS` rounds in turns, so drift in the machine's load falls on every case alike.
+Each request is timed by the client from the call to the whole body read
+(``time.perf_counter``); figures per case: p50, p90, p99 and max in milliseconds (nearest
+rank), requests per second (requests over the seconds spent on them), the service's CPU
+milliseconds per request (psutil, the service process alone; Postgres not counted) and what
+the answers held. Black-box: the ``uptrio`` command and HTTP only. The report goes to
+``<output>/oncall.json`` and stdout.
 """
 
 from __future__ import annotations
@@ -212,6 +215,7 @@ def _cases(
 
     return {
         "healthz": _Case(options.requests, lambda: ("/healthz", {}), None),
+        "schedule": _Case(options.requests, lambda: (base, {}), None),
         "on_call": _Case(options.requests, on_call, "members"),
         "shifts_7d": _Case(options.week_requests, week, "data"),
         "shifts_90d": _Case(options.quarter_requests, quarter, "data"),
@@ -338,6 +342,7 @@ async def run_oncall_bench(options: OnCallBenchOptions, output: Path) -> dict[st
 
 _LABELS = {
     "healthz": "GET /healthz",
+    "schedule": "GET schedule",
     "on_call": "on-call ?at=",
     "shifts_7d": "shifts, 7 days",
     "shifts_90d": "shifts, 90 days",

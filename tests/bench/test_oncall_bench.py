@@ -25,7 +25,7 @@ def test_bench_oncall_reports_each_case(tmp_path: Path) -> None:
     assert report["schedule"]["members"] == 6 and report["schedule"]["overrides"] == 10
     figures = report["figures"]
     counts = {name: row["count"] for name, row in figures.items()}
-    assert counts == {"healthz": 8, "on_call": 8, "shifts_7d": 4, "shifts_90d": 4}
+    assert counts == {"healthz": 8, "schedule": 8, "on_call": 8, "shifts_7d": 4, "shifts_90d": 4}
     for row in figures.values():
         assert 0 < row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"] <= row["max_ms"], row
         assert row["requests_per_second"] > 0
