@@ -9,10 +9,11 @@ Usage::
 
     .venv/bin/python -m bench.oncall_micro [--calls 10000] [--shift-calls 1000] [--seed 1]
 
-The schedule, in Europe/Berlin (so daylight saving is in play): five layers of the same 50
-members, each in its own order and rotation (weekly; daily with weekday business hours;
-custom 12 h; weekly on weekends; custom 8 h on weekday nights), and 100 overrides of 1 to
-48 hours spread over the 90 days from 2026-03-01 UTC, which spans the spring change.
+The schedule of ``uptrio bench oncall`` (which times the same through the API), in
+Europe/Berlin (so daylight saving is in play): five layers of the same 50 members, each in
+its own order and rotation (weekly; daily with weekday business hours; custom 12 h; weekly
+on weekends; custom 8 h on weekday nights), and 100 overrides of 1 to 48 hours spread over
+the 90 days from 2026-03-01 UTC, which spans the spring change.
 
 - ``on_call``: ``--calls`` random instants of those 90 days, one call each;
 - ``shifts``: ``--shift-calls`` random 7-day ranges inside them, one call each.
@@ -31,50 +32,21 @@ from datetime import UTC, datetime
 
 from store.rotation import Override, Plan, on_call, parse_plan, shifts
 
+from .oncall import SPAN_SECONDS, layer_specs, override_specs
+
 _START = int(datetime(2026, 3, 1, tzinfo=UTC).timestamp())
-_SPAN = 90 * 86_400
 _WEEK = 7 * 86_400
-_WEEKDAYS = ["mon", "tue", "wed", "thu", "fri"]
 
 
 def schedule(rng: random.Random) -> tuple[Plan, list[Override]]:
-    """The benchmark's schedule and overrides (module docstring)."""
+    """The benchmark's schedule and overrides (module docstring): the layers and overrides
+    of ``uptrio bench oncall`` (`bench.oncall.layer_specs`, `bench.oncall.override_specs`)."""
     members = [f"mbr_{i:02}" for i in range(50)]
-
-    def order() -> list[str]:
-        return rng.sample(members, len(members))
-
-    def rotation(kind: str, length: int | None = None) -> dict[str, object]:
-        return {"type": kind, "length_seconds": length, "handoff": "2026-01-05T09:00"}
-
-    layers = [
-        {"members": order(), "rotation": rotation("weekly")},
-        {
-            "members": order(),
-            "rotation": rotation("daily"),
-            "restrictions": [{"days": _WEEKDAYS, "start": "09:00", "end": "17:00"}],
-        },
-        {"members": order(), "rotation": rotation("custom", 12 * 3_600)},
-        {
-            "members": order(),
-            "rotation": rotation("weekly"),
-            "restrictions": [{"days": ["sat", "sun"], "start": "00:00", "end": "24:00"}],
-        },
-        {
-            "members": order(),
-            "rotation": rotation("custom", 8 * 3_600),
-            "restrictions": [
-                {"days": _WEEKDAYS, "start": "22:00", "end": "24:00"},
-                {"days": _WEEKDAYS, "start": "00:00", "end": "06:00"},
-            ],
-        },
+    layers = layer_specs(rng, members)
+    overrides = [
+        Override(f"ovr_{i:03}", member, start, end)
+        for i, (member, start, end) in enumerate(override_specs(rng, members, _START, 100))
     ]
-    overrides = []
-    for i in range(100):
-        start = _START + rng.randrange(_SPAN)
-        overrides.append(
-            Override(f"ovr_{i:03}", rng.choice(members), start, start + rng.randint(1, 48) * 3_600)
-        )
     return parse_plan("Europe/Berlin", layers), overrides
 
 
@@ -107,10 +79,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     plan, overrides = schedule(rng)
-    instants = iter([_START + rng.randrange(_SPAN) for _ in range(args.calls)])
+    instants = iter([_START + rng.randrange(SPAN_SECONDS) for _ in range(args.calls)])
     times, _ = _timed(lambda: on_call(plan, overrides, next(instants)), args.calls)
     print(_line("on_call", times))
-    starts = iter([_START + rng.randrange(_SPAN - _WEEK) for _ in range(args.shift_calls)])
+    starts = iter([_START + rng.randrange(SPAN_SECONDS - _WEEK) for _ in range(args.shift_calls)])
 
     def week() -> list[object]:
         start = next(starts)
