@@ -87,7 +87,9 @@ class Claimed:
         summary: the alert's summary, ``"<name> is down: <error message>"``.
         triggered_at: when the alert was raised, epoch seconds.
         resource_id: the ``mon_`` or ``hbt_`` id.
-        resource_name: the monitor's or heartbeat's name ("" if it was deleted).
+        resource_name: the monitor's or heartbeat's name (once deleted, as its
+            ``.deleted`` event recorded it: the resolution notice of a deleted monitor
+            still says what resolved).
         resource_url: a monitor's url (never its request headers); None for a heartbeat.
         error: the error message of the monitor's latest check, or None.
         claimed_until: epoch seconds (fractional) at which the claim lapses.
@@ -136,7 +138,8 @@ WITH unsendable AS (
               n.reminder_seq, ch.type AS channel_type, ch.config AS channel_config
 )
 SELECT moved.*, a.status AS alert_status, a.severity, a.summary, a.triggered_at,
-       a.resource_id, coalesce(m.name, h.name, '') AS resource_name, m.url AS resource_url,
+       a.resource_id, coalesce(m.name, h.name, gone.object ->> 'name', '') AS resource_name,
+       coalesce(m.url, gone.object ->> 'url') AS resource_url,
        (SELECT c.error_message FROM checks c WHERE c.monitor_id = m.id
         ORDER BY c.created DESC LIMIT 1) AS error,
        r.schedule_id, s.name AS schedule_name, s.time_zone, r.starts_at AS shift_start,
@@ -145,6 +148,12 @@ FROM moved
 LEFT JOIN alerts a ON a.id = moved.alert_id
 LEFT JOIN monitors m ON m.id = a.resource_id
 LEFT JOIN heartbeats h ON h.id = a.resource_id
+LEFT JOIN LATERAL (
+    SELECT e.object FROM events e
+    WHERE m.id IS NULL AND h.id IS NULL AND e.account_id = a.account_id
+        AND e.created >= a.triggered_at AND e.resource_id = a.resource_id
+        AND e.type IN ('monitor.deleted', 'heartbeat.deleted')
+    ORDER BY e.created DESC LIMIT 1) gone ON true
 LEFT JOIN shift_reminders r ON r.seq = moved.reminder_seq
 LEFT JOIN schedules s ON s.id = r.schedule_id
 LEFT JOIN members mb ON mb.id = r.member_id
