@@ -7,10 +7,12 @@ Ann, Bob and Cid each have a webhook channel on one local receiver, told apart b
 (``/ann``, ``/bob``, ``/cid``). A weekly rotation of the three in Berlin handed off a day
 ago has Ann on call now and Bob next week. A policy pages the schedule at once and again
 ``STEP_1_DELAY`` seconds later. The monitor goes down: step 0 pages Ann; an override then
-puts Bob on call, and step 1 pages Bob, not Ann: a schedule target is resolved when its
-step runs, not when the alert was raised. Each body is checked against the webhook
-channel's documented shape (``engine/channels/_webhook.py``; docs/alerts.md, What each
-provider receives) and its signature against the channel's secret (docs/webhooks.md).
+puts Bob on call for ten minutes, and step 1 pages Bob, not Ann: a schedule target is
+resolved when its step runs, not when the alert was raised. Ann, whose shift resumes when
+the override ends, is reminded of it (docs/on-call.md, "Shift reminders"). Each body is
+checked against the webhook channel's documented shape (``engine/channels/_webhook.py``;
+docs/alerts.md, What each provider receives) and its signature against the channel's secret
+(docs/webhooks.md).
 """
 
 from __future__ import annotations
@@ -60,6 +62,21 @@ def _hook_body(request: Received, kind: str, alert: dict[str, Any], channel: str
     ack_url: str | None = body["ack_url"]
     assert ack_url is None or ACK_LINK.fullmatch(ack_url), ack_url
     return ack_url
+
+
+def _reminder(
+    request: Received, channel: str, member: str, schedule: dict[str, Any], start: int
+) -> None:
+    """Check a shift reminder (docs/on-call.md, "Shift reminders"): signed, no alert and
+    no link, the ``shift`` of ``member`` in ``schedule`` starting at ``start``."""
+    timestamp, sent = signatures(request.headers["uptrio-signature"])
+    assert sign(HOOK_SECRET, timestamp, request.body) in sent
+    body = json.loads(request.body)
+    assert body["channel"] == channel and body["alert"] is None and body["ack_url"] is None
+    assert body["resource"] == {"id": schedule["id"], "name": schedule["name"], "url": None}
+    shift = body["shift"]
+    assert (shift["schedule"], shift["member"], shift["start"]) == (schedule["id"], member, start)
+    assert start < shift["end"] <= start + WEEK and shift["time_zone"] == ZONE
 
 
 async def _on_call(api: httpx.AsyncClient, schedule_id: str, at: int | None = None) -> list[str]:
@@ -141,15 +158,19 @@ async def schedule_story(
     # step 1 waits its delay: not walked yet (else the machine lagged the story by more
     # than STEP_1_DELAY, and the override came too late to prove anything)
     current = (await api.get(f"/alerts/{alert['id']}")).json()
-    assert current["escalation_step"] == 0 and len(hooks.received) == 1, current
+    assert current["escalation_step"] == 0, current
 
-    # step 1 runs in Bob's override: Bob is paged, not Ann who was on call at the trigger
-    await hooks.wait_for(2)
-    page = hooks.received[1]
+    # step 1 runs in Bob's override: Bob is paged, not Ann who was on call at the trigger;
+    # and Ann, whose shift resumes when the override ends in ten minutes, is reminded
+    await hooks.wait_for(3)
+    later = {json.loads(r.body)["kind"]: r for r in hooks.received[1:3]}
+    assert set(later) == {"escalation", "shift_starting"}, [r.path for r in hooks.received]
+    page = later["escalation"]
     assert page.path == "/bob"
     bob_link = _hook_body(page, "escalation", alert, channels["bob"])
     assert bob_link is not None and bob_link != ann_link
     assert json.loads(page.body)["alert"]["escalation_step"] == 1
+    _reminder(later["shift_starting"], channels["ann"], members["ann"], schedule, now + 600)
 
     # Bob's link acknowledges as Bob
     pressed = await browser.post(bob_link)
@@ -159,8 +180,8 @@ async def schedule_story(
 
     # back up: both who were told get the resolution, without a link
     await target.set_mode("ok")
-    await until(lambda: len(hooks.received) >= 4, "the resolution notices")
-    resolved = {r.path: r for r in hooks.received[2:]}
+    await until(lambda: len(hooks.received) >= 5, "the resolution notices")
+    resolved = {r.path: r for r in hooks.received[3:]}
     assert set(resolved) == {"/ann", "/bob"}, [r.path for r in hooks.received]
     for name in ("ann", "bob"):
         assert _hook_body(resolved[f"/{name}"], "resolved", alert, channels[name]) is None
