@@ -109,6 +109,19 @@ async def _event(connection: Connection, row: Any, type: str, at: int) -> list[s
     return record.monitors
 
 
+async def _handled(connection: Connection, flag: str, rows: Sequence[Any]) -> None:
+    """Mark the claimed occurrences ``rows`` acted on: ``flag`` (``start_handled`` or
+    ``end_handled``, from code) set, in the claiming transaction."""
+    if rows:
+        await connection.execute(
+            f"UPDATE maintenance_occurrences o SET {flag} = true "
+            "FROM unnest($1::text[], $2::bigint[]) AS d(window_id, starts_at) "
+            "WHERE o.window_id = d.window_id AND o.starts_at = d.starts_at",
+            [r["window_id"] for r in rows],
+            [r["starts_at"] for r in rows],
+        )
+
+
 async def walk_due(connection: Connection, now: int, limit: int) -> int:
     """Act on up to ``limit`` starts and ``limit`` ends of occurrences due at ``now``
     (epoch seconds), as the module docstring says. Must run in a transaction. Returns how
@@ -122,14 +135,7 @@ async def walk_due(connection: Connection, now: int, limit: int) -> int:
         resources = await _event(connection, row, "maintenance.started", at)
         if row["pause_checks"]:
             await notify_resources(connection, resources)
-    if starts:
-        await connection.execute(
-            "UPDATE maintenance_occurrences o SET start_handled = true "
-            "FROM unnest($1::text[], $2::bigint[]) AS d(window_id, starts_at) "
-            "WHERE o.window_id = d.window_id AND o.starts_at = d.starts_at",
-            [r["window_id"] for r in starts],
-            [r["starts_at"] for r in starts],
-        )
+    await _handled(connection, "start_handled", starts)
     ends = await connection.fetch(
         _CLAIM.format(flag="end_handled", column="ends_at", also=" AND o.start_handled"),
         now,
@@ -141,13 +147,6 @@ async def walk_due(connection: Connection, now: int, limit: int) -> int:
         await release_window(connection, row["window_id"], resources, at)
         if row["pause_checks"]:
             await notify_resources(connection, resources)
-    if ends:
-        await connection.execute(
-            "UPDATE maintenance_occurrences o SET end_handled = true "
-            "FROM unnest($1::text[], $2::bigint[]) AS d(window_id, starts_at) "
-            "WHERE o.window_id = d.window_id AND o.starts_at = d.starts_at",
-            [r["window_id"] for r in ends],
-            [r["starts_at"] for r in ends],
-        )
+    await _handled(connection, "end_handled", ends)
     handled += len(starts) + len(ends)
     return handled
