@@ -23,6 +23,8 @@ when they are missing::
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench limits [--node-counts 1,2,4] [--limit 1000] [--over 0.1] [--senders 8]
                  [--wrk-seconds 10] [--wrk-connections 8] ...
+    uptrio bench oncall [--requests 2000] [--week-requests 300] [--quarter-requests 50]
+                 [--warmup-requests 200] [--schedule-members 50] [--overrides 100]
 
 Each run writes ``report.json``, ``chart.png`` and the service's log to ``--output``
 (default ``bench-results/<time>-<monitors>-<type>``) and prints the table on stdout;
@@ -78,6 +80,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
             "heartbeats",
             "limits",
             "windows",
+            "oncall",
         ),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
@@ -88,7 +91,8 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         "heartbeats: the ping endpoint's throughput against /healthz, and the memory of "
         "--heartbeats heartbeats held; limits: the rate limits' overshoot and cost per "
         "request with --node-counts nodes; windows: CPU per check with --windows "
-        "maintenance windows open and with none, in alternating phases of one run",
+        "maintenance windows open and with none, in alternating phases of one run; oncall: "
+        "who is on call and the shifts of a 5-layer schedule through the API, against /healthz",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -197,7 +201,11 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         "--raw-interval", type=int, default=60, help="raw checks' interval, s (default 60)"
     )
     past.add_argument(
-        "--requests", type=int, default=200, help="availability requests per case (default 200)"
+        "--requests",
+        type=int,
+        default=None,
+        help="history: availability requests per case (default 200); oncall: on-call "
+        "requests, and as many of /healthz and of the schedule (default 2,000)",
     )
     past.add_argument(
         "--maintenance",
@@ -234,6 +242,20 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     quiet.add_argument(
         "--settle", type=float, default=5.0, help="seconds after each switch (default 5)"
     )
+    rota = bench.add_argument_group("oncall (with --requests, --seed, --keep-data)")
+    rota.add_argument(
+        "--week-requests", type=int, default=300, help="shifts over 7 days (default 300)"
+    )
+    rota.add_argument(
+        "--quarter-requests", type=int, default=50, help="shifts over 90 days (default 50)"
+    )
+    rota.add_argument(
+        "--warmup-requests", type=int, default=200, help="untimed, per case first (default 200)"
+    )
+    rota.add_argument(
+        "--schedule-members", type=int, default=50, help="members, 1 to 50 (default 50)"
+    )
+    rota.add_argument("--overrides", type=int, default=100, help="overrides (default 100)")
     beats = bench.add_argument_group("heartbeats (with the wrk options above)")
     beats.add_argument(
         "--heartbeats", type=int, default=10_000, help="heartbeats held (default 10,000)"

@@ -1,6 +1,6 @@
 """Running a parsed ``uptrio bench`` command: `main` dispatches on its action (one run,
 ``sweep``, ``history``, ``status-pages``, ``webhooks``, ``alerts``, ``windows``, ``heartbeats``,
-``limits``;
+``limits``, ``oncall``;
 docs/benchmarks.md, "`uptrio bench`" and "The other benchmarks") and turns the
 arguments into each benchmark's parameters (`params_from_args` for the runs of
 ``uptrio bench`` itself, the options of the others).
@@ -158,6 +158,42 @@ def _limits(args: argparse.Namespace, stamp: str) -> int:
     return 0
 
 
+def _oncall(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench oncall`` (bench.oncall)."""
+    import trio
+
+    from .oncall import OnCallBenchOptions, print_oncall, run_oncall_bench
+
+    base = args.output or Path("bench-results") / f"{stamp}-oncall"
+    options = OnCallBenchOptions(
+        requests=2_000 if args.requests is None else args.requests,
+        week_requests=args.week_requests,
+        quarter_requests=args.quarter_requests,
+        warmup_requests=args.warmup_requests,
+        members=args.schedule_members,
+        overrides=args.overrides,
+        seed=args.seed,
+        keep_data=args.keep_data,
+    )
+    counts = (options.week_requests, options.quarter_requests, options.warmup_requests)
+    if options.requests < 1 or min(*counts, options.overrides) < 0:
+        print(
+            "uptrio bench: --requests at least 1; --week-requests, --quarter-requests, "
+            "--warmup-requests and --overrides at least 0",
+            file=sys.stderr,
+        )
+        return 2
+    if not 1 <= options.members <= 50:  # a layer holds at most 50 (docs/on-call.md)
+        print(
+            "uptrio bench: --schedule-members 1 to 50",
+            file=sys.stderr,
+        )
+        return 2
+    print_oncall(trio.run(run_oncall_bench, options, base))
+    print(f"report: {base / 'oncall.json'}")
+    return 0
+
+
 def _pair(args: argparse.Namespace, argv: list[str], stamp: str) -> int:
     """``uptrio bench webhooks`` (bench.webhooks) or ``uptrio bench alerts``
     (bench.alerts): two runs side by side."""
@@ -246,7 +282,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
             args.days,
             args.raw_days,
             args.raw_interval,
-            args.requests,
+            200 if args.requests is None else args.requests,
             base,
             args.seed,
             args.maintenance,
@@ -260,6 +296,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         return _heartbeats(args, stamp)
     if args.action == "limits":
         return _limits(args, stamp)
+    if args.action == "oncall":
+        return _oncall(args, stamp)
     if args.action in ("webhooks", "alerts"):
         return _pair(args, argv, stamp)
     if args.action == "windows":

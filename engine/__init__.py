@@ -68,7 +68,7 @@ from .supervisor import (
     open_supervisor,
 )
 from .targets import InvalidTarget
-from .walker import WalkerSettings, run_escalations, run_window_walk
+from .walker import WalkerSettings, run_escalations, run_shift_reminders, run_window_walk
 from .webhooks import WebhookSettings, run_webhook_sender
 
 __all__ = [
@@ -147,6 +147,7 @@ __all__ = [
     "run_leases",
     "run_listener",
     "run_notifier",
+    "run_shift_reminders",
     "run_webhook_sender",
     "run_window_walk",
     "send",

@@ -110,8 +110,27 @@ class NotifierSettings:
 def message_of(claimed: notifications.Claimed, public_url: str) -> Message:
     """The message a claimed notification sends (docs/alerts.md): its ``ack_url`` is
     ``<public_url>/alerts/ack/<token>`` when the notification carries a token and the
-    alert is not resolved (a resolved alert's link is dead), else None. Pure."""
+    alert is not resolved (a resolved alert's link is dead), else None. A shift reminder
+    (docs/on-call.md, "Shift reminders") is about its schedule: severity ``info``, status
+    ``scheduled``, no link. Pure."""
     n = claimed.notification
+    shift = claimed.shift
+    if shift is not None:
+        return Message(
+            kind=n.kind,
+            alert_id=None,
+            resource_id=shift.schedule_id,
+            resource_name=shift.schedule_name,
+            resource_url=None,
+            status="scheduled",
+            severity="info",
+            summary=channels.shift_summary(shift),
+            error=None,
+            triggered_at=n.created,
+            ack_url=None,
+            step=None,
+            shift=shift,
+        )
     ack_url = None
     if n.ack_token is not None and claimed.alert_status != "resolved":
         ack_url = f"{public_url.rstrip('/')}/alerts/ack/{n.ack_token}"

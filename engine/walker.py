@@ -1,5 +1,5 @@
 """Walkers: actors under the root supervisor that act on rows of the database when they
-come due (docs/architecture.md, "Actors"). Two run on every node:
+come due (docs/architecture.md, "Actors"). Three run on every node:
 
 * the **escalation walker** (:func:`run_escalations`; docs/alerts.md) walks alerts up
   their escalation policies: ``store.alerts.walk_due`` claims the due alerts, writes
@@ -7,7 +7,11 @@ come due (docs/architecture.md, "Actors"). Two run on every node:
 * the **window walker** (:func:`run_window_walk`; docs/maintenance.md, "When a window
   starts and ends") acts on maintenance occurrences that start or end:
   ``store.window_walk.walk_due`` writes ``maintenance.started`` and ``.ended``, opens
-  what a window held back once it ends, and tells the engines of a pause.
+  what a window held back once it ends, and tells the engines of a pause;
+* the **reminder walker** (:func:`run_shift_reminders`; docs/on-call.md, "Shift
+  reminders") plans each schedule's coming shift starts as rows and, 10 minutes before
+  each, writes its member's ``shift_starting`` notifications:
+  ``store.shift_reminders.walk_due``.
 
 Every ``poll_seconds`` (0.5 s), and at once again when a walk came back full, a walker
 runs its walk in a transaction of its own: the due rows are claimed ``FOR UPDATE SKIP
@@ -33,9 +37,15 @@ from typing import Any
 import structlog
 import trio
 
-from store import Connection, Database, StoreError, alerts, window_walk
+from store import Connection, Database, StoreError, alerts, shift_reminders, window_walk
 
-__all__ = ["WalkerSettings", "run_escalations", "run_walker", "run_window_walk"]
+__all__ = [
+    "WalkerSettings",
+    "run_escalations",
+    "run_shift_reminders",
+    "run_walker",
+    "run_window_walk",
+]
 
 log = structlog.get_logger("uptrio.walker")
 
@@ -110,3 +120,7 @@ run_escalations = partial(run_walker, walk=alerts.walk_due)
 run_window_walk = partial(run_walker, walk=window_walk.walk_due, whole_seconds=True)
 """The window walker: :func:`run_walker` of ``store.window_walk.walk_due`` (whole epoch
 seconds); call it as ``run_window_walk(db, settings)``."""
+
+run_shift_reminders = partial(run_walker, walk=shift_reminders.walk_due, whole_seconds=True)
+"""The reminder walker: :func:`run_walker` of ``store.shift_reminders.walk_due`` (whole
+epoch seconds); call it as ``run_shift_reminders(db, settings)``."""

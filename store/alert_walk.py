@@ -9,9 +9,11 @@ on, all in one transaction: every step is notified once, by one node, and the wa
 survives restarts and failover because it is rows with due times, never a sleeping task.
 
 Targets of a step: a member is told on each of their enabled contact channels, in order;
-a channel target on that channel if it is enabled. A schedule target tells nobody:
-schedules are not part of the store yet, and a step naming only schedules notifies no one
-(the walk still moves on).
+a channel target on that channel if it is enabled; a schedule target, whoever is on call
+in it at the moment the step runs (not when the alert was raised: docs/alerts.md,
+Escalation policies), as member targets (:func:`store.rotation.members_at` over the
+schedule's layers and overrides). A schedule with nobody on call then, or of another
+account, or deleted, tells nobody (the walk still moves on).
 
 Timing: a step's ``delay_seconds`` counts from the step before (the first step's from the
 trigger); a repeated walk (``repeat``) starts with step 0 again, its own delay after the
@@ -25,9 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import rotation, schedules
 from .database import Connection
 
-__all__ = ["NOTICE_SECONDS", "walk_alerts", "walk_due"]
+__all__ = ["NOTICE_SECONDS", "TARGET_CHANNELS", "walk_alerts", "walk_due"]
 
 NOTICE_SECONDS = 3600
 """How long a notification is tried before it is given up, seconds (docs/alerts.md)."""
@@ -42,7 +45,7 @@ ORDER BY a.next_step_at, a.seq
 FOR UPDATE OF a{skip}
 """
 
-_TARGETS = """
+TARGET_CHANNELS = """
 WITH t AS (
     SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[])
         WITH ORDINALITY AS u(walk, type, target, account_id, ord))
@@ -57,6 +60,10 @@ FROM t JOIN notification_channels c ON t.type = 'channel' AND c.id = t.target
     AND c.account_id = t.account_id AND c.enabled
 ORDER BY 1, 2, 3
 """
+"""The channels that targets are told on, in order: ``$1`` walk indexes, ``$2`` target
+types (``member`` or ``channel``), ``$3`` their ids, ``$4`` their accounts; rows
+``(walk, ord, pos, channel_id, member_id)``. A member's enabled contact channels in their
+order; a channel target's channel if it is enabled (docs/alerts.md)."""
 
 _STEP = f"""
 WITH sent AS (
@@ -132,19 +139,53 @@ def _plan(row: Any, now: float) -> _Step:
     )
 
 
+async def _on_call(
+    connection: Connection, steps: Sequence[_Step], now: float
+) -> dict[tuple[str, str], list[str]]:
+    """Who is on call at ``now`` (epoch seconds) in each schedule the ``steps`` name, by
+    ``(account, schedule)``: member ids in the order :func:`store.rotation.members_at` gives
+    them; a schedule not found in that account maps to nobody."""
+    wanted = {
+        (step.account_id, target["id"])
+        for step in steps
+        if step.step is not None
+        for target in step.targets
+        if target["type"] == "schedule"
+    }
+    found: dict[tuple[str, str], list[str]] = {}
+    at = int(now)
+    for account_id, schedule_id in sorted(wanted):
+        loaded = await schedules.load_plan(connection, schedule_id, at, at + 1, account_id)
+        found[(account_id, schedule_id)] = (
+            [] if loaded is None else rotation.members_at(loaded[0], loaded[1], at)
+        )
+    return found
+
+
 async def _walk(connection: Connection, claimed: Sequence[Any], now: float) -> int:
     """Notify the due step of each locked alert in ``claimed`` and move its walk on."""
     plans = [_plan(row, now) for row in claimed]
     if not plans:
         return 0
+    on_call = await _on_call(connection, plans, now)
     walk, types, targets, accounts = [], [], [], []
     for index, plan in enumerate(plans):
         for target in plan.targets:
-            walk.append(index)
-            types.append(target["type"])
-            targets.append(target["id"])
-            accounts.append(plan.account_id)
-    rows = await connection.fetch(_TARGETS, walk, types, targets, accounts) if walk else []
+            members = (
+                on_call.get((plan.account_id, target["id"]), [])
+                if target["type"] == "schedule"
+                else None
+            )
+            for kind, target_id in (
+                [(target["type"], target["id"])]
+                if members is None
+                else [("member", m) for m in members]
+            ):
+                walk.append(index)
+                types.append(kind)
+                targets.append(target_id)
+                accounts.append(plan.account_id)
+    rows = await connection.fetch(TARGET_CHANNELS, walk, types, targets, accounts) if walk else []
     notes: list[tuple[str, str, str, str | None, str, int, str]] = []
     seen: set[tuple[int, str, str | None]] = set()
     for r in rows:

@@ -33,6 +33,8 @@ PREFIXES = frozenset(
         "esc",
         "ntf",
         "mnt",
+        "sch",
+        "ovr",
     }
 )
 

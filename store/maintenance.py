@@ -21,7 +21,9 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
 * keeps every maintenance window's occurrences written
   ``store.windows.HORIZON_SECONDS`` (35 days) ahead (:func:`store.windows.extend_horizons`,
   a few hundred windows per transaction; docs/maintenance.md), and deletes occurrences
-  that ended before the rollups' retention (availability reads nothing older).
+  that ended before the rollups' retention (availability reads nothing older);
+* deletes the shift reminders (and their notifications) of shifts that started before
+  ``event_retention_days`` (docs/on-call.md, "Shift reminders").
 
 A failure (the database away) is logged and tried again at the next round; the actor
 never crashes the service for it.
@@ -182,6 +184,12 @@ async def _purge_occurrences(connection: Connection, cutoff: int) -> None:
     )
 
 
+async def _purge_reminders(connection: Connection, cutoff: int) -> None:
+    await connection.execute(
+        "DELETE FROM shift_reminders WHERE starts_at < $1 AND status <> 'planned'", cutoff
+    )
+
+
 async def purge_before(
     connection: Connection, table: str, cutoff: int, *, batch: int = 10_000
 ) -> int:
@@ -237,6 +245,7 @@ async def maintain(
     while step := await db.transaction(windows.extend_horizons, now):
         extended += step
     await db.run(_purge_occurrences, rollup_cutoff)
+    await db.run(_purge_reminders, now - int(settings.event_retention_days * DAY_SECONDS))
     return MaintenanceReport(dropped, rollups, moves, events, pings, nodes, extended)
 
 

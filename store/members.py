@@ -6,7 +6,7 @@ CRUD follows the other account-owned tables (:mod:`store.owned`): keyset pages b
 tombstone. ``contact_channels`` holds ``nch_`` ids of the account, in the order they are
 tried; the routes check they exist, and deleting a channel takes it out of every
 member's list (:func:`store.notification_channels.delete_channel`). Members write no
-events.
+events; deleting one takes them out of the schedules (:func:`store.schedules.forget_member`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from .events import EventCause
 from .owned import delete_owned, foreign_ids, insert_owned, select_owned, update_owned
 from .pagination import Page, PageRequest, fetch_page
 from .records import MemberRecord, column_names
+from .schedules import forget_member
 
 __all__ = [
     "UPDATABLE",
     "delete_member",
     "get_member",
+    "get_members",
     "insert_member",
     "list_members",
     "missing",
@@ -57,6 +59,20 @@ async def get_member(
         for_update=for_update,
     )
     return None if row is None else MemberRecord.from_row(row)
+
+
+async def get_members(
+    connection: Connection, account_id: str, ids: Sequence[str]
+) -> list[MemberRecord]:
+    """The account's members among ``ids``, in the order of ``ids`` (each once; ids that
+    are no member of the account left out)."""
+    rows = await connection.fetch(
+        f"SELECT {_SELECT} FROM members t WHERE t.account_id = $1 AND t.id = ANY($2::text[])",
+        account_id,
+        list(ids),
+    )
+    found = {r["id"]: MemberRecord.from_row(r) for r in rows}
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
 
 
 async def list_members(
@@ -105,9 +121,18 @@ async def delete_member(
     now: int,
     cause: EventCause | None = None,
 ) -> bool:
-    """Delete the account's member (no event: members have none, so ``cause`` is
-    unused); a policy step naming them then tells nobody through that target. Must run
-    in a transaction. False when the account has no such member."""
+    """Delete the account's member (members have no events of their own); a policy
+    step naming them then tells nobody through that target. They leave every schedule
+    layer naming them and their overrides go, with those schedules' events (``cause``),
+    in this transaction (:func:`store.schedules.forget_member`). Must run in a
+    transaction. False when the account has no such member.
+
+    Raises:
+        MemberInUse: they are the only member of a schedule's layer.
+    """
+    if await get_member(connection, account_id, member_id, for_update=True) is None:
+        return False
+    await forget_member(connection, account_id, member_id, now, cause)
     return await delete_owned(
         connection, table="members", account_id=account_id, row_id=member_id, now=now
     )

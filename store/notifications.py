@@ -6,7 +6,8 @@
   ``next_attempt_at`` past the attempt's deadline (a notifier that dies mid-attempt leaves
   the notification to be claimed again once that time passes: at least once), cancels
   those of a disabled channel, and returns with each what its message is rendered from:
-  the channel, the alert and the monitor or heartbeat.
+  the channel, the alert and the monitor or heartbeat (or, for a shift reminder, the
+  shift: store/shift_reminders.py).
 - :func:`record_attempt` records one attempt and settles the notification: ``succeeded``,
   or a retry after an exponential back-off with jitter counted from the attempt's end
   (first after ``--notification-retry-base-seconds``, doubling, capped at
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_RETRY_SECONDS",
     "AttemptResult",
     "Claimed",
+    "ShiftNotice",
     "claim_due",
     "list_for_alert",
     "record_attempt",
@@ -47,6 +49,30 @@ _ATTEMPT_COLUMNS = column_names(AttemptRecord)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ShiftNotice:
+    """What a ``shift_starting`` notification tells (docs/on-call.md, "Shift reminders").
+
+    Attributes:
+        schedule_id: the ``sch_`` id.
+        schedule_name: its name.
+        time_zone: its IANA time zone, in which the shift's times are told.
+        member_id: the ``mbr_`` id of the member going on call.
+        member_name: their name ("" if they were deleted meanwhile).
+        starts_at: when the shift starts, epoch seconds.
+        ends_at: when it ends, epoch seconds (at most a week later: a longer shift is told
+            as ending then).
+    """
+
+    schedule_id: str
+    schedule_name: str
+    time_zone: str
+    member_id: str
+    member_name: str
+    starts_at: int
+    ends_at: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Claimed:
     """A claimed notification and what its message is rendered from (docs/alerts.md).
 
@@ -54,15 +80,20 @@ class Claimed:
         notification: the row as claimed (``attempts`` made before this one).
         channel_type: the channel's type (``email``, ``slack``, ...).
         channel_config: the channel's config, secrets included.
-        alert_status: the alert's status now: triggered, acknowledged or resolved.
+        alert_status: the alert's status now: triggered, acknowledged or resolved ("" for
+            a shift reminder, which has no alert; so are ``severity``, ``summary`` and
+            ``resource_id``, and ``triggered_at`` is 0).
         severity: the alert's severity.
         summary: the alert's summary, ``"<name> is down: <error message>"``.
         triggered_at: when the alert was raised, epoch seconds.
         resource_id: the ``mon_`` or ``hbt_`` id.
-        resource_name: the monitor's or heartbeat's name ("" if it was deleted).
+        resource_name: the monitor's or heartbeat's name (once deleted, as its
+            ``.deleted`` event recorded it: the resolution notice of a deleted monitor
+            still says what resolved).
         resource_url: a monitor's url (never its request headers); None for a heartbeat.
         error: the error message of the monitor's latest check, or None.
         claimed_until: epoch seconds (fractional) at which the claim lapses.
+        shift: what a ``shift_starting`` notification tells, else None.
     """
 
     notification: NotificationRecord
@@ -77,6 +108,7 @@ class Claimed:
     resource_url: str | None
     error: str | None
     claimed_until: float
+    shift: ShiftNotice | None = None
 
 
 _CLAIM = f"""
@@ -86,36 +118,46 @@ WITH unsendable AS (
         SELECT d.id FROM notifications d
         JOIN notification_channels ch ON ch.id = d.channel_id
         WHERE d.status = 'pending' AND d.next_attempt_at <= $1
-            AND NOT (ch.enabled AND d.alert_id IS NOT NULL)
+            AND NOT (ch.enabled AND (d.alert_id IS NOT NULL OR d.reminder_seq IS NOT NULL))
         FOR UPDATE OF d SKIP LOCKED)
 ), locked AS (
     SELECT n.id FROM notifications n
     JOIN notification_channels ch ON ch.id = n.channel_id
     WHERE n.status = 'pending' AND n.next_attempt_at <= $1
-        AND ch.enabled AND n.alert_id IS NOT NULL
+        AND ch.enabled AND (n.alert_id IS NOT NULL OR n.reminder_seq IS NOT NULL)
     ORDER BY n.next_attempt_at, n.seq
     LIMIT $2
     FOR UPDATE OF n SKIP LOCKED
 ), moved AS (
     UPDATE notifications AS n
-    SET status = CASE WHEN ch.enabled AND n.alert_id IS NOT NULL
-                      THEN 'pending' ELSE 'cancelled' END,
-        next_attempt_at = CASE WHEN ch.enabled AND n.alert_id IS NOT NULL
-                               THEN $3::float8 END
+    SET status = CASE WHEN ch.enabled THEN 'pending' ELSE 'cancelled' END,
+        next_attempt_at = CASE WHEN ch.enabled THEN $3::float8 END
     FROM locked, notification_channels ch
     WHERE n.id = locked.id AND ch.id = n.channel_id
     RETURNING {", ".join(f"n.{c}" for c in _COLUMNS)},
-              ch.type AS channel_type, ch.config AS channel_config
+              n.reminder_seq, ch.type AS channel_type, ch.config AS channel_config
 )
 SELECT moved.*, a.status AS alert_status, a.severity, a.summary, a.triggered_at,
-       a.resource_id, coalesce(m.name, h.name, '') AS resource_name, m.url AS resource_url,
+       a.resource_id, coalesce(m.name, h.name, gone.object ->> 'name', '') AS resource_name,
+       coalesce(m.url, gone.object ->> 'url') AS resource_url,
        (SELECT c.error_message FROM checks c WHERE c.monitor_id = m.id
-        ORDER BY c.created DESC LIMIT 1) AS error
+        ORDER BY c.created DESC LIMIT 1) AS error,
+       r.schedule_id, s.name AS schedule_name, s.time_zone, r.starts_at AS shift_start,
+       r.ends_at AS shift_end, mb.name AS member_name
 FROM moved
-JOIN alerts a ON a.id = moved.alert_id
+LEFT JOIN alerts a ON a.id = moved.alert_id
 LEFT JOIN monitors m ON m.id = a.resource_id
 LEFT JOIN heartbeats h ON h.id = a.resource_id
-WHERE moved.status = 'pending'
+LEFT JOIN LATERAL (
+    SELECT e.object FROM events e
+    WHERE m.id IS NULL AND h.id IS NULL AND e.account_id = a.account_id
+        AND e.created >= a.triggered_at AND e.resource_id = a.resource_id
+        AND e.type IN ('monitor.deleted', 'heartbeat.deleted')
+    ORDER BY e.created DESC LIMIT 1) gone ON true
+LEFT JOIN shift_reminders r ON r.seq = moved.reminder_seq
+LEFT JOIN schedules s ON s.id = r.schedule_id
+LEFT JOIN members mb ON mb.id = r.member_id
+WHERE moved.status = 'pending' AND (a.id IS NOT NULL OR s.id IS NOT NULL)
 """
 
 
@@ -124,17 +166,16 @@ async def claim_due(
 ) -> list[Claimed]:
     """Claim up to ``limit`` pending notifications due at ``now`` (``next_attempt_at <=
     now``, epoch seconds), oldest due first, and move their ``next_attempt_at`` to ``now +
-    lease_seconds`` (longer than an attempt's deadline). Run it in a transaction of its
-    own.
+    lease_seconds`` (longer than an attempt's deadline). Run it in a transaction of its own.
 
-    A notification of a disabled channel is ``cancelled`` instead, and so is one with no
-    alert (the outbox carries alerts' messages; a channel's test is sent at once by the
-    API): neither is returned. All of those that are due are cancelled by the claim,
-    apart from the ``limit`` it takes, so a claim returns fewer than ``limit`` only when
-    no more is due (the notifier then waits a poll): cancelled ones ahead in the queue
-    never hold back one that can be sent. A channel disabled while the claim runs is
-    re-checked once its rows are locked (then cancelled too; that claim may come back
-    short).
+    A notification of a disabled channel is ``cancelled`` instead, and so is one with
+    neither an alert nor a shift reminder (the outbox carries alerts' messages and shift
+    reminders; a channel's test is sent at once by the API): neither is returned. All of
+    those that are due are cancelled by the claim, apart from the ``limit`` it takes, so a
+    claim returns fewer than ``limit`` only when no more is due (the notifier then waits a
+    poll): cancelled ones ahead in the queue never hold back one that can be sent. A channel
+    disabled while the claim runs is re-checked once its rows are locked (then cancelled
+    too; that claim may come back short).
 
     Concurrency: the rows are locked ``FOR UPDATE SKIP LOCKED`` and re-checked once
     locked, so two notifiers never claim the same notification; a claim never settled (a
@@ -148,18 +189,34 @@ async def claim_due(
             ),
             channel_type=row["channel_type"],
             channel_config=row["channel_config"],
-            alert_status=row["alert_status"],
-            severity=row["severity"],
-            summary=row["summary"],
-            triggered_at=row["triggered_at"],
-            resource_id=row["resource_id"],
+            alert_status=row["alert_status"] or "",
+            severity=row["severity"] or "",
+            summary=row["summary"] or "",
+            triggered_at=row["triggered_at"] or 0,
+            resource_id=row["resource_id"] or "",
             resource_name=row["resource_name"],
             resource_url=row["resource_url"],
             error=row["error"],
             claimed_until=now + lease_seconds,
+            shift=_shift(row),
         )
         for row in rows
     ]
+
+
+def _shift(row: Any) -> ShiftNotice | None:
+    """The shift a claimed row tells of, or None (an alert's notification)."""
+    if row["schedule_id"] is None:
+        return None
+    return ShiftNotice(
+        schedule_id=row["schedule_id"],
+        schedule_name=row["schedule_name"],
+        time_zone=row["time_zone"],
+        member_id=row["member_id"],
+        member_name=row["member_name"] or "",
+        starts_at=row["shift_start"],
+        ends_at=row["shift_end"],
+    )
 
 
 class AttemptResult(Protocol):

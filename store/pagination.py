@@ -31,8 +31,8 @@ class PageRequest:
 
     Attributes:
         limit: 1 to 100 rows.
-        sort: a column of the table's whitelist (``created``, ``updated``, ``name`` or
-            ``title``).
+        sort: a column of the table's whitelist (``created``, ``updated``, ``name``,
+            ``title``, or ``starts_at``).
         descending: True for a leading ``-`` in the API's ``sort`` value.
         starting_after / ending_before: at most one of them, an object id.
     """
@@ -52,7 +52,15 @@ class Page(Generic[T]):
     has_more: bool
 
 
-_TOMBSTONE_COLUMN = {"created": "created", "updated": "updated", "name": "name", "title": "name"}
+_TOMBSTONE_COLUMN: dict[str, str | None] = {
+    "created": "created",
+    "updated": "updated",
+    "name": "name",
+    "title": "name",
+    "starts_at": None,
+}
+"""Each sort column's column in ``cursor_tombstones`` (None: rows sorted by it keep no
+tombstone, so a deleted one is no cursor: a schedule's overrides by ``starts_at``)."""
 
 
 async def fetch_page(
@@ -88,10 +96,16 @@ async def fetch_page(
     cursor = page.starting_after if forward else page.ending_before
     if cursor is not None:
         param = "starting_after" if forward else "ending_before"
+        tombstone = _TOMBSTONE_COLUMN[sort]
+        buried = (
+            ""
+            if tombstone is None
+            else f" UNION ALL SELECT {tombstone}, seq FROM cursor_tombstones "
+            "WHERE id = $1 AND account_id = $2"
+        )
         key = await connection.fetchrow(
-            f"SELECT {sort} AS key, seq FROM {table} WHERE id = $1 AND account_id = $2 "
-            f"UNION ALL SELECT {_TOMBSTONE_COLUMN[sort]}, seq FROM cursor_tombstones "
-            "WHERE id = $1 AND account_id = $2 LIMIT 1",
+            f"SELECT {sort} AS key, seq FROM {table} WHERE id = $1 AND account_id = $2"
+            f"{buried} LIMIT 1",
             cursor,
             account_id,
         )
@@ -124,6 +138,7 @@ async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> 
         "maintenance_windows": "title",
         "status_pages": "name",
         "heartbeats": "name",
+        "schedules": "name",
     }.get(table, "''")
     await connection.execute(
         "INSERT INTO cursor_tombstones (id, account_id, created, updated, name, seq, deleted_at) "

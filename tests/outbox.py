@@ -1,12 +1,13 @@
 """Rows of the alerting schema written directly in SQL, for tests of the notification
 outbox and the notifier (docs/alerts.md): a channel, an alert of a monitor, and a
-notification, a member and an escalation policy, each at a chosen time (epoch seconds)."""
+notification, a member, an escalation policy and a schedule, each at a chosen time (epoch
+seconds); and rows read back."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from store import Connection, Database, MonitorRecord, new_id
+from store import Connection, Database, MonitorRecord, new_id, schedules
 
 
 async def _execute(db: Database, sql: str, *args: Any) -> None:
@@ -14,6 +15,48 @@ async def _execute(db: Database, sql: str, *args: Any) -> None:
         await connection.execute(sql, *args)
 
     await db.transaction(run)
+
+
+async def rows(db: Database, query: str, *args: Any) -> list[dict[str, Any]]:
+    """The rows of ``query``, as dicts."""
+
+    async def run(connection: Connection) -> list[dict[str, Any]]:
+        return [dict(r) for r in await connection.fetch(query, *args)]
+
+    return await db.transaction(run)
+
+
+async def new_schedule(
+    db: Database,
+    account_id: str,
+    members: list[str],
+    *,
+    now: int,
+    rotation: str = "weekly",
+    handoff: str = "2026-11-30T09:00:00",
+) -> str:
+    """A schedule of ``account_id`` in Europe/Berlin with one layer rotating ``members``
+    (``rotation``: ``daily`` or ``weekly``) from the local ``handoff``; its ``sch_`` id."""
+    values = {
+        "id": new_id("sch"),
+        "account_id": account_id,
+        "name": "web on-call",
+        "time_zone": "Europe/Berlin",
+        "layers": [
+            {
+                "name": rotation,
+                "members": members,
+                "rotation": {"type": rotation, "handoff": handoff},
+                "restrictions": [],
+            }
+        ],
+        "calendar_key": schedules.new_calendar_key(),
+        "created": now,
+        "updated": now,
+        "metadata": {},
+    }
+    record = await db.transaction(schedules.insert_schedule, values, None)
+    return record.id
 
 
 async def new_channel(

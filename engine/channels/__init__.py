@@ -14,6 +14,7 @@ from ._message import (
     InvalidChannelConfig,
     Message,
     SmtpNotConfigured,
+    shift_summary,
 )
 from ._registry import CHANNEL_TYPES, mask_config, send, validate_config
 
@@ -26,5 +27,6 @@ __all__ = [
     "SmtpNotConfigured",
     "mask_config",
     "send",
+    "shift_summary",
     "validate_config",
 ]

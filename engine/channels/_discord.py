@@ -1,9 +1,9 @@
 """Discord: a webhook execution (https://discord.com/developers/docs/resources/webhook#execute-webhook)
 with ``content`` and one embed
 (https://discord.com/developers/docs/resources/message#embed-object): title, description
-(the summary), a color by severity (green once resolved), the details as inline fields
-and ``url`` = the acknowledge link. ``allowed_mentions`` is empty, so a monitor named
-``@everyone`` pings nobody (docs/alerts.md).
+(the summary), a color by severity (green once resolved, blue for a shift reminder), the
+details as inline fields and ``url`` = the acknowledge link. ``allowed_mentions`` is empty,
+so a monitor named ``@everyone`` pings nobody (docs/alerts.md).
 
 Limits kept: content 2,000 characters, title 256, description 4,096, 25 fields of 256
 (name) and 1,024 (value) characters.
@@ -25,6 +25,7 @@ COLORS: Final = {
     "major": 0xF2994A,
     "minor": 0xF2C94C,
     "maintenance": 0x5865F2,
+    "info": 0x3B82F6,
 }
 """The embed's color by severity (RGB as an integer, as Discord takes it)."""
 

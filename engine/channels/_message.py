@@ -1,8 +1,8 @@
 """What a notification channel is given and what it gives back: the `Message` (one alert
-notice, rendered per channel type), the `ChannelSettings` of the process, the `Attempt`
-(one try at sending), the errors of config validation, and the few wordings every type
-shares (the headline, the severity's name), so that an alert reads the same on every
-channel (docs/alerts.md).
+notice or shift reminder, rendered per channel type), the `ChannelSettings` of the process,
+the `Attempt` (one try at sending), the errors of config validation, and the few wordings
+every type shares (the headline, the severity's name), so that an alert reads the same on
+every channel (docs/alerts.md).
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
 
 from engine.delivery import DeliveryClient
 from engine.policy import TargetPolicy
+from store.notifications import ShiftNotice
 
 __all__ = [
     "KINDS",
@@ -29,12 +31,24 @@ __all__ = [
     "facts",
     "headline",
     "iso_time",
+    "local_time",
+    "shift_summary",
 ]
 
-KINDS: Final = ("trigger", "escalation", "reminder", "acknowledged", "resolved", "test")
+KINDS: Final = (
+    "trigger",
+    "escalation",
+    "reminder",
+    "acknowledged",
+    "resolved",
+    "test",
+    "shift_starting",
+)
 """The kinds of notification (docs/alerts.md): the alert's trigger, a later step of its
 escalation, a reminder (the policy's steps walked again), its acknowledgement, its
-resolution, and a test sent from ``POST /notification-channels/:id/test``."""
+resolution, a test sent from ``POST /notification-channels/:id/test``, and a member's
+shift starting in 10 minutes (docs/on-call.md, "Shift reminders"), which is about a
+schedule, not an alert."""
 
 TRIGGERING_KINDS: Final = frozenset({"trigger", "escalation", "reminder", "test"})
 """The kinds that ask someone to act: providers with incidents of their own (PagerDuty,
@@ -47,16 +61,22 @@ _PREFIX: Final = {
     "acknowledged": "ACKNOWLEDGED",
     "resolved": "RESOLVED",
     "test": "TEST",
+    "shift_starting": "ON CALL SOON",
 }
 
-_RESOURCE_LABELS: Final = {"mon": "Monitor", "hbt": "Heartbeat", "nch": "Channel"}
+_RESOURCE_LABELS: Final = {
+    "mon": "Monitor",
+    "hbt": "Heartbeat",
+    "nch": "Channel",
+    "sch": "Schedule",
+}
 """The label of a message's resource by its id's prefix: a test message is about its
 channel (``POST /notification-channels/:id/test``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
-    """One notice about an alert, before it is rendered for a channel type.
+    """One notice about an alert (or a shift), before it is rendered for a channel type.
 
     It carries nothing secret of the monitor: ``resource_url`` is the monitor's url with
     any user and password removed by the renderers (`public_url`), and never its request
@@ -64,9 +84,9 @@ class Message:
 
     Attributes:
         kind: one of `KINDS`.
-        alert_id: the ``alt_`` id, or None for a test message.
+        alert_id: the ``alt_`` id, or None for a test message and a shift reminder.
         resource_id: the ``mon_`` or ``hbt_`` id the alert is about (a test message's
-            ``nch_`` channel).
+            ``nch_`` channel, a shift reminder's ``sch_`` schedule).
         resource_name: its name.
         resource_url: a monitor's url, or None (a heartbeat has none).
         status: the alert's status: ``triggered``, ``acknowledged`` or ``resolved``.
@@ -78,6 +98,8 @@ class Message:
         ack_url: the one-click acknowledge link (``<public url>/alerts/ack/<token>``), or
             None when the notice needs none (acknowledged, resolved).
         step: the escalation step (0 based) this notice belongs to, or None.
+        shift: the shift a ``shift_starting`` notice tells of, else None (its severity
+            is ``info``, its status ``scheduled``, ``triggered_at`` when it was written).
     """
 
     kind: str
@@ -92,6 +114,7 @@ class Message:
     triggered_at: int
     ack_url: str | None
     step: int | None
+    shift: ShiftNotice | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,12 +222,22 @@ def public_url(url: str | None) -> str | None:
 def facts(message: Message) -> list[tuple[str, str]]:
     """The details every rendering shows, as (label, value) pairs, in order: severity,
     status, since (UTC), the monitor, heartbeat or (a test message) channel, its url, the
-    error, the step."""
+    error, the step. A shift reminder's: the schedule, the member, the shift's start and
+    end in the schedule's time zone, and the start in UTC."""
+    if message.shift is not None:
+        shift = message.shift
+        return [
+            ("Schedule", f"{shift.schedule_name} ({shift.schedule_id})"),
+            ("Member", shift.member_name or shift.member_id),
+            ("Starts", local_time(shift.starts_at, shift.time_zone)),
+            ("Ends", local_time(shift.ends_at, shift.time_zone)),
+            ("Starts (UTC)", _utc(shift.starts_at)),
+        ]
     resource = _RESOURCE_LABELS.get(message.resource_id.split("_", 1)[0], "Resource")
     found = [
         ("Severity", message.severity),
         ("Status", message.status),
-        ("Since", iso_time(message.triggered_at).replace("T", " ").replace("+00:00", " UTC")),
+        ("Since", _utc(message.triggered_at)),
         (resource, message.resource_id),
     ]
     url = public_url(message.resource_url)
@@ -215,6 +248,30 @@ def facts(message: Message) -> list[tuple[str, str]]:
     if message.step is not None:
         found.append(("Escalation step", str(message.step + 1)))
     return found
+
+
+def _utc(epoch_seconds: int) -> str:
+    """``2025-01-02 03:04:05 UTC``."""
+    return iso_time(epoch_seconds).replace("T", " ").replace("+00:00", " UTC")
+
+
+def local_time(epoch_seconds: int, time_zone: str) -> str:
+    """Epoch seconds as a wall time of the IANA ``time_zone`` with its abbreviation,
+    ``Mon 07 Dec 2026 09:00 CET`` (zoneinfo)."""
+    return datetime.fromtimestamp(epoch_seconds, ZoneInfo(time_zone)).strftime(
+        "%a %d %b %Y %H:%M %Z"
+    )
+
+
+def shift_summary(shift: ShiftNotice) -> str:
+    """``"<member>'s on-call shift for <schedule> starts <local start> and ends <local
+    end>"``: a shift reminder's one line."""
+    who = shift.member_name or shift.member_id
+    return (
+        f"{who}'s on-call shift for {shift.schedule_name} starts "
+        f"{local_time(shift.starts_at, shift.time_zone)} and ends "
+        f"{local_time(shift.ends_at, shift.time_zone)}"
+    )
 
 
 def iso_time(epoch_seconds: int) -> str:

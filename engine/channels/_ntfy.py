@@ -4,9 +4,10 @@ acknowledge link), plus ``Authorization: Bearer <access_token>`` when the channe
 one (https://docs.ntfy.sh/publish/#access-tokens) (docs/alerts.md).
 
 ``Priority``: from the severity for a notice that asks someone to act (critical 5,
-``urgent``; major 4; minor 3; maintenance 2); an acknowledged or resolved notice is 2,
-so it does not ring through do-not-disturb. A title that is not ASCII is sent
-RFC 2047-encoded, which ntfy decodes (https://docs.ntfy.sh/publish/#message-title).
+``urgent``; major 4; minor 3; maintenance 2); an acknowledged or resolved notice is 2, so it
+does not ring through do-not-disturb; a shift reminder is 3, ntfy's default. A title that is
+not ASCII is sent RFC 2047-encoded, which ntfy decodes
+(https://docs.ntfy.sh/publish/#message-title).
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ TAGS: Final = {
     "acknowledged": "eyes",
     "resolved": "white_check_mark",
     "test": "test_tube",
+    "shift_starting": "calendar",
 }
 """The emoji tag of each kind (https://docs.ntfy.sh/emojis/)."""
+
+
+_QUIET: Final = {"acknowledged": "2", "resolved": "2", "shift_starting": "3"}
+"""The ``Priority`` of a notice that asks nobody to act (module docstring)."""
 
 
 def header_value(text: str) -> str:
@@ -49,7 +55,7 @@ def render(config: Mapping[str, Any], message: Message, context: RenderContext) 
         ("Content-Type", "text/plain; charset=utf-8"),
         ("User-Agent", context.user_agent),
         ("Title", header_value(headline(message))),
-        ("Priority", PRIORITIES.get(message.severity, "5") if urgent else "2"),
+        ("Priority", PRIORITIES.get(message.severity, "5") if urgent else _QUIET[message.kind]),
         ("Tags", f"{TAGS.get(message.kind, 'bell')},{message.severity}"),
     ]
     if message.ack_url is not None:

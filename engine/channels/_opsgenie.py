@@ -12,6 +12,10 @@ for a test), ``description``, ``priority`` (``P1`` to ``P5`` from the severity),
 ``POST /v2/alerts/<alias>/close?identifierType=alias``. Opsgenie answers 202 (the
 request is processed asynchronously).
 
+A shift reminder (docs/on-call.md) creates an informational alert (priority ``P5``,
+tagged ``shift``) whose ``alias`` names the schedule, the member and the start
+(``uptrio-shift-<schedule>-<member>-<start>``), so that a retried send adds nothing.
+
 ``--provider-base opsgenie=URL`` replaces the base of both regions.
 """
 
@@ -31,7 +35,13 @@ __all__ = ["EU_BASE", "OPSGENIE", "PRIORITIES"]
 EU_BASE: Final = "https://api.eu.opsgenie.com"
 """The API base of Opsgenie's European region."""
 
-PRIORITIES: Final = {"critical": "P1", "major": "P2", "minor": "P3", "maintenance": "P5"}
+PRIORITIES: Final = {
+    "critical": "P1",
+    "major": "P2",
+    "minor": "P3",
+    "maintenance": "P5",
+    "info": "P5",
+}
 """Opsgenie's ``priority`` of each alert severity."""
 
 _ACTIONS: Final = {"acknowledged": "acknowledge", "resolved": "close"}
@@ -46,7 +56,10 @@ def render(config: Mapping[str, Any], message: Message, context: RenderContext) 
         else context.base
     )
     alias = dedup_key(message, context.channel_id)
-    if message.kind in TRIGGERING_KINDS:
+    if message.shift is not None:
+        shift = message.shift
+        alias = f"uptrio-shift-{shift.schedule_id}-{shift.member_id}-{shift.starts_at}"
+    if message.kind in TRIGGERING_KINDS or message.shift is not None:
         lines = [message.summary, *(f"{k}: {v}" for k, v in facts(message))]
         if message.ack_url is not None:
             lines.append(f"Acknowledge: {message.ack_url}")
@@ -58,7 +71,7 @@ def render(config: Mapping[str, Any], message: Message, context: RenderContext) 
             "details": {k: clip(v, 8000) for k, v in facts(message)},
             "entity": clip(message.resource_name, 512),
             "source": "Uptrio",
-            "tags": ["uptrio", message.severity],
+            "tags": ["uptrio", message.severity, *(["shift"] if message.shift else [])],
         }
         path = "/v2/alerts"
     else:

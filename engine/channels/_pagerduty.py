@@ -7,8 +7,11 @@ A trigger, escalation, reminder or test is an ``event_action: "trigger"`` with
 alert), a ``payload`` (``summary`` of at most 1,024 characters, ``source``,
 ``severity``, ``timestamp``, ``custom_details``) and ``links`` to the acknowledge page;
 acknowledged and resolved notices are ``acknowledge`` and ``resolve`` events with the
-same ``dedup_key`` (no payload), so PagerDuty's incident follows the alert. PagerDuty
-answers 202.
+same ``dedup_key`` (no payload), so PagerDuty's incident follows the alert. A shift
+reminder (docs/on-call.md) pages nobody: it is a change event, ``POST
+<base>/v2/change/enqueue`` with a ``payload`` (``summary``, ``source``, ``timestamp``,
+``custom_details``), which PagerDuty shows on the service and never notifies about
+(https://developer.pagerduty.com/docs/send-change-event). PagerDuty answers 202.
 """
 
 from __future__ import annotations
@@ -39,9 +42,30 @@ def dedup_key(message: Message, channel_id: str) -> str:
     return message.alert_id if message.alert_id is not None else f"uptrio-test-{channel_id}"
 
 
+def _change(config: Mapping[str, Any], message: Message, context: RenderContext) -> HttpRequest:
+    """The change event of a shift reminder (module docstring)."""
+    assert context.base is not None
+    event = {
+        "routing_key": config["routing_key"],
+        "payload": {
+            "summary": clip(message.summary, 1024),
+            "source": message.resource_name,
+            "timestamp": iso_time(message.triggered_at),
+            "custom_details": dict(facts(message)),
+        },
+    }
+    return HttpRequest(
+        url=under_base(context.base, "/v2/change/enqueue"),
+        body=json_body(event),
+        headers=json_headers(context),
+    )
+
+
 def render(config: Mapping[str, Any], message: Message, context: RenderContext) -> HttpRequest:
     """The Events API v2 POST for ``message`` (module docstring)."""
     assert context.base is not None
+    if message.shift is not None:
+        return _change(config, message, context)
     action = (
         "trigger" if message.kind in TRIGGERING_KINDS else _ACTIONS.get(message.kind, "resolve")
     )

@@ -21,6 +21,10 @@ from ._message import Message, facts, headline
 __all__ = ["TEAMS", "card"]
 
 
+_COLORS = {"resolved": "Good", "shift_starting": "Accent"}
+"""The headline's Adaptive Card color of a notice that reports no problem."""
+
+
 def card(message: Message) -> dict[str, Any]:
     """The Adaptive Card of ``message``."""
     content: dict[str, Any] = {
@@ -34,7 +38,7 @@ def card(message: Message) -> dict[str, Any]:
                 "size": "Large",
                 "weight": "Bolder",
                 "wrap": True,
-                "color": "Good" if message.kind == "resolved" else "Attention",
+                "color": _COLORS.get(message.kind, "Attention"),
             },
             {"type": "TextBlock", "text": message.summary, "wrap": True},
             {

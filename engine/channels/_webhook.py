@@ -11,6 +11,11 @@ The body::
                "triggered_at": 1700000000, "escalation_step": 0},
      "resource": {"id": "mon_…", "name": "…", "url": "https://…"},
      "error": "…", "ack_url": "https://…/alerts/ack/…", "sent_at": 1700000060}
+
+A shift reminder (kind ``shift_starting``; docs/on-call.md) has ``"alert": null``, its
+schedule as the ``resource`` and a ``shift``: ``{"object": "shift", "schedule": "sch_…",
+"member": "mbr_…", "member_name": "…", "start": 1700000600, "end": 1700604800,
+"time_zone": "Europe/Berlin"}``.
 """
 
 from __future__ import annotations
@@ -42,12 +47,15 @@ def prepare(config: dict[str, Any]) -> None:
 
 def render(config: Mapping[str, Any], message: Message, context: RenderContext) -> HttpRequest:
     """The signed POST for ``message`` (module docstring)."""
+    shift = message.shift
     body = json_body(
         {
             "object": "notification",
             "kind": message.kind,
             "channel": context.channel_id,
-            "alert": {
+            "alert": None
+            if shift is not None
+            else {
                 "object": "alert",
                 "id": message.alert_id,
                 "status": message.status,
@@ -65,6 +73,21 @@ def render(config: Mapping[str, Any], message: Message, context: RenderContext) 
             "error": message.error,
             "ack_url": message.ack_url,
             "sent_at": context.now,
+            **(
+                {}
+                if shift is None
+                else {
+                    "shift": {
+                        "object": "shift",
+                        "schedule": shift.schedule_id,
+                        "member": shift.member_id,
+                        "member_name": shift.member_name,
+                        "start": shift.starts_at,
+                        "end": shift.ends_at,
+                        "time_zone": shift.time_zone,
+                    }
+                }
+            ),
         }
     )
     signature = signature_header([config["secret"]], context.now, body)

@@ -1,18 +1,27 @@
 """Helpers of the operations tests: monitors inserted straight into the database, a
-prober that records every probe without I/O, and a Prometheus text parser."""
+prober that records every probe without I/O, a Prometheus text parser, and the API calls
+the alert stories share (create, wait for a monitor's status or an alert's settled
+messages; docs/alerts.md)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import httpx
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine import Prober, ProbeResult, ProbeSpec
 from store import Connection, new_id
+
+ACK_LINK = re.compile(r"http://127\.0\.0\.1:\d+/alerts/ack/[A-Za-z0-9_-]+")
+"""An acknowledge link of a service listening on 127.0.0.1 (docs/alerts.md, Acknowledge
+links)."""
 
 _INSERT = (
     "INSERT INTO monitors (id, account_id, name, url, type, status, interval_seconds, "
@@ -96,3 +105,39 @@ def scrape(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         for sample in family.samples:
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
     return samples
+
+
+async def until(predicate: Callable[[], bool], what: str, seconds: float = 6) -> None:
+    """Wait until ``predicate()`` holds, at most ``seconds``."""
+    with trio.move_on_after(seconds) as scope:
+        while not predicate():
+            await trio.sleep(0.05)
+    assert not scope.cancelled_caught, f"{what}: not within {seconds} s"
+
+
+async def create(api: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST ``body`` to ``path``; the object created (the answer must be a 201)."""
+    answer = await api.post(path, json=body)
+    assert answer.status_code == 201, answer.text
+    created: dict[str, Any] = answer.json()
+    return created
+
+
+async def wait_monitor(api: httpx.AsyncClient, monitor_id: str, status: str) -> None:
+    """Wait until the monitor's ``status`` is ``status``, at most 5 s."""
+    with trio.fail_after(5):
+        while (await api.get(f"/monitors/{monitor_id}")).json()["status"] != status:
+            await trio.sleep(0.05)
+
+
+async def settled_notifications(api: httpx.AsyncClient, alert_id: str) -> list[dict[str, Any]]:
+    """The alert's notifications once none is pending (the last send's record may land
+    just after its receiver saw it), at most 5 s."""
+    with trio.fail_after(5):
+        while True:
+            answer = await api.get(f"/alerts/{alert_id}/notifications")
+            assert answer.status_code == 200, answer.text
+            data: list[dict[str, Any]] = answer.json()["data"]
+            if all(n["status"] != "pending" for n in data):
+                return data
+            await trio.sleep(0.05)

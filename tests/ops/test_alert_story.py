@@ -3,7 +3,9 @@ README, "From nothing to an alert"): a member with an email contact channel, a S
 channel, a policy telling the member at once and the channel a few seconds later, a
 monitor with a secret request header on a local HTTP target; the target fails, the mail
 and then the Slack escalation arrive, the acknowledge link is opened and pressed, the walk
-stops, the target comes back and the resolution notices arrive.
+stops, the target comes back and the resolution notices arrive. Then, in the same service,
+a policy pages an on-call schedule and each step reaches whoever is on call when it runs
+(``tests/ops/schedule_story.py``).
 
 Everything is real and on 127.0.0.1: ``web.process.service.open_service`` runs store,
 engine, notifier, escalation walker and web server on the test's database; the mail relay
@@ -20,8 +22,7 @@ import asyncio
 import email
 import email.policy
 import json
-import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -35,6 +36,8 @@ from aiosmtpd.smtp import SMTP
 from engine import Apply, EngineSettings, NotifierSettings
 from store import Connection, Database, StoreSettings
 from tests.api import SECRET, mint_token
+from tests.ops.helpers import ACK_LINK, create, settled_notifications, until, wait_monitor
+from tests.ops.schedule_story import schedule_story
 from tests.receiver import Receiver
 from tests.targets import open_http_target
 from web.http.deps import Dependencies, PingVerb, WebSettings
@@ -47,7 +50,6 @@ SLACK_HOOK = "https://hooks.slack.com/services/T0001/B0001/abcdEFGH1234"
 STEP_1_DELAY = 3
 """Seconds from the member's page to the Slack escalation (and from the reminder to the
 next one): long enough to acknowledge in between on a loaded machine."""
-_ACK = re.compile(r"http://127\.0\.0\.1:\d+/alerts/ack/[A-Za-z0-9_-]+")
 
 
 @dataclass
@@ -86,14 +88,6 @@ async def mail_sink() -> AsyncIterator[MailSink]:
         await trio_asyncio.aio_as_trio(server.wait_closed)()
 
 
-async def until(predicate: Callable[[], bool], what: str, seconds: float = 6) -> None:
-    """Wait until ``predicate()`` holds, at most ``seconds``."""
-    with trio.move_on_after(seconds) as scope:
-        while not predicate():
-            await trio.sleep(0.05)
-    assert not scope.cancelled_caught, f"{what}: not within {seconds} s"
-
-
 def parts(mail: EmailMessage) -> tuple[str, str]:
     """The plain-text and the HTML body of ``mail``."""
     plain, html = mail.get_body(("plain",)), mail.get_body(("html",))
@@ -104,7 +98,7 @@ def parts(mail: EmailMessage) -> tuple[str, str]:
 def ack_link(mail: EmailMessage) -> str:
     """The one acknowledge link of ``mail``, the same in both parts."""
     plain, html = parts(mail)
-    in_plain, in_html = set(_ACK.findall(plain)), set(_ACK.findall(html))
+    in_plain, in_html = set(ACK_LINK.findall(plain)), set(ACK_LINK.findall(html))
     assert len(in_plain) == 1 and in_plain == in_html, (in_plain, in_html)
     assert f'href="{next(iter(in_html))}"' in html
     return in_plain.pop()
@@ -142,11 +136,16 @@ def slack_buttons(message: dict[str, Any]) -> list[str]:
 async def test_an_alert_pages_escalates_is_acknowledged_and_resolves(
     db: Database, nursery: trio.Nursery
 ) -> None:
-    with trio.fail_after(25):
-        slack = Receiver()
+    with trio.fail_after(40):
+        slack, hooks = Receiver(), Receiver()
         await nursery.start(slack.serve)
+        await nursery.start(hooks.serve)
         _, token = await mint_token(db, "acme")
-        async with mail_sink() as sink, open_http_target() as target:
+        async with (
+            mail_sink() as sink,
+            open_http_target() as target,
+            open_http_target() as billing,
+        ):
             notifier = NotifierSettings(
                 smtp_url=f"smtp://127.0.0.1:{sink.port}",
                 smtp_from="uptrio@127.0.0.1",
@@ -182,13 +181,7 @@ async def test_an_alert_pages_escalates_is_acknowledged_and_resolves(
                     httpx.AsyncClient(timeout=10) as browser,  # no token: the link is it
                 ):
                     await _story(api, browser, db, sink, slack, target)
-
-
-async def _create(api: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    answer = await api.post(path, json=body)
-    assert answer.status_code == 201, answer.text
-    created: dict[str, Any] = answer.json()
-    return created
+                    await schedule_story(api, browser, hooks, billing)
 
 
 async def _story(
@@ -199,23 +192,23 @@ async def _story(
     slack: Receiver,
     target: Any,
 ) -> None:
-    mail_channel = await _create(
+    mail_channel = await create(
         api,
         "/notification-channels",
         {"name": "Ada by mail", "type": "email", "config": {"address": "ada@example.com"}},
     )
-    chat = await _create(
+    chat = await create(
         api,
         "/notification-channels",
         {"name": "ops chat", "type": "slack", "config": {"webhook_url": SLACK_HOOK}},
     )
     assert chat["config"] == {"webhook_url": "…1234"}  # write-only secret, read back masked
-    ada = await _create(
+    ada = await create(
         api,
         "/members",
         {"name": "Ada", "email": "ada@example.com", "contact_channels": [mail_channel["id"]]},
     )
-    policy = await _create(
+    policy = await create(
         api,
         "/escalation-policies",
         {
@@ -230,7 +223,7 @@ async def _story(
             ],
         },
     )
-    monitor = await _create(
+    monitor = await create(
         api,
         "/monitors",
         {
@@ -244,7 +237,7 @@ async def _story(
             "escalation_policy": policy["id"],
         },
     )
-    await _wait_monitor(api, monitor["id"], "up")
+    await wait_monitor(api, monitor["id"], "up")
     assert target.requests[-1].headers["x-api-key"] == HEADER_SECRET  # it is in use
 
     # the target fails: the member is paged by mail at once
@@ -270,7 +263,7 @@ async def _story(
     escalation = slack_body(received[0].body)
     assert "checkout api" in escalation["text"]
     (chat_link,) = slack_buttons(escalation)
-    assert _ACK.fullmatch(chat_link) and chat_link != link  # one token per recipient
+    assert ACK_LINK.fullmatch(chat_link) and chat_link != link  # one token per recipient
     await until(lambda: len(sink.mails) >= 2, "the reminder mail")
     reminder_link = ack_link(sink.mails[1])
     assert reminder_link not in (link, chat_link)
@@ -294,12 +287,12 @@ async def _story(
 
     # the target comes back: the alert resolves, both channels get the notice
     await target.set_mode("ok")
-    await _wait_monitor(api, monitor["id"], "up")
+    await wait_monitor(api, monitor["id"], "up")
     await until(lambda: len(sink.mails) >= 3, "the resolution mail")
     resolved_mail = sink.mails[2]
     assert resolved_mail["Subject"].startswith("[RESOLVED]")
     assert "checkout api" in resolved_mail["Subject"] and len(resolved_mail["Subject"]) <= 78
-    assert not any(_ACK.search(text) for text in parts(resolved_mail))  # its link is dead
+    assert not any(ACK_LINK.search(text) for text in parts(resolved_mail))  # its link is dead
     received = await slack.wait_for(2)
     resolved_chat = slack_body(received[1].body)
     assert slack_buttons(resolved_chat) == []
@@ -309,7 +302,7 @@ async def _story(
     assert (await browser.get(link)).status_code == 404  # dead once resolved
 
     # every message of the alert, with its attempt
-    notifications = await _settled_notifications(api, alert["id"])
+    notifications = await settled_notifications(api, alert["id"])
     told = [(n["kind"], n["channel"], n["member"], n["step"]) for n in notifications]
     assert told[:3] == [
         ("trigger", mail_channel["id"], ada["id"], 0),
@@ -350,25 +343,6 @@ async def _story(
         json.dumps(final).encode(),
     ]
     assert not [m for m in everything if HEADER_SECRET.encode() in m]
-
-
-async def _wait_monitor(api: httpx.AsyncClient, monitor_id: str, status: str) -> None:
-    with trio.fail_after(5):
-        while (await api.get(f"/monitors/{monitor_id}")).json()["status"] != status:
-            await trio.sleep(0.05)
-
-
-async def _settled_notifications(api: httpx.AsyncClient, alert_id: str) -> list[dict[str, Any]]:
-    """The alert's notifications once none is pending (the last send's record may land
-    just after its receiver saw it)."""
-    with trio.fail_after(5):
-        while True:
-            answer = await api.get(f"/alerts/{alert_id}/notifications")
-            assert answer.status_code == 200, answer.text
-            data: list[dict[str, Any]] = answer.json()["data"]
-            if all(n["status"] != "pending" for n in data):
-                return data
-            await trio.sleep(0.05)
 
 
 async def _event_types(connection: Connection, alert_id: str) -> set[str]:

@@ -212,8 +212,8 @@ async def _story_sigterm(
     assert status == 0, err
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
     # root: maintenance, store, leases, engine, listener, webhooks, notifier, escalations,
-    # windows, limits, idempotency, web
-    assert rows["root"][1:3] == ["running", "12"] and rows["engine"][1:3] == ["running", "8"]
+    # windows, reminders, limits, idempotency, web
+    assert rows["root"][1:3] == ["running", "13"] and rows["engine"][1:3] == ["running", "8"]
     shards = [rows[f"shard-{i}"] for i in range(8)]
     # each shard's children: its monitor actors and its heartbeat group (engine.shard)
     assert sum(int(r[2]) for r in shards) == MONITORS + 8 and all(r[3] == "0" for r in shards)

@@ -189,12 +189,44 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
         200,
     ),
     ("DELETE", "/maintenance-windows/{mnt}", "maintenance.delete", "delete window", None, 204),
+    ("GET", "/schedules", "on_call.read", "list schedules", None, 200),
+    ("GET", "/schedules/{sch}", "on_call.read", "get schedule", None, 200),
+    (
+        "POST",
+        "/schedules",
+        "on_call.create",
+        "create schedule",
+        {"name": "s", "time_zone": "UTC", "layers": []},
+        422,
+    ),
+    ("PATCH", "/schedules/{sch}", "on_call.update", "update schedule", {"name": "t"}, 200),
+    ("GET", "/schedules/{sch}/on-call", "on_call.read", "who is on call", None, 200),
+    ("GET", "/schedules/{sch}/shifts", "on_call.read", "list shifts", None, 200),
+    ("GET", "/schedules/{sch}/overrides", "on_call.read", "list overrides", None, 200),
+    (
+        "POST",
+        "/schedules/{sch}/overrides",
+        "on_call.update",
+        "create override",
+        {"member": "mbr_nope", "start": 1, "end": 2},
+        422,
+    ),
+    ("DELETE", "/schedules/{sch}/overrides/{ovr}", "on_call.update", "delete override", None, 204),
+    (
+        "POST",
+        "/schedules/{sch}/rotate-calendar-key",
+        "on_call.update",
+        "rotate calendar key",
+        None,
+        200,
+    ),
+    ("DELETE", "/schedules/{sch}", "on_call.delete", "delete schedule", None, 204),
 ]
 
 
 def test_the_matrix_names_every_permission_and_route() -> None:
     assert {e[2] for e in ENDPOINTS if isinstance(e[2], str)} == set(PERMISSIONS)
-    routes = {(r.method, r.path.replace("<id>", "{}"), r.permission) for r in ROUTES}
+    routes = {(r.method, re.sub(r"<\w+>", "{}", r.path), r.permission) for r in ROUTES}
     table = {(m, re.sub(r"\{[a-z]+\}", "{}", p), perm) for m, p, perm, *_ in ENDPOINTS}
     assert table == routes
 
@@ -241,6 +273,21 @@ async def test_a_token_with_one_permission_reaches_exactly_its_endpoints(
             201,
         )
         ids["nch"], ids["mbr"], ids["esc"] = channel["id"], member["id"], policy["id"]
+        bo = expect(await api.post("/members", json={"name": "Bo"}), 201)["id"]
+        layer = {
+            "name": "l",
+            "members": [bo],
+            "rotation": {"type": "daily", "handoff": "2026-01-01T09:00"},
+        }
+        schedule = expect(
+            await api.post("/schedules", json={"name": "s", "time_zone": "UTC", "layers": [layer]}),
+            201,
+        )
+        ids["sch"] = schedule["id"]
+        override = {"member": bo, "start": 1, "end": 2}
+        ids["ovr"] = expect(
+            await api.post(f"/schedules/{ids['sch']}/overrides", json=override), 201
+        )["id"]
         ids["alt"] = await insert_alert(
             db, await account_id(db), beat["id"], created=beat["created"]
         )

@@ -8,6 +8,7 @@ which asks every list whether it takes the cursors the document names.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def test_the_openapi_cursor_patterns_and_groups_are_the_registrys() -> None:
     document = openapi_document(ROUTES)
     patterns = {}
     for route in ROUTES:
-        path = route.path.replace("<id>", "{id}")
+        path = re.sub(r"<(\w+)>", r"{\1}", route.path)
         operation = document["paths"][path][route.method.lower()]
         for parameter in operation["parameters"]:
             if parameter["name"] in ("starting_after", "ending_before"):

@@ -62,8 +62,11 @@ SEMANTIC_REFUSALS = frozenset(
         "smtp_not_configured",  # an email channel on a server without an SMTP relay
         "unknown_channel",  # a member's or a policy's channels must be the account's own
         "unknown_member",  # a policy's members must be the account's own
+        "unknown_schedule",  # a policy's schedules must be the account's own
         "unknown_escalation_policy",  # a monitor's or heartbeat's policy, the account's own
         "policy_in_use",  # a policy a monitor, a heartbeat or an open alert uses
+        "member_in_use",  # the only member of a schedule's layer
+        "schedule_in_use",  # a schedule a policy's step targets
     }
 )
 """Codes a schema-valid request may get: rules OpenAPI cannot express."""
@@ -198,8 +201,9 @@ def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[st
     # monitors 9 (checks and availability included), incidents 8 (updates included),
     # heartbeats 8, webhook endpoints 7, status pages 5, alerts 5, events 2, members 5,
     # notification channels 6 (the test send included), escalation policies 5,
-    # maintenance windows 7 (end and cancel included)
-    assert len(operations) == 67
+    # maintenance windows 7 (end and cancel included), schedules 11 (CRUD, the calendar
+    # key, overrides 3, who is on call, shifts)
+    assert len(operations) == 78
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 

@@ -21,6 +21,8 @@ from store import (
     IncidentRecord,
     IncidentUpdateRecord,
     MonitorRecord,
+    schedule_overrides,
+    schedules,
     windows,
 )
 
@@ -30,6 +32,7 @@ from .heartbeats import heartbeat_object
 from .incidents import incident_object, incident_update_object
 from .maintenance_windows import window_object
 from .monitors import monitor_object
+from .schedules import override_object, schedule_object
 from .shaping import Computed, From, Nested, shaper
 
 EVENT_TYPES = (
@@ -62,14 +65,20 @@ EVENT_TYPES = (
     "maintenance.ended",
     "maintenance.canceled",
     "maintenance.deleted",
+    "schedule.created",
+    "schedule.updated",
+    "schedule.deleted",
+    "schedule.override_created",
+    "schedule.override_deleted",
 )
 """Every event type (docs/incidents.md, "Events"; the heartbeats' of docs/heartbeats.md,
 "Incidents and events", the alerts' of docs/alerts.md, "Events", and the maintenance
-windows' of docs/maintenance.md, "Events", included)."""
+windows' of docs/maintenance.md, "Events", and the schedules' of docs/on-call.md, "Events",
+included)."""
 
 EVENT_FAMILIES = tuple(sorted({t.split(".")[0] + ".*" for t in EVENT_TYPES}))
 """The prefixes an endpoint may subscribe to: ``heartbeat.*``, ``incident.*``,
-``monitor.*``, ``alert.*``, ``maintenance.*``."""
+``monitor.*``, ``alert.*``, ``maintenance.*``, ``schedule.*``."""
 
 
 class EventData(BaseModel):
@@ -95,8 +104,17 @@ _SHAPES: dict[str, tuple[type[Any], Callable[..., dict[str, Any]]]] = {
     "heartbeat": (HeartbeatRecord, heartbeat_object),
     "alert": (AlertRecord, alert_object),
     "maintenance": (windows.WindowRecord, window_object),
+    "schedule": (schedules.ScheduleRecord, schedule_object),
+    "schedule_override": (schedule_overrides.OverrideRecord, override_object),
 }
 """Each kind of event resource: its record class and its shaper."""
+_OTHER_OBJECTS = {
+    "incident.update_posted": "incident_update",
+    "schedule.override_created": "schedule_override",
+    "schedule.override_deleted": "schedule_override",
+}
+"""Event types whose object is not their family's resource: an incident's update, a
+schedule's override."""
 _NOT_PREVIOUS = frozenset({"updated"})
 
 
@@ -104,7 +122,7 @@ def _event_data(r: EventRecord, ping_base: str) -> dict[str, Any]:
     """``{"object", "previous_attributes"}`` of an event (:class:`EventData`);
     ``ping_base`` makes a heartbeat's ``ping_url``; a maintenance window's ``status`` and
     ``next_window`` are those at the event's ``created``."""
-    kind = "incident_update" if r.type == "incident.update_posted" else r.type.split(".")[0]
+    kind = _OTHER_OBJECTS.get(r.type) or r.type.split(".")[0]
     record_type, shape = _SHAPES[kind]
     context: dict[str, Any] = {}
     if kind == "heartbeat":

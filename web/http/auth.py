@@ -45,11 +45,13 @@ EVENT_READ_PERMISSIONS = {
     "heartbeat": "heartbeats.read",
     "alert": "on_call.read",
     "maintenance": "maintenance.read",
+    "schedule": "on_call.read",
 }
 """The read permission that shows an event, by the first part of its type
 (docs/incidents.md, "Events": the read permission of the event's resource;
 ``incident.update_posted`` is an incident's; ``alert.*`` needs ``on_call.read``,
-docs/alerts.md; ``maintenance.*`` ``maintenance.read``, docs/maintenance.md). ``GET
+docs/alerts.md; ``maintenance.*`` ``maintenance.read``, docs/maintenance.md; ``schedule.*``
+``on_call.read``, docs/on-call.md). ``GET
 /events`` lists only the events a token may read, and a webhook endpoint may subscribe
 only to them (docs/webhooks.md, "Permissions")."""
 

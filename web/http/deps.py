@@ -30,8 +30,9 @@ from .limits.quota import QuotaLimiter
 from .page_cache import DEFAULT_MAX_BYTES, PageCache
 
 STATUS_RENDER_THREADS = 2
-"""Public status pages rendered at once, each on a worker thread (``web.public.status_pages``):
-as many as the cores the service is sized for; more renders wait their turn."""
+"""Public status pages rendered at once, each on a worker thread (``web.public.status_pages``),
+and schedules' on-call answers and shifts computed (``web.routes.schedules``): as many as
+the cores the service is sized for; more wait their turn."""
 
 
 PingVerb = Callable[[str], Awaitable[PingTarget | None]]
@@ -116,8 +117,8 @@ class Dependencies:
             tests inject their own.
         status_cache: the process's rendered public status pages
             (:mod:`web.http.page_cache`: at most one render per page per 10 s).
-        status_render_limiter: the worker threads public status pages are rendered on
-            (:data:`STATUS_RENDER_THREADS`).
+        status_render_limiter: the worker threads public status pages are rendered on, and
+            schedules' answers computed (:data:`STATUS_RENDER_THREADS`).
         channels: what a notification channel's test send is given (the SMTP relay,
             providers' bases, the target policy; docs/alerts.md); by default no relay.
     """

@@ -140,6 +140,16 @@ CODES: dict[str, tuple[int, str]] = {
         "An escalation policy still used by a monitor, a heartbeat or an open alert cannot "
         "be deleted (type invalid_request_error).",
     ),
+    "schedule_in_use": (
+        409,
+        "A schedule an escalation policy's step targets cannot be deleted (type "
+        "invalid_request_error).",
+    ),
+    "member_in_use": (
+        409,
+        "A member who is the only member of a schedule's layer cannot be deleted (type "
+        "invalid_request_error).",
+    ),
     # 422: a readable body that fails validation
     "parameter_missing": (422, "A required field is missing."),
     "parameter_unknown": (422, "A field the endpoint does not take (or may not set)."),
@@ -189,7 +199,11 @@ CODES: dict[str, tuple[int, str]] = {
         "may have: delete one first.",
     ),
     "invalid_email": (422, "A member's email is not an email address."),
-    "invalid_time_zone": (422, "A member's time_zone is no IANA time zone name."),
+    "invalid_time_zone": (
+        422,
+        "A member's or a schedule's time_zone (or a maintenance window's "
+        "recurrence.time_zone) is no IANA time zone name.",
+    ),
     "unknown_channel": (
         422,
         "A member's contact_channels or a policy's channel target names a notification "
@@ -197,7 +211,13 @@ CODES: dict[str, tuple[int, str]] = {
     ),
     "unknown_member": (
         422,
-        "A policy's member target names a member the account does not have (param names "
+        "A policy's member target, a schedule layer's member or an override's member names "
+        "a member the account does not have (param names where: steps[0].targets[1].id, "
+        "layers[0].members[2], member).",
+    ),
+    "unknown_schedule": (
+        422,
+        "A policy's schedule target names a schedule the account does not have (param names "
         "where: steps[0].targets[1].id).",
     ),
     "unknown_escalation_policy": (
@@ -281,7 +301,11 @@ CODES: dict[str, tuple[int, str]] = {
 }
 """Every error code: its HTTP status and when it occurs (copied into docs/api.md, Error codes)."""
 
-TYPE_OVERRIDES = {"policy_in_use": "invalid_request_error"}
+TYPE_OVERRIDES = {
+    "policy_in_use": "invalid_request_error",
+    "member_in_use": "invalid_request_error",
+    "schedule_in_use": "invalid_request_error",
+}
 """Codes whose type is not their status's (a 409 is an ``idempotency_error`` but for
 these: docs/alerts.md, a policy in use)."""
 

@@ -31,6 +31,7 @@ from engine import (
     run_leases,
     run_listener,
     run_notifier,
+    run_shift_reminders,
     run_webhook_sender,
     run_window_walk,
 )
@@ -51,7 +52,7 @@ MAINTENANCE_DEADLINE_SECONDS = 300.0
 CONCURRENTLY waits for the transactions using the table), seconds."""
 
 WALKER_DATABASE_DEADLINE_SECONDS = 10.0
-"""The longest one walk of a walker (escalations, windows) may wait on the database,
+"""The longest one walk of a walker (escalations, windows, reminders) may wait on the database,
 seconds (a hung database then costs a poll, not the walker)."""
 
 NOTIFIER_DATABASE_DEADLINE_SECONDS = 10.0
@@ -217,6 +218,15 @@ def _windows(p: Parts) -> ChildSpec:
     return ChildSpec(child_id="windows", start=start)
 
 
+def _reminders(p: Parts) -> ChildSpec:
+    start = partial(
+        run_shift_reminders,
+        p.db.with_deadline(WALKER_DATABASE_DEADLINE_SECONDS),
+        WalkerSettings(poll_seconds=1.0),
+    )
+    return ChildSpec(child_id="reminders", start=start)
+
+
 def _limits(p: Parts) -> ChildSpec:
     assert p.deps is not None
     return ChildSpec(child_id="limits", start=partial(run_quota_returns, p.deps.rate_limiter))
@@ -277,6 +287,12 @@ ACTORS: tuple[Actor, ...] = (
         work="every node (occurrences claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: True,
         child=_windows,
+    ),
+    Actor(
+        name="reminders",
+        work="every node (shift reminders claimed FOR UPDATE SKIP LOCKED)",
+        runs=lambda p: True,
+        child=_reminders,
     ),
     Actor(
         name="limits",

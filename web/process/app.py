@@ -3,7 +3,8 @@
 beside it, the plain Quart routes that need no token: ``/openapi.json`` and its viewer at
 ``/docs`` (:mod:`web.public.docs`), the operational endpoints (:mod:`web.process.ops`),
 the public status pages (:mod:`web.public.status_pages`), the heartbeats' ping URLs
-(:mod:`web.public.pings`) and the alerts' acknowledge links (:mod:`web.public.alert_ack`).
+(:mod:`web.public.pings`), the alerts' acknowledge links (:mod:`web.public.alert_ack`)
+and the schedules' calendar feeds (:mod:`web.public.calendar_feed`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..http.deps import Dependencies
 from ..http.middleware import DEFAULT_MIDDLEWARES
 from ..http.pipeline import Middleware, Route
 from ..public.alert_ack import add_alert_ack_routes
+from ..public.calendar_feed import add_calendar_routes
 from ..public.docs import add_docs_routes
 from ..public.pings import add_ping_routes
 from ..public.status_pages import add_status_page_routes
@@ -38,8 +40,8 @@ def create_app(
     operational endpoints of :mod:`web.process.ops` (``/healthz``, ``/readyz``,
     ``/metrics``) reading ``ops`` (a fresh :class:`~web.process.ops.Operations` when
     None), ``/openapi.json`` and its viewer at ``/docs`` (:mod:`web.public.docs`), the
-    public status pages, the ping URLs and the acknowledge links, none of which needs a
-    token.
+    public status pages, the ping URLs, the acknowledge links and the calendar feeds,
+    none of which needs a token.
 
     Serve it with Hypercorn's trio worker (``hypercorn.trio.serve``) inside the service's
     root nursery, within ``trio_asyncio.open_loop()`` (the store runs on asyncio).
@@ -51,4 +53,5 @@ def create_app(
     add_status_page_routes(app, deps)
     add_ping_routes(app, deps)
     add_alert_ack_routes(app, deps)
+    add_calendar_routes(app, deps)
     return app

@@ -18,6 +18,7 @@ from . import (
     members,
     monitors,
     notification_channels,
+    schedules,
     status_pages,
     webhooks,
 )
@@ -34,6 +35,7 @@ RESOURCES: tuple[Resource, ...] = (
     members.RESOURCE,
     notification_channels.RESOURCE,
     escalation_policies.RESOURCE,
+    schedules.RESOURCE,
     alerts.RESOURCE,
     maintenance_windows.RESOURCE,
 )

@@ -79,6 +79,29 @@ async def delete_owned(
     return row_id
 
 
+async def delete_unless_used(
+    ctx: RequestContext,
+    resource: Resource,
+    delete: Callable[..., Awaitable[bool]],
+    *,
+    refused: type[Exception],
+    code: str,
+    message: Callable[[Any], str],
+) -> ApiResponse:
+    """DELETE /<resources>/:id whose store refuses to delete what is still used
+    (``refused``, raised by ``delete``): 204, or the 409 ``code`` with ``message(exc)``
+    (a policy, member or schedule in use: docs/alerts.md, docs/on-call.md).
+
+    Raises:
+        ApiError: 404 ``resource_missing`` when the account has no such row; ``code``.
+    """
+    try:
+        await delete_owned(ctx, resource, delete)
+    except refused as exc:
+        raise ApiError(code, message(exc)) from None
+    return ApiResponse(204)
+
+
 async def move_owned(
     ctx: RequestContext,
     resource: Resource,

@@ -3,8 +3,8 @@ list, update, delete.
 
 Rules (docs/alerts.md; bodies in :mod:`web.api.escalation_policies`): member and channel
 targets name the account's own members and channels (422 ``unknown_member`` /
-``unknown_channel``, ``param`` the target's path: ``steps[0].targets[1].id``); schedule
-targets are taken with any ``sch_`` id (schedules are a resource still to come); making
+``unknown_channel``, ``param`` the target's path: ``steps[0].targets[1].id``), and
+schedule targets its own schedules (422 ``unknown_schedule``, docs/on-call.md); making
 a policy the ``default`` unsets the account's previous default in the same transaction;
 deleting a policy a monitor, heartbeat or open alert uses is refused (409
 ``policy_in_use``, type ``invalid_request_error``); lists are sortable by ``created``,
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import EscalationPolicyRecord, escalation_policies, members, new_id
+from store import EscalationPolicyRecord, escalation_policies, new_id, schedules
 
 from ..api.common import list_object, merge_metadata
 from ..api.escalation_policies import (
@@ -32,33 +32,46 @@ from ..http.errors import ApiError
 from ..http.params import parse_list_query
 from ..http.pipeline import ApiResponse, RequestContext
 from ..http.validation import validate
-from .common import crud_routes, delete_owned, get_owned, not_found, now, patch_changes, path_id
-from .members import own_channels
+from .common import (
+    crud_routes,
+    delete_unless_used,
+    get_owned,
+    not_found,
+    now,
+    patch_changes,
+    path_id,
+)
+from .members import own_channels, own_members
 from .resource import Resource
 
 __all__ = ["RESOURCE", "own_policy"]
 
 
 async def _steps(ctx: RequestContext, steps: list[StepIn]) -> list[dict[str, Any]]:
-    """The steps as stored, after checking their member and channel targets.
+    """The steps as stored, after checking their member, channel and schedule targets.
 
     Raises:
-        ApiError: 422 ``unknown_member`` or ``unknown_channel`` naming the first bad
-            target's ``steps[i].targets[j].id``.
+        ApiError: 422 ``unknown_member``, ``unknown_channel`` or ``unknown_schedule``
+            naming the first bad target's ``steps[i].targets[j].id``.
     """
-    refs: dict[str, list[tuple[str, str]]] = {"member": [], "channel": []}
+    refs: dict[str, list[tuple[str, str]]] = {"member": [], "channel": [], "schedule": []}
     for i, step in enumerate(steps):
         for j, target in enumerate(step.targets):
             if target.type in refs:
                 refs[target.type].append((target.id, f"steps[{i}].targets[{j}].id"))
-    if refs["member"]:
-        foreign = set(
-            await ctx.deps.db.run(members.missing, ctx.account_id, [i for i, _ in refs["member"]])
-        )
-        for member_id, param in refs["member"]:
-            if member_id in foreign:
-                raise ApiError("unknown_member", f"no such member: {member_id!r}", param=param)
+    await own_members(ctx, refs["member"])
     await own_channels(ctx, refs["channel"])
+    if refs["schedule"]:
+        foreign = set(
+            await ctx.deps.db.run(
+                schedules.missing, ctx.account_id, [i for i, _ in refs["schedule"]]
+            )
+        )
+        for schedule_id, param in refs["schedule"]:
+            if schedule_id in foreign:
+                raise ApiError(
+                    "unknown_schedule", f"no such schedule: {schedule_id!r}", param=param
+                )
     return [
         {
             "delay_seconds": s.delay_seconds,
@@ -169,15 +182,17 @@ async def update_policy(ctx: RequestContext) -> ApiResponse:
 
 async def delete_policy(ctx: RequestContext) -> ApiResponse:
     """DELETE /escalation-policies/:id: 204, or 409 ``policy_in_use``."""
-    try:
-        await delete_owned(ctx, RESOURCE, escalation_policies.delete_policy)
-    except escalation_policies.PolicyInUse as exc:
-        raise ApiError(
-            "policy_in_use",
+    return await delete_unless_used(
+        ctx,
+        RESOURCE,
+        escalation_policies.delete_policy,
+        refused=escalation_policies.PolicyInUse,
+        code="policy_in_use",
+        message=lambda exc: (
             f"this escalation policy is used by {', '.join(exc.users)}: point them at "
-            "another policy (or none), or resolve the alert, first",
-        ) from None
-    return ApiResponse(204)
+            "another policy (or none), or resolve the alert, first"
+        ),
+    )
 
 
 RESOURCE = Resource(

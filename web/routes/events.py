@@ -24,8 +24,8 @@ from .resource import Resource
 
 __all__ = ["RESOURCE"]
 
-_READ = tuple(EVENT_READ_PERMISSIONS.values())
-"""``GET /events`` needs one of them (:data:`web.http.auth.EVENT_READ_PERMISSIONS`)."""
+_READ = tuple(dict.fromkeys(EVENT_READ_PERMISSIONS.values()))
+"""``GET /events`` needs one of them (:data:`web.http.auth.EVENT_READ_PERMISSIONS`, each once)."""
 
 
 def _kinds(ctx: RequestContext) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import MemberRecord, members, new_id, notification_channels
+from store import MemberRecord, members, new_id, notification_channels, schedules
 
 from ..api.common import list_object, merge_metadata
 from ..api.members import MemberCreate, MemberList, MemberObject, MemberUpdate, member_object
@@ -21,7 +21,7 @@ from ..http.pipeline import ApiResponse, RequestContext
 from ..http.validation import validate
 from .common import (
     crud_routes,
-    delete_owned,
+    delete_unless_used,
     get_owned,
     not_found,
     now,
@@ -30,7 +30,7 @@ from .common import (
 )
 from .resource import Resource
 
-__all__ = ["RESOURCE", "own_channels"]
+__all__ = ["RESOURCE", "own_channels", "own_members"]
 
 
 async def own_channels(ctx: RequestContext, refs: list[tuple[str, str]]) -> None:
@@ -51,6 +51,19 @@ async def own_channels(ctx: RequestContext, refs: list[tuple[str, str]]) -> None
                 raise ApiError(
                     "unknown_channel", f"no such notification channel: {channel_id!r}", param=param
                 )
+
+
+async def own_members(ctx: RequestContext, refs: list[tuple[str, str]]) -> None:
+    """Check that each ``(id, param)`` of ``refs`` names a member of the account.
+
+    Raises:
+        ApiError: 422 ``unknown_member`` whose ``param`` is the first bad one's.
+    """
+    if refs:
+        foreign = set(await ctx.deps.db.run(members.missing, ctx.account_id, [i for i, _ in refs]))
+        for member_id, param in refs:
+            if member_id in foreign:
+                raise ApiError("unknown_member", f"no such member: {member_id!r}", param=param)
 
 
 def _channel_refs(channels: list[str]) -> list[tuple[str, str]]:
@@ -112,9 +125,20 @@ async def update_member(ctx: RequestContext) -> ApiResponse:
 
 
 async def delete_member(ctx: RequestContext) -> ApiResponse:
-    """DELETE /members/:id: 204."""
-    await delete_owned(ctx, RESOURCE, members.delete_member)
-    return ApiResponse(204)
+    """DELETE /members/:id: 204; they leave every schedule layer naming them and their
+    overrides go (docs/on-call.md, "Deleting a member"); 409 ``member_in_use`` when they
+    are the only member of a layer."""
+    return await delete_unless_used(
+        ctx,
+        RESOURCE,
+        members.delete_member,
+        refused=schedules.MemberInUse,
+        code="member_in_use",
+        message=lambda exc: (
+            f"this member is the only member of layer {exc.layer[:100]!r} of schedule "
+            f"{exc.schedule_id}: add someone to that layer, or remove the layer, first"
+        ),
+    )
 
 
 RESOURCE = Resource(

@@ -88,7 +88,8 @@ needs. A token sees its own account only: another account's object is a 404.
 it the account's pinned version answers. Every response says which one did.
 
 **Objects.** Ids start with their type (`mon_`, `inc_`, `chk_`, `evt_`, `we_`, `stp_`, \
-`hbt_`, `mbr_`, `nch_`, `esc_`, `alt_`, `ntf_`, `mnt_`); every object has an `object` field. \
+`hbt_`, `mbr_`, `nch_`, `esc_`, `alt_`, `ntf_`, `mnt_`, `sch_`, `ovr_`); every object has \
+an `object` field. \
 Times are epoch seconds (`created`, `updated`, `..._at`); durations say their unit \
 (`..._seconds`, `..._ms`). `metadata` holds up to 50 string keys (1 to 40 characters) of \
 string values (up to 500); a PATCH sets the keys it sends, removes those sent as `""` and \
@@ -150,9 +151,9 @@ def _error_statuses(route: Route) -> list[int]:
 
 def _operation(route: Route, names: dict[type[BaseModel], str]) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = []
-    if "<id>" in route.path:
+    for name in re.findall(r"<(\w+)>", route.path):  # <id>, and a sub-object's <override_id>
         parameters.append(
-            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         )
     for name, kind, description in route.query:
         schema: dict[str, Any] = {"type": kind}
