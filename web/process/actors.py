@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -200,31 +200,17 @@ def _notifier(p: Parts) -> ChildSpec:
     return ChildSpec(child_id="notifier", start=start)
 
 
-def _escalations(p: Parts) -> ChildSpec:
-    start = partial(
-        run_escalations,
-        p.db.with_deadline(WALKER_DATABASE_DEADLINE_SECONDS),
-        WalkerSettings(),
-    )
-    return ChildSpec(child_id="escalations", start=start)
+def _walker(
+    child_id: str, run: Callable[..., Awaitable[None]], settings: WalkerSettings
+) -> Callable[[Parts], ChildSpec]:
+    """The child of a walker (``engine.walker``): ``run(db, settings)``, its database
+    calls under :data:`WALKER_DATABASE_DEADLINE_SECONDS`."""
 
+    def child(p: Parts) -> ChildSpec:
+        db = p.db.with_deadline(WALKER_DATABASE_DEADLINE_SECONDS)
+        return ChildSpec(child_id=child_id, start=partial(run, db, settings))
 
-def _windows(p: Parts) -> ChildSpec:
-    start = partial(
-        run_window_walk,
-        p.db.with_deadline(WALKER_DATABASE_DEADLINE_SECONDS),
-        WalkerSettings(),
-    )
-    return ChildSpec(child_id="windows", start=start)
-
-
-def _reminders(p: Parts) -> ChildSpec:
-    start = partial(
-        run_shift_reminders,
-        p.db.with_deadline(WALKER_DATABASE_DEADLINE_SECONDS),
-        WalkerSettings(poll_seconds=1.0),
-    )
-    return ChildSpec(child_id="reminders", start=start)
+    return child
 
 
 def _limits(p: Parts) -> ChildSpec:
@@ -280,19 +266,19 @@ ACTORS: tuple[Actor, ...] = (
         name="escalations",
         work="every node (alerts claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: True,
-        child=_escalations,
+        child=_walker("escalations", run_escalations, WalkerSettings()),
     ),
     Actor(
         name="windows",
         work="every node (occurrences claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: True,
-        child=_windows,
+        child=_walker("windows", run_window_walk, WalkerSettings()),
     ),
     Actor(
         name="reminders",
         work="every node (shift reminders claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: True,
-        child=_reminders,
+        child=_walker("reminders", run_shift_reminders, WalkerSettings(poll_seconds=1.0)),
     ),
     Actor(
         name="limits",
