@@ -68,6 +68,8 @@ class _SwitchableListener:
         """The bound port (0 until ``run`` has started)."""
         self.accepted = 0
         """Connections accepted so far (all runs of the listener)."""
+        self.peers: list[str] = []
+        """The address each accepted connection came from, in order."""
         self._want_listening = True
         self._changed = trio.Event()
         self._state_reached = trio.Event()
@@ -135,6 +137,7 @@ class _SwitchableListener:
         while True:
             stream = await listener.accept()
             self.accepted += 1
+            self.peers.append(stream.socket.getpeername()[0])
             nursery.start_soon(self._handle_quietly, stream)
 
     async def _handle_quietly(self, stream: trio.SocketStream) -> None:
@@ -331,11 +334,13 @@ class HttpTarget(_SwitchableListener):
 @dataclass(frozen=True, slots=True)
 class DnsQuery:
     """One question a `DnsTarget` received: lowercase name without the final dot, type
-    as text (``"A"``, ``"AAAA"``), ``at`` = `trio.current_time()` in seconds."""
+    as text (``"A"``, ``"AAAA"``), ``at`` = `trio.current_time()` in seconds, ``source``
+    the address the query came from."""
 
     name: str
     rdtype: str
     at: float
+    source: str = ""
 
 
 @dataclass
@@ -371,11 +376,11 @@ class DnsTarget:
             task_status.started(self.port)
             while True:
                 data, peer = await sock.recvfrom(65535)
-                reply = self._answer(data)
+                reply = self._answer(data, peer[0])
                 if reply is not None:
                     await sock.sendto(reply, peer)
 
-    def _answer(self, wire: bytes) -> bytes | None:
+    def _answer(self, wire: bytes, source: str) -> bytes | None:
         try:
             query = dns.message.from_wire(wire)
         except Exception:  # a test server: ignore garbage
@@ -385,7 +390,9 @@ class DnsTarget:
         for question in query.question:
             name = question.name.to_text(omit_final_dot=True).lower()
             rdtype = dns.rdatatype.to_text(question.rdtype)
-            self.queries.append(DnsQuery(name=name, rdtype=rdtype, at=trio.current_time()))
+            self.queries.append(
+                DnsQuery(name=name, rdtype=rdtype, at=trio.current_time(), source=source)
+            )
             if self.mode == "silent":
                 return None
             if self.mode == "servfail":

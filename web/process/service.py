@@ -349,7 +349,9 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
         async with trio.open_nursery() as outer:
             await outer.start(wait_for_signal, stop, outer.cancel_scope)
             prober = Prober(
-                dns_nameserver=settings.dns_nameserver, address_policy=settings.target_policy
+                dns_nameserver=settings.dns_nameserver,
+                address_policy=settings.target_policy,
+                source_address=settings.probe_source,
             )
             request_db = db.with_deadline(settings.database_timeout_seconds)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,7 +36,16 @@ from store import MaintenanceSettings, StoreSettings
 from ...http.deps import WebSettings
 from ..service import run_service
 from ..settings import ServiceSettings
-from .flags import Commands, command, positive_float, positive_int, store_flags, store_location
+from .flags import (
+    Commands,
+    command,
+    positive_float,
+    positive_int,
+    probe_source,
+    source_family_conflict,
+    store_flags,
+    store_location,
+)
 
 __all__ = [
     "add_command",
@@ -199,6 +209,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
             dns_resolver=nameserver_resolver(args.dns_nameserver),
         ),
         dns_nameserver=args.dns_nameserver,
+        probe_source=args.probe_source_address,
         host=args.host,
         port=args.port,
         shutdown_seconds=args.shutdown_seconds,
@@ -457,6 +468,15 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         default=None,
         help="IP[:PORT] for dns checks (default: the system's)",
     )
+    serve.add_argument(
+        "--probe-source-address",
+        type=probe_source,
+        default=None,
+        metavar="IP",
+        help="the local address this node's probes (http, tcp, dns, ping) leave from; "
+        "only targets' addresses of its family are used (default: the system's choice; "
+        "webhooks and notifications are not bound)",
+    )
     safety.add_argument(
         "--deny-private-targets",
         action="store_true",
@@ -479,7 +499,12 @@ def add_command(
 
 
 def run(args: argparse.Namespace, argv: list[str] | None) -> int:
-    """Run the service until SIGINT or SIGTERM; the exit status (1 when it failed)."""
+    """Run the service until SIGINT or SIGTERM; the exit status (1 when it failed, 2
+    when its flags contradict each other)."""
+    conflict = source_family_conflict(args.probe_source_address, args.dns_nameserver)
+    if conflict:
+        print(f"uptrio serve: error: {conflict}", file=sys.stderr)
+        return 2
     try:
         return trio.run(run_service, service_settings(args), store_location(args))
     except Exception as exc:  # past the root's restart intensity, or a failed start
