@@ -23,6 +23,12 @@ the other scheme without sending ``tls_expiry_days`` gives it the new scheme's d
 connection of a check, an http url's redirects to https included (docs/checks.md, "Private
 certificate authorities"). All six are null on the other types (a non-null value is a
 422 ``invalid_value``).
+
+Regions (docs/regions.md): ``regions`` unique (a name listed twice is a 422 naming that
+item); ``region_quorum`` at most the number of regions (422 naming ``region_quorum``),
+null without regions (a quorum sent without regions is a 422), a majority when not sent.
+A PATCH that changes ``regions`` without sending ``region_quorum`` gives it the new
+list's majority; one that sends ``regions: null`` clears both.
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ _HTTP_NULLABLE = frozenset(
 )
 """http fields a PATCH may set to null (``request_headers`` and ``assertions`` are then
 emptied; ``tls_verify`` may not be)."""
+_REGION_FIELDS = frozenset({"regions", "region_quorum"})
+"""Fields a PATCH changes together (:func:`_region_changes`)."""
 _NULLABLE = frozenset({"escalation_policy"})
 """Fields of every type a PATCH may set to null (docs/alerts.md: no policy of its own)."""
 
@@ -124,6 +132,58 @@ def check_http_only(type: str, values: dict[str, Any]) -> None:
             raise ApiError("invalid_value", f"{name} applies to http monitors only", param=name)
 
 
+def region_settings(regions: list[str] | None, quorum: int | None) -> tuple[Any, Any]:
+    """The ``(regions, region_quorum)`` a monitor stores for the values sent (module
+    docstring): a quorum left out (None) is a majority, ``len // 2 + 1``.
+
+    Raises:
+        ApiError: 422 ``invalid_value`` for a region listed twice (``param``
+            ``regions[i]``), a quorum above the number of regions or without regions
+            (``param`` ``region_quorum``).
+    """
+    if regions is None:
+        if quorum is not None:
+            raise ApiError(
+                "invalid_value",
+                "region_quorum applies to monitors with regions only",
+                param="region_quorum",
+            )
+        return None, None
+    for index, name in enumerate(regions):
+        if name in regions[:index]:
+            raise ApiError(
+                "invalid_value",
+                f"regions[{index}] ({name}) is listed twice",
+                param=f"regions[{index}]",
+            )
+    if quorum is None:
+        return regions, len(regions) // 2 + 1
+    if quorum > len(regions):
+        raise ApiError(
+            "invalid_value",
+            f"region_quorum ({quorum}) may not exceed the number of regions ({len(regions)})",
+            param="region_quorum",
+        )
+    return regions, quorum
+
+
+def _region_changes(body: MonitorUpdate, current: MonitorRecord, changes: dict[str, Any]) -> None:
+    """Add to ``changes`` what a PATCH's ``regions`` and ``region_quorum`` change
+    (module docstring)."""
+    sent = body.model_fields_set
+    if "regions" not in sent and "region_quorum" not in sent:
+        return
+    regions = body.regions if "regions" in sent else current.regions
+    if "region_quorum" in sent:
+        quorum = body.region_quorum
+    else:
+        quorum = current.region_quorum if regions == current.regions else None
+    regions, quorum = region_settings(regions, quorum)
+    for name, value in (("regions", regions), ("region_quorum", quorum)):
+        if value != getattr(current, name):
+            changes[name] = value
+
+
 async def create_monitor(ctx: RequestContext) -> ApiResponse:
     """POST /monitors: 201 with the new monitor, status ``pending`` (docs/checks.md, "Up
     and down")."""
@@ -133,6 +193,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
     check_target(body.type, body.url)
     await check_target_policy(ctx.deps.target_policy, body.type, body.url)
     await own_policy(ctx, body.escalation_policy)
+    regions, region_quorum = region_settings(body.regions, body.region_quorum)
     created = now()
     is_http = http_fields_apply(body.type)
     values = {
@@ -164,6 +225,8 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         "tls_ca_bundle": body.tls_ca_bundle,
         "escalation_policy": body.escalation_policy,
         "depends_on": list(dict.fromkeys(body.depends_on)),
+        "regions": regions,
+        "region_quorum": region_quorum,
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
@@ -221,7 +284,9 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
             body,
             current,
             nullable=(_HTTP_NULLABLE if is_http else frozenset(_HTTP_ONLY)) | _NULLABLE,
+            skip=_REGION_FIELDS,
         )
+        _region_changes(body, current, changes)
         check_http_only(current.type, changes)
         if is_http:
             _http_changes(body, current, changes)
