@@ -11,6 +11,7 @@ import trio
 
 from store import CheckRecord, Connection, Database, StatusChange, checks, monitors, new_check_id
 from store.quorum import region_status_sql
+from tests.outbox import new_channel, new_policy
 from tests.store.helpers import new_monitor, run_epoch
 
 T0 = 1_790_000_000
@@ -207,3 +208,25 @@ async def test_a_move_of_a_region_not_listed_changes_nothing(db: Database) -> No
         await _write(db, mid, "default", "down", T0 + 10, moved_from="pending")
         assert await _status(db, mid) == "pending"
         assert await _rows(db, "SELECT * FROM region_moves WHERE monitor_id = $1", mid) == []
+
+
+async def test_the_alert_names_the_regions_down(db: Database) -> None:
+    with trio.fail_after(20):
+        mid = await _monitor(db)
+        [row] = await _rows(db, "SELECT account_id FROM monitors WHERE id = $1", mid)
+        channel = await new_channel(db, row["account_id"], now=T0)
+        policy = await new_policy(db, row["account_id"], [(60, [("channel", channel)])], now=T0)
+
+        async def adopt(connection: Connection) -> None:
+            await connection.execute(
+                "UPDATE monitors SET escalation_policy = $2 WHERE id = $1", mid, policy
+            )
+
+        await db.run(adopt)
+        await _all_up(db, mid, T0 + 10)
+        await _write(db, mid, "eu-west", "down", T0 + 20, moved_from="up")
+        await _write(db, mid, "ap-south", "down", T0 + 20, moved_from="up")
+        [alert] = await _rows(db, "SELECT summary FROM alerts WHERE resource_id = $1", mid)
+        assert alert["summary"] == (
+            "api is down: down in ap-south, eu-west (2 of 3): Connection refused"
+        )
