@@ -246,11 +246,18 @@ class _Monitor:
 
     def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
         """Take the new config; returns the next deadline (moved onto the new grid when
-        the interval changed)."""
+        the interval changed). New ``regions`` or ``region_quorum`` start the actor's
+        status again: from ``pending`` on a monitor with regions, so that its region's
+        next decision is a region move and the quorum is decided again under the new
+        settings (docs/regions.md); from the monitor's status on one without."""
         old_interval = self.config.interval_seconds
-        if monitor.regions != self.config.regions:  # its status is another view now
-            self.health = Health(_starting_status(monitor, self.deps.region))
-            self.deps.stats.statuses[monitor.id] = self.health.status
+        if (monitor.regions, monitor.region_quorum) != (
+            self.config.regions,
+            self.config.region_quorum,
+        ):
+            status = "pending" if monitor.regions else _starting_status(monitor, "")
+            self.health = Health(status)
+            self.deps.stats.statuses[monitor.id] = status
         self.config = monitor
         self.spec = probe_spec(monitor, self.deps.prober.tls)
         if monitor.interval_seconds != old_interval:

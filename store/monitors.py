@@ -283,6 +283,8 @@ async def _move(
         to,
         now,
     )
+    if old_status is not None:
+        await quorum.restart_views(connection, monitor_id, to, now)
     return await _MONITORS.moved(connection, account_id, monitor_id, old_status, now, cause)
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "RegionMove",
     "decide",
     "region_status_sql",
+    "restart_views",
     "seen_down_sql",
     "sync_views",
 ]
@@ -187,6 +188,23 @@ async def decide(connection: Connection, moves: Sequence[RegionMove]) -> dict[st
             status[move.monitor_id] = after
             decided[move.check_id] = (before, after, epochs[move.monitor_id])
     return decided
+
+
+async def restart_views(connection: Connection, monitor_id: str, to: str, now: int) -> None:
+    """After a pause (``to`` ``paused``) or a resume (``pending``) of ``monitor_id`` at
+    ``now`` (epoch seconds): its region views start again, ``pending`` since ``now``, and
+    each region's log records the move to ``to`` (per-region availability counts the
+    paused time as the monitor's). Nothing for a monitor without regions."""
+    await connection.execute(
+        "WITH old AS (SELECT region, status FROM monitor_regions WHERE monitor_id = $1 "
+        "FOR UPDATE), views AS (UPDATE monitor_regions r SET status = 'pending', since = $3 "
+        "FROM old WHERE r.monitor_id = $1 AND r.region = old.region) "
+        "INSERT INTO region_moves (monitor_id, region, from_status, to_status, created) "
+        "SELECT $1, region, status, $2, $3 FROM old",
+        monitor_id,
+        to,
+        now,
+    )
 
 
 async def sync_views(

@@ -25,12 +25,13 @@ CREATE TABLE monitor_regions (
 );
 
 -- The region moves: each move of a region's view, by the check that caused it (written
--- once: a retried batch logs nothing twice). Per-region availability reads them.
+-- once: a retried batch logs nothing twice), or with no check by a pause (to `paused`)
+-- or a resume (to `pending`) of the monitor. Per-region availability reads them.
 CREATE TABLE region_moves (
     seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     monitor_id  text NOT NULL,
     region      text NOT NULL,
-    check_id    text NOT NULL UNIQUE,
+    check_id    text UNIQUE,
     from_status text NOT NULL,
     to_status   text NOT NULL,
     created     bigint NOT NULL

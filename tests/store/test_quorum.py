@@ -230,3 +230,28 @@ async def test_the_alert_names_the_regions_down(db: Database) -> None:
         assert alert["summary"] == (
             "api is down: down in ap-south, eu-west (2 of 3): Connection refused"
         )
+
+
+async def test_pause_and_resume_start_the_views_again(db: Database) -> None:
+    with trio.fail_after(20):
+        mid = await _monitor(db)
+        [row] = await _rows(db, "SELECT account_id FROM monitors WHERE id = $1", mid)
+        await _all_up(db, mid, T0 + 10)
+        await db.transaction(monitors.pause_monitor, row["account_id"], mid, T0 + 20)
+        await db.transaction(monitors.resume_monitor, row["account_id"], mid, T0 + 30)
+        assert set((await _region_status(db, mid, T0 + 30)).values()) == {"pending"}
+        # the actors start from pending again: a region's first up moves the monitor up
+        await _write(db, mid, "us-east", "up", T0 + 40, moved_from="pending")
+        assert await _status(db, mid) == "up"
+        logged = await _rows(
+            db,
+            "SELECT to_status, created FROM region_moves WHERE monitor_id = $1 "
+            "AND region = 'us-east' ORDER BY seq",
+            mid,
+        )
+        assert [(r["to_status"], r["created"]) for r in logged] == [
+            ("up", T0 + 10),
+            ("paused", T0 + 20),
+            ("pending", T0 + 30),
+            ("up", T0 + 40),
+        ]
