@@ -145,8 +145,9 @@ async def write_check_batch(
     """
     if any(c.region is not None for c in changes):
         changes = await _decided(connection, changes)
+    heard = () if views is None or not any(views) else (list(views),)
     row = await connection.fetchrow(
-        _WRITE_BATCH,
+        _WRITE_BATCH_HEARD if heard else _WRITE_BATCH,
         [c.id for c in checks],
         [c.monitor_id for c in checks],
         [c.status for c in checks],
@@ -163,7 +164,7 @@ async def write_check_batch(
         [c.to_status for c in changes],
         [c.run_epoch for c in changes],
         [c.created for c in changes],
-        [None] * len(checks) if views is None else list(views),
+        *heard,
     )
     if row["monitor_ids"] is not None:
         await apply_moves(
@@ -240,12 +241,6 @@ _WRITE_BATCH = (
     "ch AS (SELECT u.* FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], "
     "$15::int[], $16::bigint[]) WITH ORDINALITY "
     "AS u(monitor_id, check_id, from_status, to_status, epoch, created, ord)), "
-    # The region views the checks of monitors with regions keep heard (store.quorum).
-    "heard AS (UPDATE monitor_regions r SET heard = h.last FROM (SELECT monitor_id, "
-    "region, max(created) AS last FROM unnest($2::text[], $17::text[], $8::bigint[]) "
-    "AS u(monitor_id, region, created) WHERE region IS NOT NULL GROUP BY 1, 2) h "
-    "WHERE r.monitor_id = h.monitor_id AND r.region = h.region "
-    "AND (r.heard IS NULL OR r.heard < h.last)), "
     # The monitors the batch moves, as stored before it (not paused), with their previous
     # check (the newest in their rollups, or the start of their period if later).
     "mon AS (SELECT m.id AS monitor_id, m.status AS stored, m.run_epoch, "
@@ -331,9 +326,23 @@ _WRITE_BATCH = (
     "array_agg(to_status ORDER BY seq) AS to_statuses, "
     "array_agg(created ORDER BY seq) AS times FROM moves"
 )
-"""The batch (:func:`write_check_batch`): checks $1-$10, changes $11-$16, the checks' views
-$17. One row: the
+"""The batch (:func:`write_check_batch`): checks $1-$10, changes $11-$16. One row: the
 number of checks inserted and the moves applied (arrays, NULL without any)."""
+
+_WRITE_BATCH_HEARD = _WRITE_BATCH.replace(
+    "WITH ins AS (",
+    "WITH "
+    # The region views the checks of monitors with regions keep heard (store.quorum).
+    "heard AS (UPDATE monitor_regions r SET heard = h.last FROM (SELECT monitor_id, "
+    "region, max(created) AS last FROM unnest($2::text[], $17::text[], $8::bigint[]) "
+    "AS u(monitor_id, region, created) WHERE region IS NOT NULL GROUP BY 1, 2) h "
+    "WHERE r.monitor_id = h.monitor_id AND r.region = h.region "
+    "AND (r.heard IS NULL OR r.heard < h.last)), ins AS (",
+    1,
+)
+"""The batch of a batch holding checks of monitors with regions: also keeps their views
+heard (``$17``: each check's view, or NULL; :mod:`store.quorum`). A batch without any
+runs :data:`_WRITE_BATCH`, which does not touch the views."""
 
 
 async def ensure_partitions(connection: Connection, lo: int, hi: int, width: int) -> None:
