@@ -44,7 +44,7 @@ from store import (
 )
 
 from .actor import ActorRef, Reply, answer
-from .health import Health, after_check
+from .health import Health, after_check, starting_status
 from .observer import CheckObserver
 from .probes import (
     Prober,
@@ -222,7 +222,7 @@ class _Monitor:
         self.config = monitor
         self.spec = probe_spec(monitor, deps.prober.tls)
         self.deps = deps
-        status = _starting_status(monitor, deps.region)
+        status = starting_status(monitor, deps.region)
         self.health = Health(status)
         deps.stats.statuses[monitor.id] = status
         self.clock_offset = trio.current_time() - time.time()
@@ -255,7 +255,7 @@ class _Monitor:
             self.config.regions,
             self.config.region_quorum,
         ):
-            status = "pending" if monitor.regions else _starting_status(monitor, "")
+            status = "pending" if monitor.regions else starting_status(monitor, "")
             self.health = Health(status)
             self.deps.stats.statuses[monitor.id] = status
         self.config = monitor
@@ -318,16 +318,6 @@ class _Monitor:
                 error_code=result.error_code,
             )
         return check, change
-
-
-def _starting_status(monitor: MonitorRecord, region: str) -> str:
-    """The status an actor of ``monitor`` starts from on a node of ``region``: the
-    monitor's (its region's view on a monitor with ``regions``: docs/regions.md) when up
-    or down, else ``pending``."""
-    status = monitor.status
-    if monitor.regions is not None:
-        status = (monitor.region_status or {}).get(region, "pending")
-    return status if status in ("up", "down") else "pending"
 
 
 def _missed_in_hand_over(state: _Monitor, latest: float, now: float) -> bool:

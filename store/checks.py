@@ -38,7 +38,7 @@ and the :class:`StatusChange` it caused), and the family writes its part of a ba
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import trio
@@ -144,7 +144,7 @@ async def write_check_batch(
     decide are applied here as any other change.
     """
     if any(c.region is not None for c in changes):
-        changes = await _decided(connection, changes)
+        changes = await quorum.monitor_moves(connection, changes)
     heard = () if views is None or not any(views) else (list(views),)
     row = await connection.fetchrow(
         _WRITE_BATCH_HEARD if heard else _WRITE_BATCH,
@@ -188,22 +188,6 @@ async def write_check_batch(
         row["monitor_ids"] or [],
     )
     return int(row["inserted"])
-
-
-async def _decided(connection: Connection, changes: Sequence[StatusChange]) -> list[StatusChange]:
-    """``changes`` with its region moves replaced by the monitor moves they decide
-    (:func:`store.quorum.decide`), in the place of the region move that decided each."""
-    decided = await quorum.decide(connection, [c for c in changes if c.region is not None])
-    kept: list[StatusChange] = []
-    for change in changes:
-        if change.region is None:
-            kept.append(change)
-        elif (move := decided.get(change.check_id)) is not None:
-            before, after, epoch = move
-            kept.append(
-                replace(change, from_status=before, to_status=after, run_epoch=epoch, region=None)
-            )
-    return kept
 
 
 def _stored_or_batch(aggregate: str, where: str) -> str:

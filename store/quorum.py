@@ -32,7 +32,8 @@ regions (``store.checks``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from .database import Connection
 
@@ -41,6 +42,7 @@ __all__ = [
     "MonitorMove",
     "RegionMove",
     "decide",
+    "monitor_moves",
     "region_status_sql",
     "restart_views",
     "seen_down_sql",
@@ -188,6 +190,28 @@ async def decide(connection: Connection, moves: Sequence[RegionMove]) -> dict[st
             status[move.monitor_id] = after
             decided[move.check_id] = (before, after, epochs[move.monitor_id])
     return decided
+
+
+MoveT = TypeVar("MoveT", bound=RegionMove)
+
+
+async def monitor_moves(connection: Connection, changes: Sequence[MoveT]) -> list[MoveT]:
+    """``changes`` (``store.checks.StatusChange``, a dataclass) with their region moves
+    replaced by the monitor moves they decide (:func:`decide`), each in the place of the
+    region move that decided it (``region`` None), the others dropped."""
+    decided = await decide(connection, [c for c in changes if c.region is not None])
+    kept: list[MoveT] = []
+    for change in changes:
+        if change.region is None:
+            kept.append(change)
+        elif (move := decided.get(change.check_id)) is not None:
+            before, after, epoch = move
+            kept.append(
+                replace(  # type: ignore[type-var]
+                    change, from_status=before, to_status=after, run_epoch=epoch, region=None
+                )
+            )
+    return kept
 
 
 async def restart_views(connection: Connection, monitor_id: str, to: str, now: int) -> None:

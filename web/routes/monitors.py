@@ -24,11 +24,7 @@ connection of a check, an http url's redirects to https included (docs/checks.md
 certificate authorities"). All six are null on the other types (a non-null value is a
 422 ``invalid_value``).
 
-Regions (docs/regions.md): ``regions`` unique (a name listed twice is a 422 naming that
-item); ``region_quorum`` at most the number of regions (422 naming ``region_quorum``),
-null without regions (a quorum sent without regions is a 422), a majority when not sent.
-A PATCH that changes ``regions`` without sending ``region_quorum`` gives it the new
-list's majority; one that sends ``regions: null`` clears both.
+Regions: :mod:`web.routes.monitor_regions`.
 """
 
 from __future__ import annotations
@@ -65,6 +61,7 @@ from .common import (
     path_id,
 )
 from .escalation_policies import own_policy
+from .monitor_regions import REGION_FIELDS, region_changes, region_settings
 from .resource import Resource
 
 _HTTP_ONLY = (
@@ -82,8 +79,6 @@ _HTTP_NULLABLE = frozenset(
 )
 """http fields a PATCH may set to null (``request_headers`` and ``assertions`` are then
 emptied; ``tls_verify`` may not be)."""
-_REGION_FIELDS = frozenset({"regions", "region_quorum"})
-"""Fields a PATCH changes together (:func:`_region_changes`)."""
 _NULLABLE = frozenset({"escalation_policy"})
 """Fields of every type a PATCH may set to null (docs/alerts.md: no policy of its own)."""
 
@@ -130,58 +125,6 @@ def check_http_only(type: str, values: dict[str, Any]) -> None:
     for name in _HTTP_ONLY:
         if values.get(name) is not None:
             raise ApiError("invalid_value", f"{name} applies to http monitors only", param=name)
-
-
-def region_settings(regions: list[str] | None, quorum: int | None) -> tuple[Any, Any]:
-    """The ``(regions, region_quorum)`` a monitor stores for the values sent (module
-    docstring): a quorum left out (None) is a majority, ``len // 2 + 1``.
-
-    Raises:
-        ApiError: 422 ``invalid_value`` for a region listed twice (``param``
-            ``regions[i]``), a quorum above the number of regions or without regions
-            (``param`` ``region_quorum``).
-    """
-    if regions is None:
-        if quorum is not None:
-            raise ApiError(
-                "invalid_value",
-                "region_quorum applies to monitors with regions only",
-                param="region_quorum",
-            )
-        return None, None
-    for index, name in enumerate(regions):
-        if name in regions[:index]:
-            raise ApiError(
-                "invalid_value",
-                f"regions[{index}] ({name}) is listed twice",
-                param=f"regions[{index}]",
-            )
-    if quorum is None:
-        return regions, len(regions) // 2 + 1
-    if quorum > len(regions):
-        raise ApiError(
-            "invalid_value",
-            f"region_quorum ({quorum}) may not exceed the number of regions ({len(regions)})",
-            param="region_quorum",
-        )
-    return regions, quorum
-
-
-def _region_changes(body: MonitorUpdate, current: MonitorRecord, changes: dict[str, Any]) -> None:
-    """Add to ``changes`` what a PATCH's ``regions`` and ``region_quorum`` change
-    (module docstring)."""
-    sent = body.model_fields_set
-    if "regions" not in sent and "region_quorum" not in sent:
-        return
-    regions = body.regions if "regions" in sent else current.regions
-    if "region_quorum" in sent:
-        quorum = body.region_quorum
-    else:
-        quorum = current.region_quorum if regions == current.regions else None
-    regions, quorum = region_settings(regions, quorum)
-    for name, value in (("regions", regions), ("region_quorum", quorum)):
-        if value != getattr(current, name):
-            changes[name] = value
 
 
 async def create_monitor(ctx: RequestContext) -> ApiResponse:
@@ -284,9 +227,9 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
             body,
             current,
             nullable=(_HTTP_NULLABLE if is_http else frozenset(_HTTP_ONLY)) | _NULLABLE,
-            skip=_REGION_FIELDS,
+            skip=REGION_FIELDS,
         )
-        _region_changes(body, current, changes)
+        region_changes(body, current, changes)
         check_http_only(current.type, changes)
         if is_http:
             _http_changes(body, current, changes)
