@@ -44,7 +44,7 @@ from store import (
 )
 
 from .actor import ActorRef, Reply, answer
-from .health import Health, after_check
+from .health import Health, after_check, starting_status
 from .observer import CheckObserver
 from .probes import (
     Prober,
@@ -153,6 +153,9 @@ class MonitorDeps:
     """Whether this node may probe a monitor of bucket ``b`` it runs under lease epoch
     ``e`` now (``trio.current_time()``, seconds): ``may_probe(b, e, now)``, asked before
     every probe (``engine.leases.Holding.may_probe``), or None: always."""
+    region: str = "default"
+    """This node's region (``EngineSettings.region``): every check records it; on a
+    monitor with ``regions`` the actor's status is that region's view (docs/regions.md)."""
 
 
 def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
@@ -219,7 +222,7 @@ class _Monitor:
         self.config = monitor
         self.spec = probe_spec(monitor, deps.prober.tls)
         self.deps = deps
-        status = monitor.status if monitor.status in ("up", "down") else "pending"
+        status = starting_status(monitor, deps.region)
         self.health = Health(status)
         deps.stats.statuses[monitor.id] = status
         self.clock_offset = trio.current_time() - time.time()
@@ -229,10 +232,32 @@ class _Monitor:
         self.lease_epoch = None if deps.lease_epoch is None else deps.lease_epoch(monitor.id)
         self.bucket = 0 if deps.may_probe is None else leases.bucket_of(monitor.id)
 
+    @property
+    def view(self) -> str | None:
+        """The region view this actor keeps: this node's region on a monitor with
+        ``regions``, else None (its status is the monitor's)."""
+        return None if self.config.regions is None else self.deps.region
+
+    def item(self, check: CheckRecord, change: StatusChange | None) -> WriteCheck:
+        """The store item of ``check`` and the move it caused."""
+        return WriteCheck(
+            check=check, change=change, lease_epoch=self.lease_epoch, region=self.view
+        )
+
     def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
         """Take the new config; returns the next deadline (moved onto the new grid when
-        the interval changed)."""
+        the interval changed). New ``regions`` or ``region_quorum`` start the actor's
+        status again: from ``pending`` on a monitor with regions, so that its region's
+        next decision is a region move and the quorum is decided again under the new
+        settings (docs/regions.md); from the monitor's status on one without."""
         old_interval = self.config.interval_seconds
+        if (monitor.regions, monitor.region_quorum) != (
+            self.config.regions,
+            self.config.region_quorum,
+        ):
+            status = "pending" if monitor.regions else starting_status(monitor, "")
+            self.health = Health(status)
+            self.deps.stats.statuses[monitor.id] = status
         self.config = monitor
         self.spec = probe_spec(monitor, self.deps.prober.tls)
         if monitor.interval_seconds != old_interval:
@@ -255,6 +280,7 @@ class _Monitor:
             error_message=result.error_message,
             created=created,
             tls_expires_at=result.tls_expires_at,
+            region=self.deps.region,
         )
         before = self.health.status
         self.health = after_check(
@@ -282,6 +308,7 @@ class _Monitor:
                 run_epoch=config.run_epoch,
                 created=check.created,
                 lease_epoch=self.lease_epoch,
+                region=self.view,
             )
             log.info(
                 "monitor status changed",
@@ -370,10 +397,7 @@ async def run_monitor(
                                     answer(reply, None)
                             case ProbeDone() if message.incarnation is state.incarnation:
                                 state.in_flight = None
-                                check, change = state.record(message)
-                                item = WriteCheck(
-                                    check=check, change=change, lease_epoch=state.lease_epoch
-                                )
+                                item = state.item(*state.record(message))
                                 if not deps.writer.write_nowait(item):
                                     unwritten = item
                                 elif draining:
@@ -424,9 +448,7 @@ async def run_monitor(
                 except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                     break
                 if isinstance(message, ProbeDone) and message.incarnation is state.incarnation:
-                    check, change = state.record(message)
-                    item = WriteCheck(check=check, change=change, lease_epoch=state.lease_epoch)
-                    await deps.writer.write(item)
+                    await deps.writer.write(state.item(*state.record(message)))
                 elif isinstance(message, Reconfigure):
                     message.reply.close()
         raise

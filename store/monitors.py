@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import dependencies
-from .coverage import in_maintenance_sql, paused_until_sql
+from . import dependencies, quorum
+from .coverage import NOW_SQL, in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
@@ -47,6 +47,8 @@ _COLUMNS = (
     "escalation_policy",
     "depends_on",
     "suppressed_by",
+    "regions",
+    "region_quorum",
 )
 _NOT_RUN_BY = ("status", "updated", "escalation_policy", "depends_on", "suppressed_by")
 _SETTINGS_DIGEST = (
@@ -66,6 +68,7 @@ _SELECT = (
     + f", {_SETTINGS_DIGEST} AS settings_digest"
     + f", {in_maintenance_sql('t.id')} AS in_maintenance"
     + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
+    + f", {quorum.region_status_sql('t', NOW_SQL)} AS region_status"
 )
 UPDATABLE = frozenset(
     {
@@ -88,6 +91,8 @@ UPDATABLE = frozenset(
         "tls_ca_bundle",
         "escalation_policy",
         "depends_on",
+        "regions",
+        "region_quorum",
     }
 )
 """Columns :func:`update_monitor` may change."""
@@ -105,6 +110,8 @@ async def insert_monitor(
         store.dependencies.UnknownDependency: ``depends_on`` names no monitor of the
             account (checked under the account's graph lock: :mod:`store.dependencies`).
     """
+    if values.get("regions") is not None:
+        await quorum.sync_views(connection, values["id"], values["regions"], values["created"])
     record = await _MONITORS.insert(connection, values, cause)
     if record.depends_on:
         await dependencies.check_dependencies(
@@ -191,9 +198,15 @@ async def update_monitor(
         nonlocal moved_edges
         changes = apply(current)
         moved_edges = "depends_on" in changes
+        if "regions" in changes:  # the region views follow (store.quorum.sync_views)
+            regions_moved.append(changes["regions"])
         return changes
 
+    regions_moved: list[list[str] | None] = []
     record = await _MONITORS.update(connection, account_id, monitor_id, tracked, now, cause)
+    if record is not None and regions_moved:
+        await quorum.sync_views(connection, monitor_id, regions_moved[-1], now)
+        record = await get_monitor(connection, account_id, monitor_id)
     if record is not None and moved_edges:
         await dependencies.check_dependencies(connection, account_id, monitor_id, record.depends_on)
     return record
@@ -270,6 +283,8 @@ async def _move(
         to,
         now,
     )
+    if old_status is not None:
+        await quorum.restart_views(connection, monitor_id, to, now)
     return await _MONITORS.moved(connection, account_id, monitor_id, old_status, now, cause)
 
 
@@ -351,6 +366,8 @@ _MONITORS: EventedTable[MonitorRecord] = EventedTable(
         ("status_changes", "monitor_id"),
         ("check_rollups", "monitor_id"),
         ("maintenance_window_resources", "resource_id"),
+        ("monitor_regions", "monitor_id"),
+        ("region_moves", "monitor_id"),
     ),
 )
 """Monitors' changes and their ``monitor.*`` events (:mod:`store.evented`)."""

@@ -106,6 +106,7 @@ class MonitorKind:
             observer=context.observer,
             lease_epoch=holding.epoch_of if holding.fenced else None,
             may_probe=holding.may_probe if holding.fenced else None,
+            region=context.settings.region,
         )
 
     def runner(self, shard: ShardContext) -> MonitorRunner:

@@ -1,0 +1,249 @@
+"""Regions and quorum: each region's view of a monitor, and the monitor's status decided
+from them, in one place and in the batch's transaction (docs/regions.md).
+
+A monitor with ``regions`` is probed by one node of each listed region. That node's
+monitor actor runs the failure and recovery thresholds over its own region's checks; a
+move of its status is a *region move* (``store.checks.StatusChange`` with ``region``
+set). The batch that writes region moves (:func:`decide`, called by
+``store.checks.write_check_batch`` before its statement) for each monitor:
+
+* locks the monitor's row (``FOR UPDATE``, in id order), so two regions' batches
+  committing at the same instant decide one after the other, the later one reading the
+  view the earlier wrote: no move is lost and no second incident opened;
+* logs the move in ``region_moves`` (once per check: a retried batch logs nothing
+  twice, and decides nothing again) and stores it in the region's view
+  (``monitor_regions``);
+* counts the regions that see it down against ``region_quorum``: the monitor is
+  ``down`` when at least that many see it down; else ``up`` once a region sees it up
+  (a monitor no region sees up stays as it is: ``pending`` before any, ``down`` when a
+  down region went silent and none has seen it up since);
+* answers the *monitor move* that answer makes, if it changed: the batch's statement
+  then applies it exactly as a move of a monitor without regions (status changes,
+  ``monitor.down``/``monitor.up``, incidents, alerts: ``store.alerting``).
+
+A region whose view was not heard (no check of that region stored) for more than two
+intervals and :data:`SILENCE_SLACK_SECONDS` is ``unknown``: its node is gone (its
+lease expired with no other node of the region to take it). An unknown view never
+counts as down, at the decision or on the monitor object (``region_status``). The
+views' ``heard`` is kept by the batch's statement from the checks of monitors with
+regions (``store.checks``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol, TypeVar
+
+from .database import Connection
+
+__all__ = [
+    "SILENCE_SLACK_SECONDS",
+    "MonitorMove",
+    "RegionMove",
+    "decide",
+    "monitor_moves",
+    "region_status_sql",
+    "restart_views",
+    "seen_down_sql",
+    "sync_views",
+]
+
+SILENCE_SLACK_SECONDS = 10
+"""Seconds beyond two intervals a region's view may go unheard before it is unknown:
+the default lease (``uptrio serve --lease-seconds``, 10 s) in which another node of
+the region takes over a gone node's buckets."""
+
+
+def _fresh(view: str, interval: str, at: str) -> str:
+    """SQL: region view ``view`` (alias of ``monitor_regions``) was heard (or, never
+    heard, made) within two intervals (SQL ``interval``, seconds) and the slack of
+    ``at`` (SQL epoch seconds)."""
+    return (
+        f"coalesce({view}.heard, {view}.since) >= {at} - (2 * {interval} + {SILENCE_SLACK_SECONDS})"
+    )
+
+
+def region_status_sql(monitor: str, at: str) -> str:
+    """SQL: the ``region_status`` object of monitor alias ``monitor`` at ``at`` (SQL
+    epoch seconds): region to ``up``/``down``/``pending``, or ``unknown`` when unheard
+    (module docstring); NULL without regions."""
+    return (
+        f"CASE WHEN {monitor}.regions IS NOT NULL THEN (SELECT coalesce(jsonb_object_agg("
+        f"r.region, CASE WHEN {_fresh('r', f'{monitor}.interval_seconds', at)} "
+        "THEN r.status ELSE 'unknown' END ORDER BY r.region), '{}'::jsonb) "
+        f"FROM monitor_regions r WHERE r.monitor_id = {monitor}.id "
+        f"AND r.region = ANY({monitor}.regions)) END"
+    )
+
+
+def seen_down_sql(monitor: str, at: str) -> str:
+    """SQL text: which regions see monitor alias ``monitor`` down at ``at`` (SQL epoch
+    seconds), as ``"eu-west, us-east (2 of 3)"``; NULL without regions or when none
+    does. Incidents, alerts and ``monitor.down`` name them (``store.alerting``)."""
+    return (
+        f"(SELECT string_agg(r.region, ', ' ORDER BY r.region) || ' (' || count(*) "
+        f"|| ' of ' || cardinality({monitor}.regions) || ')' FROM monitor_regions r "
+        f"WHERE {monitor}.regions IS NOT NULL AND r.monitor_id = {monitor}.id "
+        f"AND r.region = ANY({monitor}.regions) AND r.status = 'down' "
+        f"AND {_fresh('r', f'{monitor}.interval_seconds', at)})"
+    )
+
+
+class RegionMove(Protocol):
+    """A region's view of ``monitor_id`` moving from ``from_status`` to ``to_status``
+    because of check ``check_id`` made at ``created`` (epoch seconds) by a node of
+    ``region``, whose actor ran under ``run_epoch`` (``store.checks.StatusChange``)."""
+
+    @property
+    def monitor_id(self) -> str: ...
+    @property
+    def region(self) -> str | None: ...
+    @property
+    def check_id(self) -> str: ...
+    @property
+    def from_status(self) -> str: ...
+    @property
+    def to_status(self) -> str: ...
+    @property
+    def run_epoch(self) -> int: ...
+    @property
+    def created(self) -> int: ...
+
+
+MonitorMove = tuple[str, str, int]
+"""The monitor's own move a region move decided: ``(from_status, to_status,
+run_epoch)``."""
+
+
+_LOCK = (
+    "SELECT id, status, run_epoch FROM monitors WHERE id = ANY($1::text[]) "
+    "AND regions IS NOT NULL ORDER BY id FOR UPDATE"
+)
+
+# One region move: logged once per check, then stored in the view; only for the run the
+# monitor has now (not paused) and a region it lists.
+_APPLY = """
+WITH m AS (
+    SELECT id FROM monitors
+    WHERE id = $1 AND run_epoch = $2 AND status <> 'paused' AND $3 = ANY(regions)),
+logged AS (
+    INSERT INTO region_moves (monitor_id, region, check_id, from_status, to_status, created)
+    SELECT m.id, $3, $4, $5, $6, $7 FROM m
+    ON CONFLICT (check_id) DO NOTHING RETURNING monitor_id),
+viewed AS (
+    INSERT INTO monitor_regions AS r (monitor_id, region, status, since, heard)
+    SELECT monitor_id, $3, $6, $7, $7 FROM logged
+    ON CONFLICT (monitor_id, region) DO UPDATE SET status = EXCLUDED.status,
+        since = EXCLUDED.since, heard = greatest(r.heard, EXCLUDED.heard)
+    RETURNING 1)
+SELECT count(*) FROM viewed
+"""
+
+# The quorum's inputs after a region move: regions seeing it down, whether one sees it up.
+_COUNT = f"""
+SELECT m.region_quorum,
+    count(*) FILTER (WHERE r.status = 'down' AND {_fresh("r", "m.interval_seconds", "$2")})
+        AS down,
+    coalesce(bool_or(r.status = 'up' AND {_fresh("r", "m.interval_seconds", "$2")}), false)
+        AS any_up
+FROM monitors m JOIN monitor_regions r ON r.monitor_id = m.id AND r.region = ANY(m.regions)
+WHERE m.id = $1 GROUP BY m.id
+"""
+
+
+async def decide(connection: Connection, moves: Sequence[RegionMove]) -> dict[str, MonitorMove]:
+    """Apply ``moves`` (in their order) to the regions' views and answer the monitor
+    moves they decide, by the ``check_id`` of the region move that decided each (module
+    docstring), inside the caller's transaction; the monitors' rows stay locked until it
+    ends. A move of a monitor paused, deleted, run under another epoch, without regions
+    or not listing the move's region, or already logged, changes nothing."""
+    if not moves:
+        return {}
+    locked = await connection.fetch(_LOCK, sorted({move.monitor_id for move in moves}))
+    status = {row["id"]: row["status"] for row in locked}
+    epochs = {row["id"]: row["run_epoch"] for row in locked}
+    decided: dict[str, MonitorMove] = {}
+    for move in moves:
+        if move.monitor_id not in status:
+            continue
+        applied = await connection.fetchval(
+            _APPLY,
+            move.monitor_id,
+            move.run_epoch,
+            move.region,
+            move.check_id,
+            move.from_status,
+            move.to_status,
+            move.created,
+        )
+        if not applied:
+            continue
+        row = await connection.fetchrow(_COUNT, move.monitor_id, move.created)
+        before = status[move.monitor_id]
+        after = before
+        if row["down"] >= row["region_quorum"]:
+            after = "down"
+        elif row["any_up"]:
+            after = "up"
+        if after != before:
+            status[move.monitor_id] = after
+            decided[move.check_id] = (before, after, epochs[move.monitor_id])
+    return decided
+
+
+MoveT = TypeVar("MoveT", bound=RegionMove)
+
+
+async def monitor_moves(connection: Connection, changes: Sequence[MoveT]) -> list[MoveT]:
+    """``changes`` (``store.checks.StatusChange``, a dataclass) with their region moves
+    replaced by the monitor moves they decide (:func:`decide`), each in the place of the
+    region move that decided it (``region`` None), the others dropped."""
+    decided = await decide(connection, [c for c in changes if c.region is not None])
+    kept: list[MoveT] = []
+    for change in changes:
+        if change.region is None:
+            kept.append(change)
+        elif (move := decided.get(change.check_id)) is not None:
+            before, after, epoch = move
+            kept.append(
+                replace(  # type: ignore[type-var]
+                    change, from_status=before, to_status=after, run_epoch=epoch, region=None
+                )
+            )
+    return kept
+
+
+async def restart_views(connection: Connection, monitor_id: str, to: str, now: int) -> None:
+    """After a pause (``to`` ``paused``) or a resume (``pending``) of ``monitor_id`` at
+    ``now`` (epoch seconds): its region views start again, ``pending`` since ``now``, and
+    each region's log records the move to ``to`` (per-region availability counts the
+    paused time as the monitor's). Nothing for a monitor without regions."""
+    await connection.execute(
+        "WITH old AS (SELECT region, status FROM monitor_regions WHERE monitor_id = $1 "
+        "FOR UPDATE), views AS (UPDATE monitor_regions r SET status = 'pending', since = $3 "
+        "FROM old WHERE r.monitor_id = $1 AND r.region = old.region) "
+        "INSERT INTO region_moves (monitor_id, region, from_status, to_status, created) "
+        "SELECT $1, region, status, $2, $3 FROM old",
+        monitor_id,
+        to,
+        now,
+    )
+
+
+async def sync_views(
+    connection: Connection, monitor_id: str, regions: Sequence[str] | None, now: int
+) -> None:
+    """Make the region views of ``monitor_id`` follow its ``regions``: a view for each
+    (``pending`` since ``now``, epoch seconds; an existing one kept), none for a region
+    no longer listed (all of them when ``regions`` is None)."""
+    await connection.execute(
+        "WITH gone AS (DELETE FROM monitor_regions WHERE monitor_id = $1 "
+        "AND NOT region = ANY(coalesce($2::text[], '{}'))) "
+        "INSERT INTO monitor_regions (monitor_id, region, status, since) "
+        "SELECT $1, r, 'pending', $3 FROM unnest(coalesce($2::text[], '{}')) AS r "
+        "ON CONFLICT (monitor_id, region) DO NOTHING",
+        monitor_id,
+        None if regions is None else list(regions),
+        now,
+    )
