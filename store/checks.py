@@ -77,6 +77,8 @@ class StatusChange:
     created: int
     lease_epoch: int | None = None
     """The lease epoch its actor ran under (``store.fencing``), or None: not fenced."""
+    lease_region: str | None = None
+    """The pool of that lease: a region, or None: the any-region pool (``store.fencing``)."""
 
     family: ClassVar[str] = "checks"
     """Written by the ``checks`` family (:data:`CHECKS`)."""
@@ -101,6 +103,9 @@ class WriteCheck:
     change: StatusChange | None = None
     lease_epoch: int | None = None
     """The lease epoch the monitor's actor ran under (``store.fencing``), or None."""
+    lease_region: str | None = None
+    """The pool of that lease: the node's region for a monitor with ``regions``, or None:
+    the any-region pool (``store.fencing``; docs/several-nodes.md, Regions)."""
     queued_at: float = field(default_factory=trio.current_time)
 
     family: ClassVar[str] = "checks"

@@ -128,6 +128,9 @@ class MonitorRecord(_FromRow):
     """When (epoch seconds) the open occurrence of a window with ``pause_checks`` covering
     it ends, or None: its checks are not paused by maintenance (computed by the read;
     ``engine.monitor`` probes nothing before it). Not part of an event's snapshot."""
+    regions: list[str] | None = None
+    """The regions that each probe it (one node of each: docs/several-nodes.md, Regions),
+    or None: one node of any region."""
     settings_digest: int = field(default=0, metadata={"internal": True})
     """A 64-bit hash of its settings and run epoch (every column but ``status`` and
     ``updated``), computed by the store's queries (``store.monitors``): equal digests,

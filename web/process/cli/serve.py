@@ -35,7 +35,15 @@ from store import MaintenanceSettings, StoreSettings
 from ...http.deps import WebSettings
 from ..service import run_service
 from ..settings import ServiceSettings
-from .flags import Commands, command, positive_float, positive_int, store_flags, store_location
+from .flags import (
+    Commands,
+    command,
+    positive_float,
+    positive_int,
+    region_name,
+    store_flags,
+    store_location,
+)
 
 __all__ = [
     "add_command",
@@ -206,6 +214,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         leases=LeaseSettings(
             node_name=args.node_name or f"{socket.gethostname()}:{args.port}",
             lease_seconds=args.lease_seconds,
+            region=args.region,
         ),
     )
 
@@ -421,6 +430,14 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         "--node-name",
         default=None,
         help="this node's name among the nodes sharing the database (default HOST:PORT)",
+    )
+    serve.add_argument(
+        "--region",
+        type=region_name,
+        default=LeaseSettings(node_name="").region,
+        help="this node's region (a-z 0-9 -, at most 32): it probes the monitors without "
+        "regions with the other nodes, and those listing its region with that region's "
+        "nodes (default %(default)s)",
     )
     serve.add_argument(
         "--lease-seconds",
