@@ -316,8 +316,7 @@ async def release_node(connection: Connection, name: str) -> int:
     buckets of the any-region pool given back (its region's go back with them). Run in a
     transaction."""
     released = await connection.fetch(
-        "UPDATE bucket_leases SET node = NULL, expires_at = now() WHERE node = $1 "
-        "RETURNING region",
+        "UPDATE bucket_leases SET node = NULL, expires_at = now() WHERE node = $1 RETURNING region",
         name,
     )
     await connection.execute(
