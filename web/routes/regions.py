@@ -23,7 +23,7 @@ async def list_regions(ctx: RequestContext) -> ApiResponse:
 RESOURCE = Resource(
     path="/regions",
     noun="region",
-    prefix="reg",
+    prefix="",  # a region is known by its name: no id
     permission=None,
     tag="Regions",
     description=(
