@@ -53,7 +53,7 @@ async def fence(connection: Connection, node: str, parts: Sequence[Part]) -> tup
     ordered = sorted(keys)
     rows = await connection.fetch(
         "SELECT b.region, b.bucket, b.epoch, b.expires_at > now() AS live "
-        "FROM bucket_leases b JOIN unnest($2::text[], $3::smallint[]) AS k(region, bucket) "
+        "FROM pool_leases b JOIN unnest($2::text[], $3::smallint[]) AS k(region, bucket) "
         "ON k.region = b.region AND k.bucket = b.bucket "
         "WHERE b.node = $1 ORDER BY b.region, b.bucket FOR UPDATE OF b",
         node,
@@ -63,7 +63,7 @@ async def fence(connection: Connection, node: str, parts: Sequence[Part]) -> tup
     held = {(r["region"], r["bucket"]): r["epoch"] for r in rows}
     if lapsed := [(r["region"], r["bucket"]) for r in rows if not r["live"]]:
         await connection.execute(
-            "UPDATE bucket_leases b "
+            "UPDATE pool_leases b "
             "SET expires_at = now() + make_interval(secs => n.lease_seconds) FROM nodes n, "
             "unnest($2::text[], $3::smallint[]) AS k(region, bucket)"
             " WHERE n.name = $1 AND b.node = $1 AND b.region = k.region AND b.bucket = k.bucket",

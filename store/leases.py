@@ -11,6 +11,11 @@ graceful stop gives everything back at once (:func:`release_node`). A registrati
 give-back ``NOTIFY`` the other nodes (:func:`store.notify.notify_leases`), which renew at
 once. Every time is the database's clock (``now()``), so nodes' clocks never meet.
 
+Leases are held per pool and bucket (``pool_leases``; docs/several-nodes.md, Regions): the
+any-region pool (region :data:`ANY_REGION`), shared by every live node, and one pool per
+region, shared by that region's live nodes; a node renews, claims and gives back in both
+of its pools with the same rules, and names its leases by slot (:func:`slot_of`).
+
 Query functions (asyncio side), run each with :meth:`store.Database.transaction`. A node
 that is not live is taken off the list by hand (:func:`forget_node`, ``uptrio nodes
 forget``) or, three days after its last renewal, by the maintenance round
@@ -61,7 +66,7 @@ REGION_NAME = re.compile(r"[a-z0-9-]{1,32}")
 (extensions part 11)."""
 
 ANY_REGION = ""
-"""The region of the any-region pool's lease rows (``bucket_leases.region``): monitors
+"""The region of the any-region pool's lease rows (``pool_leases.region``): monitors
 without ``regions`` and every heartbeat, run by one node of any region (docs/several-nodes.md,
 Regions)."""
 
@@ -158,10 +163,10 @@ async def register_node(
     new epoch), making the region's 256 lease rows if it is the region's first node. Run
     in a transaction."""
     await connection.execute(
-        "UPDATE bucket_leases SET node = NULL, expires_at = now() WHERE node = $1", name
+        "UPDATE pool_leases SET node = NULL, expires_at = now() WHERE node = $1", name
     )
     await connection.execute(
-        "INSERT INTO bucket_leases (region, bucket) SELECT $1, generate_series(0, $2 - 1) "
+        "INSERT INTO pool_leases (region, bucket) SELECT $1, generate_series(0, $2 - 1) "
         "ON CONFLICT DO NOTHING",
         region,
         BUCKETS,
@@ -207,9 +212,9 @@ async def renew_leases(
     # (store.fencing); a plain UPDATE locks in the table's physical order and deadlocked
     # with a batch of this node's once in a 10-minute run at 40,000.
     rows = await connection.fetch(
-        "WITH mine AS (SELECT region, bucket FROM bucket_leases WHERE node = $1 "
+        "WITH mine AS (SELECT region, bucket FROM pool_leases WHERE node = $1 "
         "AND region = ANY($3::text[]) ORDER BY region, bucket FOR UPDATE) "
-        "UPDATE bucket_leases b SET expires_at = now() + make_interval(secs => $2) "
+        "UPDATE pool_leases b SET expires_at = now() + make_interval(secs => $2) "
         "FROM mine WHERE b.region = mine.region AND b.bucket = mine.bucket AND b.node = $1 "
         "RETURNING b.region, b.bucket, b.epoch",
         name,
@@ -240,14 +245,14 @@ async def renew_leases(
             settled = settled and (
                 len(claimed) == share - len(mine)
                 or not await connection.fetchval(
-                    "SELECT EXISTS (SELECT 1 FROM bucket_leases WHERE region = $1 "
+                    "SELECT EXISTS (SELECT 1 FROM pool_leases WHERE region = $1 "
                     "AND (node IS NULL OR expires_at <= now()))",
                     pool,
                 )
             )
             mine.update(claimed)
     next_expiry = await connection.fetchval(
-        "SELECT extract(epoch FROM min(expires_at) - now())::float8 FROM bucket_leases "
+        "SELECT extract(epoch FROM min(expires_at) - now())::float8 FROM pool_leases "
         "WHERE node <> $1 AND expires_at > now() AND region = ANY($2::text[])",
         name,
         list(pools),
@@ -272,9 +277,9 @@ async def _claim(
     """Claim up to ``wanted`` free or expired buckets of ``pool`` (a region, or
     :data:`ANY_REGION`) for node ``name``, each at a new epoch; returns bucket to epoch."""
     claimed = await connection.fetch(
-        "UPDATE bucket_leases b SET node = $1, epoch = b.epoch + 1, "
+        "UPDATE pool_leases b SET node = $1, epoch = b.epoch + 1, "
         "expires_at = now() + make_interval(secs => $2) WHERE b.region = $3 AND b.bucket IN ("
-        " SELECT bucket FROM bucket_leases WHERE region = $3 "
+        " SELECT bucket FROM pool_leases WHERE region = $3 "
         " AND (node IS NULL OR expires_at <= now())"
         " ORDER BY bucket LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING bucket, epoch",
         name,
@@ -294,11 +299,11 @@ async def release_buckets(
     given back. Run in a transaction."""
     keys = [split_slot(slot, region) for slot in buckets]
     released = await connection.fetch(
-        "WITH gone AS (SELECT b.region, b.bucket FROM bucket_leases b "
+        "WITH gone AS (SELECT b.region, b.bucket FROM pool_leases b "
         "JOIN unnest($2::text[], $3::smallint[], $4::bigint[]) AS g(region, bucket, epoch) "
         "ON g.region = b.region AND g.bucket = b.bucket AND g.epoch = b.epoch "
         "WHERE b.node = $1 ORDER BY b.region, b.bucket FOR UPDATE OF b) "
-        "UPDATE bucket_leases b SET node = NULL, expires_at = now() "
+        "UPDATE pool_leases b SET node = NULL, expires_at = now() "
         "FROM gone WHERE b.region = gone.region AND b.bucket = gone.bucket RETURNING b.bucket",
         name,
         [pool for pool, _ in keys],
@@ -316,7 +321,7 @@ async def release_node(connection: Connection, name: str) -> int:
     buckets of the any-region pool given back (its region's go back with them). Run in a
     transaction."""
     released = await connection.fetch(
-        "UPDATE bucket_leases SET node = NULL, expires_at = now() WHERE node = $1 RETURNING region",
+        "UPDATE pool_leases SET node = NULL, expires_at = now() WHERE node = $1 RETURNING region",
         name,
     )
     await connection.execute(
@@ -340,7 +345,7 @@ async def list_nodes(connection: Connection) -> list[NodeRecord]:
     ``regions`` and a heartbeat under the any-region pool's, a monitor listing the node's
     region under that region's)."""
     rows = await connection.fetch(
-        "WITH held AS (SELECT region, bucket, node FROM bucket_leases WHERE expires_at > now()) "
+        "WITH held AS (SELECT region, bucket, node FROM pool_leases WHERE expires_at > now()) "
         "SELECT n.name, n.region, extract(epoch FROM n.started)::float8 AS started, "
         "extract(epoch FROM n.renewed_at)::float8 AS renewed_at, "
         "(SELECT count(*) FROM held b WHERE b.node = n.name AND b.region = '') AS buckets, "
@@ -383,7 +388,7 @@ async def forget_node(connection: Connection, name: str) -> str | None:
         return state
     await connection.execute("DELETE FROM nodes WHERE name = $1", name)
     await connection.execute(
-        "UPDATE bucket_leases SET node = NULL WHERE node = $1 AND expires_at <= now()", name
+        "UPDATE pool_leases SET node = NULL WHERE node = $1 AND expires_at <= now()", name
     )
     return state
 
@@ -400,7 +405,7 @@ async def prune_nodes(connection: Connection, older_than_seconds: float) -> list
         )
     ]
     await connection.execute(
-        "UPDATE bucket_leases SET node = NULL WHERE node = ANY($1) AND expires_at <= now()",
+        "UPDATE pool_leases SET node = NULL WHERE node = ANY($1) AND expires_at <= now()",
         names,
     )
     return names

@@ -32,7 +32,7 @@ async def list_regions(connection: Connection) -> list[RegionRecord]:
         "'started', extract(epoch FROM n.started)::bigint, "
         "'renewed_at', extract(epoch FROM n.renewed_at)::bigint) ORDER BY n.name) "
         "FILTER (WHERE n.name IS NOT NULL), '[]') AS nodes "
-        "FROM (SELECT DISTINCT region FROM bucket_leases WHERE region <> '') r "
+        "FROM (SELECT DISTINCT region FROM pool_leases WHERE region <> '') r "
         "LEFT JOIN nodes n ON n.region = r.region AND NOT n.stopping "
         "AND n.renewed_at + make_interval(secs => n.lease_seconds) > now() "
         "GROUP BY r.region ORDER BY r.region"

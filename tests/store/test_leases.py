@@ -78,8 +78,8 @@ async def test_shares_move_as_nodes_join_expire_and_stop(db: Database) -> None:
     assert (listed["b"].state, listed["b"].buckets) == ("expired", 0)
 
     assert await db.transaction(leases.release_node, "a") == 256
-    free = await _sql(db, "SELECT count(*) AS n FROM bucket_leases WHERE node IS NOT NULL")
-    assert free == [{"n": 0}]  # every lease of both its pools
+    free = await _sql(db, "SELECT count(*) AS n FROM bucket_leases WHERE node IS NULL")
+    assert free == [{"n": 256}]
     assert {n.name: n.state for n in await db.run(leases.list_nodes)}["a"] == "stopped"
 
 

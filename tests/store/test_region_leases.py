@@ -72,7 +72,7 @@ async def test_each_region_has_its_own_buckets_claimed_only_by_its_nodes(db: Dat
         assert not set(a.region_held) & set(b.region_held)
         held = await _sql(
             db,
-            "SELECT region, array_agg(DISTINCT node ORDER BY node) AS nodes FROM bucket_leases "
+            "SELECT region, array_agg(DISTINCT node ORDER BY node) AS nodes FROM pool_leases "
             "GROUP BY region ORDER BY region",
         )
         assert held == [
@@ -85,14 +85,14 @@ async def test_each_region_has_its_own_buckets_claimed_only_by_its_nodes(db: Dat
 
         # c (us) dies: the eu nodes take its any-region buckets, never its region's
         await _sql(
-            db, "UPDATE bucket_leases SET expires_at = now() - interval '1 s' WHERE node = 'c'"
+            db, "UPDATE pool_leases SET expires_at = now() - interval '1 s' WHERE node = 'c'"
         )
         await _sql(db, "UPDATE nodes SET renewed_at = now() - interval '1 min' WHERE name = 'c'")
         for _ in range(3):
             a, b = await _round(db, "a", "eu"), await _round(db, "b", "eu")
         assert (len(a.held), len(b.held)) == (128, 128)
         assert (len(a.region_held), len(b.region_held)) == (128, 128)
-        us = await _sql(db, "SELECT DISTINCT node FROM bucket_leases WHERE region = 'us'")
+        us = await _sql(db, "SELECT DISTINCT node FROM pool_leases WHERE region = 'us'")
         assert us == [{"node": "c"}]  # lapsed, waiting for a node of us
         listed = {r.name: r.nodes for r in await db.run(regions.list_regions)}
         assert listed["us"] == []  # a region with no live node is listed, empty
@@ -106,7 +106,7 @@ async def test_each_region_has_its_own_buckets_claimed_only_by_its_nodes(db: Dat
 
         # a graceful stop gives back both pools at once
         assert await db.transaction(leases.release_node, "a") == 128
-        left = await _sql(db, "SELECT count(*) AS n FROM bucket_leases WHERE node = 'a'")
+        left = await _sql(db, "SELECT count(*) AS n FROM pool_leases WHERE node = 'a'")
         assert left == [{"n": 0}]
 
 
@@ -156,7 +156,7 @@ async def test_the_fence_checks_the_lease_of_the_pool_the_actor_ran_under(
             await db.transaction(leases.register_node, name, 10.0, "eu")
         await _sql(
             db,
-            "UPDATE bucket_leases SET node = CASE region WHEN '' THEN 'a' ELSE 'b' END, "
+            "UPDATE pool_leases SET node = CASE region WHEN '' THEN 'a' ELSE 'b' END, "
             "epoch = 5, expires_at = now() + interval '10 s' WHERE bucket = $1",
             bucket,
         )
