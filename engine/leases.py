@@ -136,11 +136,6 @@ class Holding:
             return None
         return leases.slot_of(leases.bucket_of(resource_id), regions is not None)
 
-    def owns(self, resource_id: str, regions: list[str] | None) -> bool:
-        """Whether this node runs monitor ``resource_id`` of ``regions`` now: it holds
-        its slot (:meth:`slot_of`)."""
-        return self.slot_of(resource_id, regions) in self.held
-
     def may_probe(self, bucket: int, epoch: int | None, now: float) -> bool:
         """Whether this node may probe a monitor of ``bucket`` whose actor runs under lease
         epoch ``epoch`` at ``now`` (``trio.current_time()``, seconds): the bucket is held

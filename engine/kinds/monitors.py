@@ -205,12 +205,14 @@ class MonitorRunner:
 
     async def apply(self, resource_id: str, record: MonitorRecord | None) -> None:
         """Start, restart, reconfigure or stop the monitor's actor (module docstring). A
-        monitor this node does not run (its ``regions`` leave this node's region out, or
-        put it in a pool whose lease another node holds) is stopped; one whose
+        monitor this shard does not run (its ``regions`` leave this node's region out, or
+        put it in a pool whose lease it does not hold) is stopped; one whose
         ``regions`` changed is restarted under its new lease (docs/several-nodes.md,
         Regions)."""
-        if record is not None and not self.kind.context.holding.owns(record.id, record.regions):
-            record = None
+        if record is not None and _slot(self.kind.context.holding, record) not in set(
+            self.shard.buckets()
+        ):
+            record = None  # another node's (or another region's) to run
         if self.touched is not None:
             self.touched.add(resource_id)
         if self.supervisor is None:
