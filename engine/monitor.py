@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -39,12 +38,12 @@ from store import (
     StatusChange,
     StoreWriter,
     WriteCheck,
-    leases,
     new_check_id,
 )
 
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check, starting_status
+from .leases import Holding
 from .observer import CheckObserver
 from .probes import (
     Prober,
@@ -146,13 +145,13 @@ class MonitorDeps:
     limiter: trio.CapacityLimiter
     stats: EngineStatistics
     observer: CheckObserver | None = None
-    lease_epoch: Callable[[str], int | None] | None = None
-    """The lease epoch of a monitor's bucket when its actor starts (the fence every
-    result it hands to the store carries: docs/several-nodes.md, Fencing), or None: not fenced."""
-    may_probe: Callable[[int, int | None, float], bool] | None = None
-    """Whether this node may probe a monitor of bucket ``b`` it runs under lease epoch
-    ``e`` now (``trio.current_time()``, seconds): ``may_probe(b, e, now)``, asked before
-    every probe (``engine.leases.Holding.may_probe``), or None: always."""
+    holding: Holding | None = None
+    """This node's leases, or None: not fenced, always probing. With them a monitor's
+    actor runs under the lease of its slot (``Holding.slot_of``: its bucket in the
+    any-region pool, or in this node's region's for a monitor with ``regions``) at the
+    epoch it had when the actor started: every result it hands to the store carries that
+    epoch and pool (docs/several-nodes.md, Fencing and Regions), and it asks
+    ``Holding.may_probe`` before every probe."""
     region: str = "default"
     """This node's region (``EngineSettings.region``): every check records it; on a
     monitor with ``regions`` the actor's status is that region's view (docs/regions.md)."""
@@ -229,8 +228,12 @@ class _Monitor:
         self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
         self.incarnation = object()
         self.in_flight: _Ticket | None = None
-        self.lease_epoch = None if deps.lease_epoch is None else deps.lease_epoch(monitor.id)
-        self.bucket = 0 if deps.may_probe is None else leases.bucket_of(monitor.id)
+        holding, regions = deps.holding, monitor.regions
+        slot = None if holding is None else holding.slot_of(monitor.id, regions)
+        self.slot = -1 if slot is None else slot
+        """Its lease slot (``store.leases.slot_of``); -1: none of this node's."""
+        self.lease_epoch = None if holding is None else holding.held.get(self.slot, -1)
+        self.lease_region = None if holding is None or regions is None else holding.region
 
     @property
     def view(self) -> str | None:
@@ -239,9 +242,14 @@ class _Monitor:
         return None if self.config.regions is None else self.deps.region
 
     def item(self, check: CheckRecord, change: StatusChange | None) -> WriteCheck:
-        """The store item of ``check`` and the move it caused."""
+        """A check and the move it caused as the store takes them: under this actor's
+        lease (its epoch and pool: ``store.fencing``), in its region's view."""
         return WriteCheck(
-            check=check, change=change, lease_epoch=self.lease_epoch, region=self.view
+            check=check,
+            change=change,
+            lease_epoch=self.lease_epoch,
+            lease_region=self.lease_region,
+            region=self.view,
         )
 
     def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
@@ -309,6 +317,7 @@ class _Monitor:
                 created=check.created,
                 lease_epoch=self.lease_epoch,
                 region=self.view,
+                lease_region=self.lease_region,
             )
             log.info(
                 "monitor status changed",
@@ -424,8 +433,8 @@ async def run_monitor(
                     pass  # a maintenance window pauses its checks (docs/maintenance.md)
                 elif state.in_flight is not None:
                     deps.stats.missed += 1
-                elif deps.may_probe is not None and not deps.may_probe(
-                    state.bucket, state.lease_epoch, now
+                elif deps.holding is not None and not deps.holding.may_probe(
+                    state.slot, state.lease_epoch, now
                 ):
                     deps.stats.withheld += 1  # the bucket may be another node's now
                 else:

@@ -81,6 +81,8 @@ class StatusChange:
     region: str | None = None
     """Set on a monitor with regions: the region whose view moved (a *region move*: the
     monitor's own move is decided by ``store.quorum``); None: the monitor moves."""
+    lease_region: str | None = None
+    """The pool of that lease: a region, or None: the any-region pool (``store.fencing``)."""
 
     family: ClassVar[str] = "checks"
     """Written by the ``checks`` family (:data:`CHECKS`)."""
@@ -108,6 +110,9 @@ class WriteCheck:
     region: str | None = None
     """On a monitor with regions, the region whose view the check counts in (the node's
     region: its view is heard; docs/regions.md); None on a monitor without regions."""
+    lease_region: str | None = None
+    """The pool of that lease: the node's region for a monitor with ``regions``, or None:
+    the any-region pool (``store.fencing``; docs/several-nodes.md, Regions)."""
     queued_at: float = field(default_factory=trio.current_time)
 
     family: ClassVar[str] = "checks"

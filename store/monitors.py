@@ -315,42 +315,66 @@ async def delete_monitor(
     return True
 
 
+_SLOT = "CASE WHEN t.regions IS NULL THEN t.bucket ELSE t.bucket + 256 END"
+"""A monitor's lease slot for a node whose region it lists, or without ``regions``
+(``store.leases.slot_of``)."""
+
+
+def _mine(slots: str, region: str) -> str:
+    """In SQL: a monitor a node of region ``region`` (a parameter, text) runs under its
+    lease slots ``slots`` (a parameter, smallint[]); without a region (NULL), every monitor
+    of buckets ``slots``."""
+    return (
+        f"({region}::text IS NULL AND t.bucket = ANY({slots}::smallint[]) OR {region}::text "
+        f"IS NOT NULL AND (t.regions IS NULL OR {region}::text = ANY(t.regions)) "
+        f"AND {_SLOT} = ANY({slots}::smallint[]))"
+    )
+
+
 async def load_active_monitors(
     connection: Connection,
     buckets: Sequence[int] | None = None,
     ids: Sequence[str] | None = None,
+    region: str | None = None,
 ) -> list[MonitorRecord]:
-    """Every monitor this node runs: all that are not paused, in ``buckets`` (bucket
-    numbers, ``store.leases.bucket_of``; None: every bucket), and among ``ids`` when
-    given (the monitors a notification named: ``store.notify``).
+    """Every monitor this node runs: all that are not paused, under lease slots
+    ``buckets`` of a node of ``region`` (``store.leases.slot_of``: a monitor without
+    ``regions`` under its bucket, one listing ``region`` under 256 plus its bucket; None:
+    every monitor), and among ``ids`` when given (the monitors a notification named:
+    ``store.notify``). Without ``region``, ``buckets`` are plain bucket numbers
+    (``store.leases.bucket_of``) and ``regions`` is not looked at.
 
-    The one query by which the engine learns its work (docs/several-nodes.md: "the monitors
-    this node owns"; docs/several-nodes.md: only the buckets it holds a lease on).
+    The one query by which the engine learns its work (docs/several-nodes.md: only the
+    buckets it holds a lease on, in the any-region pool and its region's).
     """
     rows = await connection.fetch(
         f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' "
-        "AND ($1::smallint[] IS NULL OR t.bucket = ANY($1::smallint[])) "
+        f"AND ($1::smallint[] IS NULL OR {_mine('$1', '$3')}) "
         "AND ($2::text[] IS NULL OR t.id = ANY($2::text[])) ORDER BY t.seq",
         None if buckets is None else list(buckets),
         None if ids is None else list(ids),
+        region,
     )
     return [MonitorRecord.from_row(r) for r in rows]
 
 
 async def settings_digests(
-    connection: Connection, buckets: Sequence[int]
+    connection: Connection, buckets: Sequence[int], region: str | None = None
 ) -> dict[int, tuple[int, int]]:
-    """Per bucket of ``buckets`` that has any: the number of active (not paused) monitors
-    and the sum of their ``settings_digest`` (a Python int; Postgres sums as numeric, so
-    nothing overflows). One aggregate query, 256 rows at most, whatever the number of
-    monitors: the engine's reconciliation compares it with the same sums over the
-    actors it runs and reads again only the buckets that differ (docs/several-nodes.md)."""
+    """Per lease slot of ``buckets`` (as :func:`load_active_monitors` takes them, for a
+    node of ``region``) that has any: the number of active (not paused) monitors and the
+    sum of their ``settings_digest`` (a Python int; Postgres sums as numeric, so nothing
+    overflows). One aggregate query, 512 rows at most, whatever the number of monitors:
+    the engine's reconciliation compares it with the same sums over the actors it runs
+    and reads again only the slots that differ (docs/several-nodes.md)."""
     rows = await connection.fetch(
-        f"SELECT t.bucket, count(*) AS n, sum({_SETTINGS_DIGEST}) AS digest FROM monitors t "
-        "WHERE t.status <> 'paused' AND t.bucket = ANY($1::smallint[]) GROUP BY t.bucket",
+        f"SELECT CASE WHEN $2::text IS NULL THEN t.bucket ELSE {_SLOT} END AS slot, "
+        f"count(*) AS n, sum({_SETTINGS_DIGEST}) AS digest FROM monitors t "
+        f"WHERE t.status <> 'paused' AND {_mine('$1', '$2')} GROUP BY 1",
         list(buckets),
+        region,
     )
-    return {r["bucket"]: (r["n"], int(r["digest"])) for r in rows}
+    return {r["slot"]: (r["n"], int(r["digest"])) for r in rows}
 
 
 _MONITORS: EventedTable[MonitorRecord] = EventedTable(

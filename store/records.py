@@ -122,8 +122,8 @@ class MonitorRecord(_FromRow):
     ``{"type": "maintenance", "id": "mnt_..."}`` or ``{"type": "dependency", "id":
     "mon_..."}``, or None (``store.alerting``)."""
     regions: list[str] | None = None
-    """The regions that probe it (1 to 10 names), or None: one node of any region
-    (docs/regions.md)."""
+    """The regions that probe it (1 to 10 names; one node of each: docs/several-nodes.md,
+    Regions), or None: one node of any region (docs/regions.md)."""
     region_quorum: int | None = None
     """How many of ``regions`` must see it down for it to be down; None without regions."""
     region_status: dict[str, str] | None = None

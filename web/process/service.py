@@ -205,7 +205,8 @@ async def open_service(
         observer=metrics,
         fence_node=settings.leases.node_name if leased and settings.leases else None,
     )
-    holding = Holding() if leased else Holding.everything()
+    region = settings.leases.region if settings.leases else None
+    holding = Holding(region) if leased and region else Holding.everything()
     stats = EngineStatistics()
     metrics.attach(engine=stats, writer=store.writer, holding=holding if leased else None)
     server, deps = _web_server(web, handle, holding, metrics, settings)

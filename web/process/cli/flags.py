@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from engine import SourceAddress, source_address
-from store import DEFAULT_DATA_DIR, StoreLocation
+from store import DEFAULT_DATA_DIR, StoreLocation, leases
 
 __all__ = [
     "Commands",
@@ -28,6 +28,7 @@ __all__ = [
     "positive_float",
     "positive_int",
     "probe_source",
+    "region_name",
     "source_family_conflict",
     "store_flags",
     "store_location",
@@ -44,6 +45,18 @@ def _positive(text: str, kind: type[_N]) -> _N:
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a finite number above 0: {text}")
     return value
+
+
+def region_name(text: str) -> str:
+    """A region's name (``store.leases.REGION_NAME``: ``a-z 0-9 -``, 1 to 32 characters),
+    for ``argparse``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    if not leases.REGION_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"a region is 1 to 32 of a-z, 0-9 and -: {text!r}")
+    return text
 
 
 def positive_int(text: str) -> int:

@@ -42,6 +42,7 @@ from .flags import (
     positive_float,
     positive_int,
     probe_source,
+    region_name,
     source_family_conflict,
     store_flags,
     store_location,
@@ -217,6 +218,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         leases=LeaseSettings(
             node_name=args.node_name or f"{socket.gethostname()}:{args.port}",
             lease_seconds=args.lease_seconds,
+            region=args.region,
         ),
     )
 
@@ -432,6 +434,14 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         "--node-name",
         default=None,
         help="this node's name among the nodes sharing the database (default HOST:PORT)",
+    )
+    serve.add_argument(
+        "--region",
+        type=region_name,
+        default=LeaseSettings(node_name="").region,
+        help="this node's region (a-z 0-9 -, at most 32): it probes the monitors without "
+        "regions with the other nodes, and those listing its region with that region's "
+        "nodes (default %(default)s)",
     )
     serve.add_argument(
         "--lease-seconds",
