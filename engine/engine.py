@@ -207,7 +207,7 @@ async def run_engine(
             ``shard_intensity``.
     """
     stats = EngineStatistics() if stats is None else stats
-    holding = Holding.everything() if holding is None else holding
+    holding = Holding.everything(settings.region) if holding is None else holding
     context = EngineContext(
         db=db,
         writer=writer,

@@ -110,9 +110,10 @@ class Holding:
         self._nudged = trio.Event()
 
     @classmethod
-    def everything(cls) -> Holding:
-        """Every bucket, ready: a lone engine with no lease actor."""
-        holding = cls()
+    def everything(cls, region: str = "default") -> Holding:
+        """Every bucket of both pools, ready: a lone engine with no lease actor, in
+        ``region`` (the engine's: it runs the monitors listing that region)."""
+        holding = cls(region)
         holding.held = dict.fromkeys(range(2 * leases.BUCKETS), 0)
         holding.share, holding.live_nodes, holding.ready = leases.BUCKETS, 1, True
         holding.fenced = False

@@ -36,7 +36,7 @@ __all__ = ["fence"]
 
 async def fence(connection: Connection, node: str, parts: Sequence[Part]) -> tuple[list[Part], int]:
     """``(parts kept, items and moves refused)`` of one batch of node ``node``: each part
-    with the items and moves this node's leases cover (module docstring), each checked
+    with the items and moves this node's leases cover (module docstring), each one tested
     against the lease of its pool (``lease_region``: a region's, or None: the any-region
     pool's; docs/several-nodes.md, Regions). Must run in the batch's transaction (the
     lease rows stay locked until it ends). This node's leases that expired unclaimed are

@@ -63,7 +63,7 @@ node gets buckets within a few renewals, and no node drops half its work at once
 
 REGION_NAME = re.compile(r"[a-z0-9-]{1,32}")
 """What a region's name may be (``fullmatch``): ``a-z 0-9 -``, 1 to 32 characters
-(extensions part 11)."""
+(docs/several-nodes.md, Regions)."""
 
 ANY_REGION = ""
 """The region of the any-region pool's lease rows (``pool_leases.region``): monitors

@@ -142,7 +142,7 @@ SELECT count(*) FROM viewed
 
 # The quorum's inputs after a region move: regions seeing it down, whether one sees it up.
 _COUNT = f"""
-SELECT m.region_quorum,
+SELECT coalesce(m.region_quorum, cardinality(m.regions) / 2 + 1) AS region_quorum,
     count(*) FILTER (WHERE r.status = 'down' AND {_fresh("r", "m.interval_seconds", "$2")})
         AS down,
     coalesce(bool_or(r.status = 'up' AND {_fresh("r", "m.interval_seconds", "$2")}), false)

@@ -1,7 +1,7 @@
-"""The regions nodes run in (extensions part 11; docs/several-nodes.md, Regions), as
-``GET /regions`` lists them: every region with a lease pool (made when its first node
-registered: ``store.leases.register_node``), with its live nodes. Regions belong to the
-service, not to an account: every account sees the same list.
+"""The regions nodes run in (docs/several-nodes.md, Regions), as ``GET /regions`` lists
+them: every region with a lease pool (made when its first node registered:
+``store.leases.register_node``), with its live nodes. Regions belong to the service, not to
+an account: every account sees the same list.
 """
 
 from __future__ import annotations

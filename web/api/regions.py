@@ -1,6 +1,6 @@
-"""The region's object (extensions part 11; docs/several-nodes.md, Regions): a region the
-service's nodes run in, with its live nodes. Read-only: a region exists once a node of it
-registered (``uptrio serve --region``)."""
+"""The region's object (docs/several-nodes.md, Regions): a region the service's nodes run
+in, with its live nodes. Read-only: a region exists once a node of it registered (``uptrio
+serve --region``)."""
 
 from __future__ import annotations
 

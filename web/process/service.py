@@ -206,7 +206,8 @@ async def open_service(
         fence_node=settings.leases.node_name if leased and settings.leases else None,
     )
     region = settings.leases.region if settings.leases else None
-    holding = Holding(region) if leased and region else Holding.everything()
+    alone = Holding.everything(settings.engine.region if settings.engine else "default")
+    holding = Holding(region) if leased and region else alone
     stats = EngineStatistics()
     metrics.attach(engine=stats, writer=store.writer, holding=holding if leased else None)
     server, deps = _web_server(web, handle, holding, metrics, settings)

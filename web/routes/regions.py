@@ -1,8 +1,7 @@
-"""Region endpoints (extensions part 11; docs/several-nodes.md, Regions): ``GET /regions``
-lists the regions the service's nodes run in, with their live nodes. Regions are the
-service's, not an account's (every account sees the same list), so there is no create,
-update, delete or single-object read; reading them takes ``monitors.read`` (they are
-what a monitor's ``regions`` name)."""
+"""Region endpoints (docs/several-nodes.md, Regions): ``GET /regions`` lists the regions the
+service's nodes run in, with their live nodes. Regions are the service's, not an account's
+(every account sees the same list), so there is no create, update, delete or single-object
+read; reading them takes ``monitors.read`` (they are what a monitor's ``regions`` name)."""
 
 from __future__ import annotations
 
