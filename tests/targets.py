@@ -228,6 +228,10 @@ class HttpTarget(_SwitchableListener):
     - ``/status/<code>``: answers ``<code>``;
     - ``/big/<n>``: 200 with an ``n``-byte body.
 
+    A connection from an address in ``denied`` gets ``403`` for every request, whatever
+    the mode, as nginx's ``deny`` answers (https://nginx.org/en/docs/http/ngx_http_access_module.html);
+    add and remove addresses by plain mutation, for the next connection.
+
     Every response carries ``Connection: close`` and the connection is closed after it.
     ``requests`` records each request in arrival order (`HttpRequest`); ``accepted``
     counts connections. ``base_url`` is ``http(s)://127.0.0.1:<port>``.
@@ -250,6 +254,7 @@ class HttpTarget(_SwitchableListener):
         self.redirects: dict[str, tuple[int, str]] = {}
         self.responses: dict[str, tuple[int, list[tuple[str, str]], bytes]] = {}
         self.requests: list[HttpRequest] = []
+        self.denied: set[str] = set()
 
     @property
     def base_url(self) -> str:
@@ -301,9 +306,12 @@ class HttpTarget(_SwitchableListener):
                 return
         assert request is not None
         mode = self.mode
-        if mode == "slow":
-            await trio.sleep(self.slow_seconds)
-        status, headers, body = self._route(request.target.decode(), mode)
+        if stream.socket.getpeername()[0] in self.denied:
+            status, headers, body = 403, [], b"forbidden\n"
+        else:
+            if mode == "slow":
+                await trio.sleep(self.slow_seconds)
+            status, headers, body = self._route(request.target.decode(), mode)
         headers += [("Content-Length", str(len(body))), ("Connection", "close")]
         data = conn.send(h11.Response(status_code=status, headers=headers))
         if request.method != b"HEAD":  # a HEAD response has the headers but no body
