@@ -61,15 +61,30 @@ its own, status, ``updated`` and ``suppressed_by``, and the alerting's columns,
 ``escalation_policy`` and ``depends_on``; and until when a maintenance window pauses its
 checks, so a reconciliation catches a pause whose notification was lost);
 ``MonitorRecord.settings_digest``."""
-_SELECT = (
-    ", ".join(f"t.{c}" for c in _COLUMNS)
-    + ", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id"
-    " ORDER BY c.created DESC LIMIT 1) AS last_checked_at"
-    + f", {_SETTINGS_DIGEST} AS settings_digest"
-    + f", {in_maintenance_sql('t.id')} AS in_maintenance"
-    + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
-    + f", {quorum.region_status_sql('t', NOW_SQL)} AS region_status"
-)
+
+
+def _select(region: str | None = None) -> str:
+    """The select list of a monitor record over ``t``; ``last_checked_at`` its newest
+    check, of region ``region`` (a parameter, text) on a monitor with ``regions`` when
+    given: a node catches up on its own region's grid points, not on another region's
+    (``engine.monitor``; docs/several-nodes.md, Regions)."""
+    of_region = (
+        ""
+        if region is None
+        else f" AND (t.regions IS NULL OR {region}::text IS NULL OR c.region = {region}::text)"
+    )
+    return (
+        ", ".join(f"t.{c}" for c in _COLUMNS)
+        + f", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id{of_region}"
+        " ORDER BY c.created DESC LIMIT 1) AS last_checked_at"
+        + f", {_SETTINGS_DIGEST} AS settings_digest"
+        + f", {in_maintenance_sql('t.id')} AS in_maintenance"
+        + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
+        + f", {quorum.region_status_sql('t', NOW_SQL)} AS region_status"
+    )
+
+
+_SELECT = _select()
 UPDATABLE = frozenset(
     {
         "name",
@@ -345,10 +360,11 @@ async def load_active_monitors(
     (``store.leases.bucket_of``) and ``regions`` is not looked at.
 
     The one query by which the engine learns its work (docs/several-nodes.md: only the
-    buckets it holds a lease on, in the any-region pool and its region's).
+    buckets it holds a lease on, in the any-region pool and its region's); a regional
+    monitor's ``last_checked_at`` is of ``region``'s checks.
     """
     rows = await connection.fetch(
-        f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' "
+        f"SELECT {_select('$3')} FROM monitors t WHERE t.status <> 'paused' "
         f"AND ($1::smallint[] IS NULL OR {_mine('$1', '$3')}) "
         "AND ($2::text[] IS NULL OR t.id = ANY($2::text[])) ORDER BY t.seq",
         None if buckets is None else list(buckets),
