@@ -11,12 +11,10 @@ once, where the setting is. Flags are tables ``(flag, type, default, help)`` rea
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import socket
 import sys
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import structlog
 import trio
@@ -36,6 +34,7 @@ from store import MaintenanceSettings, StoreSettings
 from ...http.deps import WebSettings
 from ..service import run_service
 from ..settings import ServiceSettings
+from .addresses import parse_nameserver, parse_provider_base, parse_public_url, parse_smtp_url
 from .flags import (
     Commands,
     command,
@@ -48,15 +47,7 @@ from .flags import (
     store_location,
 )
 
-__all__ = [
-    "add_command",
-    "parse_nameserver",
-    "parse_provider_base",
-    "parse_public_url",
-    "parse_smtp_url",
-    "serve_flags",
-    "service_settings",
-]
+__all__ = ["add_command", "serve_flags", "service_settings"]
 
 log = structlog.get_logger("uptrio")
 
@@ -67,89 +58,6 @@ _WEB = WebSettings()
 _HISTORY = MaintenanceSettings()
 _WEBHOOKS = WebhookSettings()
 _NOTIFIER = NotifierSettings()
-
-
-def parse_nameserver(text: str) -> tuple[str, int]:
-    """``IP[:PORT]`` (IPv6 as ``[IP]:PORT``) for ``--dns-nameserver``; port 53 by default.
-
-    Raises:
-        argparse.ArgumentTypeError: not an IP address with an optional port.
-    """
-    host, port = text, "53"
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port = rest.removeprefix(":") or "53"
-    elif text.count(":") == 1:
-        host, port = text.split(":")
-    try:
-        ipaddress.ip_address(host)
-        number = int(port)
-        if not 0 < number < 65536:
-            raise ValueError(port)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not IP[:PORT]: {text!r}") from None
-    return host, number
-
-
-def parse_public_url(text: str) -> str:
-    """An absolute http(s) URL without query or fragment for ``--public-url``; returned
-    without a trailing slash.
-
-    Raises:
-        argparse.ArgumentTypeError: anything else.
-    """
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(f"not an http(s) URL without query: {text!r}")
-    return text.rstrip("/")
-
-
-def parse_smtp_url(text: str) -> str:
-    """``smtp://[user:password@]host[:port]`` (STARTTLS) or ``smtps://…`` (TLS from the
-    start) for ``--smtp-url`` (docs/alerts.md).
-
-    Raises:
-        argparse.ArgumentTypeError: another scheme, no host, a bad port, or a path,
-            query or fragment.
-    """
-    parts = urlsplit(text)
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if (
-        parts.scheme not in ("smtp", "smtps")
-        or not parts.hostname
-        or port == -1
-        or parts.path not in ("", "/")
-        or parts.query
-        or parts.fragment
-    ):
-        raise argparse.ArgumentTypeError(
-            f"not smtp://[user:password@]host[:port] or smtps://...: {text!r}"
-        )
-    return text
-
-
-def parse_provider_base(text: str) -> tuple[str, str]:
-    """``NAME=URL`` for ``--provider-base`` (docs/alerts.md): NAME a channel type, URL an
-    absolute http(s) URL (returned without a trailing slash).
-
-    Raises:
-        argparse.ArgumentTypeError: no ``=``, an unknown channel type, or not an
-            http(s) URL.
-    """
-    name, sep, url = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"not NAME=URL: {text!r}")
-    if name not in CHANNEL_TYPES:
-        raise argparse.ArgumentTypeError(
-            f"unknown channel type {name!r} (one of {', '.join(CHANNEL_TYPES)})"
-        )
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(f"not an http(s) URL: {url!r}")
-    return name, url.rstrip("/")
 
 
 def service_settings(args: argparse.Namespace) -> ServiceSettings:
