@@ -294,6 +294,9 @@ _WRITE_BATCH = (
     "sum(paused)::int FROM (SELECT monitor_id, hour, bucket, n, failed, total, last, "
     "0 AS up, 0 AS down, 0 AS paused FROM by_bucket UNION ALL SELECT monitor_id, hour, "
     "NULL, 0, 0, 0, NULL, up, down, paused FROM split) AS x GROUP BY monitor_id, hour "
+    # in key order: the nodes of several regions write one monitor's rows at once, and
+    # rows locked in one order by every batch cannot deadlock (docs/regions.md)
+    "ORDER BY monitor_id, hour "
     "ON CONFLICT (monitor_id, hour) DO UPDATE SET "
     "checks = r.checks + EXCLUDED.checks, "
     "failed_checks = r.failed_checks + EXCLUDED.failed_checks, "
