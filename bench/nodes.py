@@ -26,6 +26,7 @@ __all__ = [
     "held_buckets",
     "merge_snapshots",
     "node_command",
+    "node_region",
     "owners",
     "start_nodes",
     "stored_gaps",
@@ -45,7 +46,9 @@ def node_command(
 ) -> list[str]:
     """``uptrio serve`` of node ``number`` (1 to N): one service's command
     (`service_command`) on ``database_url``, with ``--node-name node-<number>``, its own
-    data directory and the run's ``--lease-seconds``."""
+    data directory and the run's ``--lease-seconds``; with ``params.regions`` its region
+    (`node_region`), with ``params.probe_source_addresses`` ``--probe-source-address
+    127.0.0.<number + 1>``."""
     command = service_command(
         dataclasses.replace(params, database_url=database_url),
         data_dir / f"node-{number}",
@@ -54,7 +57,17 @@ def node_command(
     command += ["--node-name", f"node-{number}"]
     if params.lease_seconds is not None:
         command += ["--lease-seconds", f"{params.lease_seconds:g}"]
+    if params.regions:
+        command += ["--region", node_region(number, params.regions)]
+    if params.probe_source_addresses:
+        command += ["--probe-source-address", f"127.0.0.{number + 1}"]
     return command
+
+
+def node_region(number: int, regions: int) -> str:
+    """The region of node ``number`` (1 to N) among ``regions``: ``r1`` to ``rR`` in
+    turn (node 1 in r1, node R + 1 in r1 again)."""
+    return f"r{(number - 1) % regions + 1}"
 
 
 def merge_snapshots(snapshots: list[MetricsSnapshot]) -> MetricsSnapshot:
