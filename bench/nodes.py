@@ -97,13 +97,15 @@ async def held_buckets(bench_db: BenchDatabase) -> dict[str, int]:
 
 
 async def wait_split(bench_db: BenchDatabase, names: list[str], seconds: float) -> dict[str, int]:
-    """Wait (at most ``seconds``) until every node of ``names`` holds at least its share
-    (``floor(256 / N)``) and every bucket is held; the split.
+    """Wait (at most ``seconds``) until every bucket is held and every node of ``names``
+    holds what the fair share leaves it: a node takes up to ``ceil(256 / N)``
+    (docs/several-nodes.md, Leases), so the last may hold ``256 - (N - 1) * ceil(256 / N)``
+    (84 of 256 with 3 nodes); the split.
 
     Raises:
         trio.TooSlowError: not split in time.
     """
-    share = BUCKETS // len(names)
+    share = BUCKETS - (len(names) - 1) * math.ceil(BUCKETS / len(names))
     with trio.fail_after(seconds):
         while True:
             held = await held_buckets(bench_db)
