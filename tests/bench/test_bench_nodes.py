@@ -26,8 +26,8 @@ _INTERVAL = 1.0
 def _bench(tmp_path: Path, *extra: str, nodes: int = 2, monitors: int = 20) -> dict[str, Any]:
     output = tmp_path / "out"
     done = uptrio(
-        "bench", "--nodes", str(nodes), "--monitors", str(monitors), "--interval", "1", "--timeout", "1",
-        "--warmup", "6", "--lease-seconds", str(_LEASE), "--api-rps", "2",
+        "bench", "--nodes", str(nodes), "--monitors", str(monitors), "--interval", "1",
+        "--timeout", "1", "--warmup", "6", "--lease-seconds", str(_LEASE), "--api-rps", "2",
         "--http-target", "builtin", "--no-progress", "--no-chart", "--output", str(output),
         *extra, timeout=90,
     )  # fmt: skip
