@@ -65,6 +65,7 @@ from .nodes import (
 )
 from .plan import BenchParams, MonitorPlan
 from .procstats import CpuSnapshot, MemorySample, ProcessGroup
+from .regions import RegionRecord, read_regions, region_names, wait_region_pools
 from .run import RunExtension
 from .service import (
     BenchDatabase,
@@ -122,6 +123,7 @@ class ClusterRecord:
         stored_longest_gap: monitor index -> longest time between two consecutive
             stored checks, the later one in the window (seconds; ``created`` is whole
             seconds).
+        regions: with ``--regions``, the store's figures per region (`bench.regions`).
     """
 
     nodes: list[NodeRecord]
@@ -136,6 +138,7 @@ class ClusterRecord:
     stored_close: dict[int, int] = field(default_factory=dict)
     stored_close_whole_run: dict[int, int] = field(default_factory=dict)
     stored_longest_gap: dict[int, int] = field(default_factory=dict)
+    regions: RegionRecord | None = None
 
 
 async def _kill(
@@ -218,6 +221,8 @@ async def cluster_phase(
         record.cluster = cluster
         display.set_phase("waiting for the buckets to split")
         await wait_split(bench_db, names, 60.0 + 5 * lease)
+        if params.regions:
+            await wait_region_pools(bench_db, region_names(params.regions), 60.0 + 5 * lease)
         for node in nodes:
             await wait_ready(node.base_url, 30.0)
         cluster.split_seconds = time.monotonic() - started
@@ -290,6 +295,11 @@ async def cluster_phase(
         )
         gaps = await stored_gaps(bench_db, ids, interval, record.window_start)
         cluster.stored_close, cluster.stored_close_whole_run, cluster.stored_longest_gap = gaps
+        if params.regions:
+            cluster.regions = await read_regions(
+                bench_db, monitor_ids, region_names(params.regions), record.window_start,
+                record.window_end - record.window_start,
+            )  # fmt: skip
         version = await bench_db.run(server_version)
     return record, creation, ids, nodes[0].command, version
 
