@@ -117,78 +117,93 @@ run_epoch)``."""
 
 
 _LOCK = (
-    "SELECT id, status, run_epoch FROM monitors WHERE id = ANY($1::text[]) "
-    "AND regions IS NOT NULL ORDER BY id FOR UPDATE"
+    "SELECT id FROM monitors WHERE id = ANY($1::text[]) AND regions IS NOT NULL "
+    "ORDER BY id FOR UPDATE"
 )
 
-# One region move: logged once per check, then stored in the view; only for the run the
-# monitor has now (not paused) and a region it lists.
+# The batch's region moves, in one statement once their monitors are locked: each logged
+# once per check and only for the run the monitor has now (not paused) and a region it
+# lists; each region's view takes its last move. One row per monitor with a move logged:
+# what the quorum needs (its status, run, interval, quorum, the check ids logged) and the
+# views of the regions this batch did not move (a statement does not see its own writes).
 _APPLY = """
-WITH m AS (
-    SELECT id FROM monitors
-    WHERE id = $1 AND run_epoch = $2 AND status <> 'paused' AND $3 = ANY(regions)),
+WITH mv AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[],
+    $6::text[], $7::bigint[]) WITH ORDINALITY
+    AS u(monitor_id, run_epoch, region, check_id, from_status, to_status, created, ord)),
+ok AS (SELECT mv.* FROM mv JOIN monitors m ON m.id = mv.monitor_id
+    AND m.run_epoch = mv.run_epoch AND m.status <> 'paused' AND mv.region = ANY(m.regions)),
 logged AS (
     INSERT INTO region_moves (monitor_id, region, check_id, from_status, to_status, created)
-    SELECT m.id, $3, $4, $5, $6, $7 FROM m
-    ON CONFLICT (check_id) DO NOTHING RETURNING monitor_id),
+    SELECT monitor_id, region, check_id, from_status, to_status, created FROM ok ORDER BY ord
+    ON CONFLICT (check_id) DO NOTHING RETURNING monitor_id, region, check_id),
+last AS (SELECT DISTINCT ON (ok.monitor_id, ok.region) ok.* FROM ok
+    JOIN logged l ON l.check_id = ok.check_id ORDER BY ok.monitor_id, ok.region, ok.ord DESC),
 viewed AS (
     INSERT INTO monitor_regions AS r (monitor_id, region, status, since, heard)
-    SELECT monitor_id, $3, $6, $7, $7 FROM logged
+    SELECT monitor_id, region, to_status, created, created FROM last
+    ORDER BY monitor_id, region
     ON CONFLICT (monitor_id, region) DO UPDATE SET status = EXCLUDED.status,
-        since = EXCLUDED.since, heard = greatest(r.heard, EXCLUDED.heard)
-    RETURNING 1)
-SELECT count(*) FROM viewed
+        since = EXCLUDED.since, heard = greatest(r.heard, EXCLUDED.heard))
+SELECT m.id, m.status, m.run_epoch, m.interval_seconds,
+    coalesce(m.region_quorum, cardinality(m.regions) / 2 + 1) AS region_quorum,
+    array(SELECT l.check_id FROM logged l WHERE l.monitor_id = m.id) AS logged,
+    array(SELECT row(r.region, r.status, coalesce(r.heard, r.since))
+        FROM monitor_regions r WHERE r.monitor_id = m.id AND r.region = ANY(m.regions)
+        AND r.region NOT IN (SELECT l.region FROM logged l WHERE l.monitor_id = m.id))
+        AS views
+FROM monitors m WHERE m.id IN (SELECT monitor_id FROM logged)
 """
 
-# The quorum's inputs after a region move: regions seeing it down, whether one sees it up.
-_COUNT = f"""
-SELECT coalesce(m.region_quorum, cardinality(m.regions) / 2 + 1) AS region_quorum,
-    count(*) FILTER (WHERE r.status = 'down' AND {_fresh("r", "m.interval_seconds", "$2")})
-        AS down,
-    coalesce(bool_or(r.status = 'up' AND {_fresh("r", "m.interval_seconds", "$2")}), false)
-        AS any_up
-FROM monitors m JOIN monitor_regions r ON r.monitor_id = m.id AND r.region = ANY(m.regions)
-WHERE m.id = $1 GROUP BY m.id
-"""
+
+def _answer(status: str, views: dict[str, tuple[str, int]], quorum: int, stale: int) -> str:
+    """The quorum's answer (module docstring) for a monitor now ``status`` with region
+    ``views`` (region to ``(status, heard)``, epoch seconds), counting only views heard
+    after ``stale`` (epoch seconds)."""
+    fresh = [seen for seen, heard in views.values() if heard >= stale]
+    if fresh.count("down") >= quorum:
+        return "down"
+    return "up" if "up" in fresh else status
 
 
 async def decide(connection: Connection, moves: Sequence[RegionMove]) -> dict[str, MonitorMove]:
     """Apply ``moves`` (in their order) to the regions' views and answer the monitor
     moves they decide, by the ``check_id`` of the region move that decided each (module
-    docstring), inside the caller's transaction; the monitors' rows stay locked until it
-    ends. A move of a monitor paused, deleted, run under another epoch, without regions
+    docstring), inside the caller's transaction, in two statements whatever the number of
+    moves: the lock of the monitors' rows (they stay locked until the transaction ends),
+    then the moves logged and stored with what the quorum needs, read after the lock was
+    granted. A move of a monitor paused, deleted, run under another epoch, without regions
     or not listing the move's region, or already logged, changes nothing."""
     if not moves:
         return {}
-    locked = await connection.fetch(_LOCK, sorted({move.monitor_id for move in moves}))
-    status = {row["id"]: row["status"] for row in locked}
-    epochs = {row["id"]: row["run_epoch"] for row in locked}
+    ids = sorted({move.monitor_id for move in moves})
+    await connection.execute(_LOCK, ids)
+    rows = await connection.fetch(
+        _APPLY,
+        [move.monitor_id for move in moves],
+        [move.run_epoch for move in moves],
+        [move.region for move in moves],
+        [move.check_id for move in moves],
+        [move.from_status for move in moves],
+        [move.to_status for move in moves],
+        [move.created for move in moves],
+    )
+    monitors = {row["id"]: row for row in rows}
+    logged = {check_id for row in rows for check_id in row["logged"]}
+    views = {row["id"]: {view[0]: (view[1], view[2]) for view in row["views"]} for row in rows}
+    status = {row["id"]: row["status"] for row in rows}
     decided: dict[str, MonitorMove] = {}
     for move in moves:
-        if move.monitor_id not in status:
+        if move.check_id not in logged:
             continue
-        applied = await connection.fetchval(
-            _APPLY,
-            move.monitor_id,
-            move.run_epoch,
-            move.region,
-            move.check_id,
-            move.from_status,
-            move.to_status,
-            move.created,
-        )
-        if not applied:
-            continue
-        row = await connection.fetchrow(_COUNT, move.monitor_id, move.created)
+        row = monitors[move.monitor_id]
+        seen = views[move.monitor_id]
+        seen[move.region] = (move.to_status, move.created)
+        stale = move.created - (2 * row["interval_seconds"] + SILENCE_SLACK_SECONDS)
         before = status[move.monitor_id]
-        after = before
-        if row["down"] >= row["region_quorum"]:
-            after = "down"
-        elif row["any_up"]:
-            after = "up"
+        after = _answer(before, seen, row["region_quorum"], stale)
         if after != before:
             status[move.monitor_id] = after
-            decided[move.check_id] = (before, after, epochs[move.monitor_id])
+            decided[move.check_id] = (before, after, row["run_epoch"])
     return decided
 
 

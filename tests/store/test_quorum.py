@@ -255,3 +255,36 @@ async def test_pause_and_resume_start_the_views_again(db: Database) -> None:
             ("pending", T0 + 30),
             ("up", T0 + 40),
         ]
+
+
+async def test_one_batch_of_many_moves_decides_each_in_order(db: Database) -> None:
+    """A node's batch carries many region moves, of several monitors and several of one
+    monitor: each is decided in its order, in two statements whatever their number."""
+    with trio.fail_after(20):
+        first, second = await _monitor(db, quorum=1), await _monitor(db, quorum=2)
+        batches = [
+            await _batch(db, first, "eu-west", "up", T0 + 10, "pending"),
+            await _batch(db, second, "eu-west", "up", T0 + 10, "pending"),
+            await _batch(db, first, "eu-west", "down", T0 + 20, "up"),
+            await _batch(db, second, "eu-west", "down", T0 + 20, "up"),
+            await _batch(db, first, "eu-west", "up", T0 + 30, "down"),
+        ]
+        records = [check for batch in batches for check in batch[0]]
+        moves = [change for batch in batches for change in batch[1]]
+        await db.transaction(checks.write_check_batch, records, moves, ["eu-west"] * 5)
+        logged = await _rows(
+            db,
+            "SELECT monitor_id, from_status, to_status FROM status_changes "
+            "WHERE monitor_id = ANY($1::text[]) ORDER BY seq",
+            [first, second],
+        )
+        # quorum 1: up, down, up again; quorum 2 of 3: one region's down is not enough
+        assert [(r["monitor_id"], r["from_status"], r["to_status"]) for r in logged] == [
+            (first, "pending", "up"),
+            (second, "pending", "up"),
+            (first, "up", "down"),
+            (first, "down", "up"),
+        ]
+        assert await _status(db, first) == "up" and await _status(db, second) == "up"
+        assert (await _region_status(db, second, T0 + 30))["eu-west"] == "down"
+        assert len(await _rows(db, "SELECT * FROM region_moves")) == 5
