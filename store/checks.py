@@ -226,7 +226,7 @@ _WRITE_BATCH = (
     "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND "
     "(m.status <> 'paused' OR m.status_since IS NULL OR u.created < m.status_since)) "
     "ORDER BY ord ON CONFLICT DO NOTHING "
-    "RETURNING monitor_id, created, status, response_time_ms), "
+    "RETURNING id, monitor_id, created, status, response_time_ms), "
     "ch AS (SELECT u.* FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], "
     "$15::int[], $16::bigint[]) WITH ORDINALITY "
     "AS u(monitor_id, check_id, from_status, to_status, epoch, created, ord)), "
@@ -321,20 +321,11 @@ _WRITE_BATCH = (
 """The batch (:func:`write_check_batch`): checks $1-$10, changes $11-$16. One row: the
 number of checks inserted and the moves applied (arrays, NULL without any)."""
 
-_WRITE_BATCH_HEARD = _WRITE_BATCH.replace(
-    "WITH ins AS (",
-    "WITH "
-    # The region views the checks of monitors with regions keep heard (store.quorum).
-    "heard AS (UPDATE monitor_regions r SET heard = h.last FROM (SELECT monitor_id, "
-    "region, max(created) AS last FROM unnest($2::text[], $17::text[], $8::bigint[]) "
-    "AS u(monitor_id, region, created) WHERE region IS NOT NULL GROUP BY 1, 2) h "
-    "WHERE r.monitor_id = h.monitor_id AND r.region = h.region "
-    "AND (r.heard IS NULL OR r.heard < h.last)), ins AS (",
-    1,
-)
-"""The batch of a batch holding checks of monitors with regions: also keeps their views
-heard (``$17``: each check's view, or NULL; :mod:`store.quorum`). A batch without any
-runs :data:`_WRITE_BATCH`, which does not touch the views."""
+_WRITE_BATCH_HEARD = quorum.regional_batch(_WRITE_BATCH)
+"""The batch of a batch holding checks of monitors with regions (``$17``: each check's
+view, or NULL): also keeps their views heard and their regions' rollups
+(:func:`store.quorum.regional_batch`). A batch without any runs :data:`_WRITE_BATCH`,
+which touches neither."""
 
 
 async def ensure_partitions(connection: Connection, lo: int, hi: int, width: int) -> None:

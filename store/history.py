@@ -39,8 +39,8 @@ most one over raw checks.
 that region's own history: its seconds from the log of its view's moves
 (``region_moves``; the open period counts as above, until one interval after the
 region's last check once it is silent), its checks, failed checks and response times
-from its raw checks (so only within their retention: rollups do not keep regions; older
-time has no checks); maintenance and incidents as for the monitor (incidents are the
+from its own rollups (``region_rollups``: whole hours) and raw checks (the edges), as
+the monitor's; maintenance and incidents as for the monitor (incidents are the
 monitor's, opened by its quorum). Spans without checks inside the region's history
 before its latest move are not told apart: they count in the view's status then.
 """
@@ -210,11 +210,19 @@ async def _aggregate(
 ) -> list[Any]:
     """Sums per series index over ``windows`` ``(index, from, to, seconds, checks)``:
     of the rollups (``table`` ``check_rollups``: whole hours; the seconds only where
-    ``seconds``, the checks only where ``checks``) or of raw checks (``checks``; only
-    ``region``'s when given)."""
+    ``seconds``, the checks only where ``checks``; with ``region``, that region's
+    ``region_rollups``, checks only) or of raw checks (``checks``; only ``region``'s when
+    given)."""
     if not windows:
         return []
-    if table == "check_rollups":
+    if table == "check_rollups" and region is not None:  # a region's: checks only
+        source = (
+            "SELECT w.i, false AS secs, w.chks, 0 AS up_seconds, 0 AS down_seconds, "
+            "0 AS paused_seconds, r.checks, r.failed_checks, r.response_time_sum_ms, "
+            "r.histogram FROM w JOIN region_rollups r ON r.monitor_id = $1 "
+            "AND r.region = $7 AND r.hour >= w.f AND r.hour < w.t"
+        )
+    elif table == "check_rollups":
         source = (
             "SELECT w.i, w.secs, w.chks, r.up_seconds, r.down_seconds, r.paused_seconds, "
             "r.checks, r.failed_checks, r.response_time_sum_ms, r.histogram "
@@ -308,26 +316,23 @@ async def availability(
         if known.start >= known.end:
             continue
         result.longest_down_seconds = timeline.longest_down(known, excluded)
-        if region is not None:  # no rollups per region: the log and raw checks
+        if region is not None:  # a region's seconds, all of them from its log
             for since, until, status in timeline.segments(known):
                 if status in _COUNTED:
                     _add_seconds(result, status, until - since)
-            if max(known.start, check_cutoff) < known.end:
-                raw_windows.append((i, max(known.start, check_cutoff), known.end, False, True))
-            continue
         hours = Window(_ceil_hour(known.start), _floor_hour(known.end))
         edges = [known] if hours.start >= hours.end else []
         if hours.start < hours.end:
-            rollup_windows.append((i, hours.start, hours.end, True, True))
+            rollup_windows.append((i, hours.start, hours.end, region is None, True))
             edges = [Window(known.start, hours.start), Window(hours.end, known.end)]
             # The open period's part in these whole hours (the rollups hold closed ones).
-            for since, until, status in timeline.segments(hours):
+            for since, until, status in timeline.segments(hours) if region is None else ():
                 if since >= int(monitor["since"]) and status in _COUNTED:
                     _add_seconds(result, status, until - since)
         for edge in edges:
             if edge.start >= edge.end:
                 continue
-            for since, until, status in timeline.segments(edge):
+            for since, until, status in timeline.segments(edge) if region is None else ():
                 if status in _COUNTED:
                     _add_seconds(result, status, until - since)
             if edge.start >= check_cutoff:

@@ -408,6 +408,7 @@ _MONITORS: EventedTable[MonitorRecord] = EventedTable(
         ("maintenance_window_resources", "resource_id"),
         ("monitor_regions", "monitor_id"),
         ("region_moves", "monitor_id"),
+        ("region_rollups", "monitor_id"),
     ),
 )
 """Monitors' changes and their ``monitor.*`` events (:mod:`store.evented`)."""

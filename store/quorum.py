@@ -44,6 +44,7 @@ __all__ = [
     "decide",
     "monitor_moves",
     "region_status_sql",
+    "regional_batch",
     "restart_views",
     "seen_down_sql",
     "sync_views",
@@ -205,6 +206,46 @@ async def decide(connection: Connection, moves: Sequence[RegionMove]) -> dict[st
             status[move.monitor_id] = after
             decided[move.check_id] = (before, after, row["run_epoch"])
     return decided
+
+
+def regional_batch(statement: str) -> str:
+    """The check batch's ``statement`` (``store.checks``: its CTE ``ins`` inserts the
+    checks, ``$1`` their ids, ``$2`` their monitors, ``$8`` their times; a CTE ``moves``
+    follows the rollups) for a batch holding checks of monitors with regions, ``$17``
+    each check's view (a region, or NULL): it also keeps those views heard (the newest
+    check of each) and each region's own rollups (``region_rollups``, migration 0026:
+    checks, failed checks, response times and newest check per monitor, region and hour;
+    docs/regions.md, "History"), locked in key order as the monitor's rollups are."""
+    return statement.replace(
+        "WITH ins AS (",
+        "WITH "
+        "heard AS (UPDATE monitor_regions r SET heard = h.last FROM (SELECT monitor_id, "
+        "region, max(created) AS last FROM unnest($2::text[], $17::text[], $8::bigint[]) "
+        "AS u(monitor_id, region, created) WHERE region IS NOT NULL GROUP BY 1, 2) h "
+        "WHERE r.monitor_id = h.monitor_id AND r.region = h.region "
+        "AND (r.heard IS NULL OR r.heard < h.last)), ins AS (",
+        1,
+    ).replace("moves AS (", _REGION_ROLLUPS + ", moves AS (", 1)
+
+
+_REGION_ROLLUPS = (
+    "region_rolled AS (INSERT INTO region_rollups AS r (monitor_id, region, hour, checks, "
+    "failed_checks, response_time_sum_ms, histogram, last_check) SELECT monitor_id, region, "
+    "hour, sum(n)::int, sum(failed)::int, sum(total), coalesce(array_agg(bucket * 65536 + "
+    "least(n, 65535)::int ORDER BY bucket) FILTER (WHERE bucket IS NOT NULL), '{}'), "
+    "max(last) FROM (SELECT i.monitor_id, v.region, i.created - i.created % 3600 AS hour, "
+    "histogram_bucket(i.response_time_ms) AS bucket, count(*) AS n, "
+    "count(*) FILTER (WHERE i.status = 'down') AS failed, sum(i.response_time_ms) AS total, "
+    "max(i.created) AS last FROM ins i JOIN unnest($1::text[], $17::text[]) AS v(id, region) "
+    "ON v.id = i.id AND v.region IS NOT NULL GROUP BY 1, 2, 3, 4) AS x "
+    "GROUP BY monitor_id, region, hour ORDER BY monitor_id, region, hour "
+    "ON CONFLICT (monitor_id, region, hour) DO UPDATE SET "
+    "checks = r.checks + EXCLUDED.checks, "
+    "failed_checks = r.failed_checks + EXCLUDED.failed_checks, "
+    "response_time_sum_ms = r.response_time_sum_ms + EXCLUDED.response_time_sum_ms, "
+    "histogram = histogram_merge(r.histogram, EXCLUDED.histogram), "
+    "last_check = greatest(r.last_check, EXCLUDED.last_check))"
+)
 
 
 MoveT = TypeVar("MoveT", bound=RegionMove)

@@ -169,3 +169,20 @@ async def test_checks_and_availability_by_region(api: Api, db: Database) -> None
         assert_error(
             await api.get(avail, query={"region": ""}), 400, "invalid_parameter", param="region"
         )
+        # Whole hours come from each region's own rollups: the same figures once the raw
+        # checks are gone (past their retention), the quorum's row keeping both regions'.
+        hour = {"start": T0, "end": T0 + 3600}
+        before = expect(await api.get(avail, query={**hour, "region": "b"}))
+        await db.run(lambda c: c.execute("DELETE FROM checks WHERE monitor_id = $1", mid))
+        after = expect(await api.get(avail, query={**hour, "region": "b"}))
+        assert (
+            (after["checks"], after["failed_checks"])
+            == (60, 30)
+            == (
+                before["checks"],
+                before["failed_checks"],
+            )
+        )
+        assert after["response_time_ms"] == before["response_time_ms"]
+        assert expect(await api.get(avail, query={**hour, "region": "a"}))["checks"] == 60
+        assert expect(await api.get(avail, query=hour))["checks"] == 120
