@@ -135,23 +135,34 @@ async def _rows(
     return await bench_db.run(query, timeout_seconds=timeout_seconds)
 
 
-async def owners(bench_db: BenchDatabase, ids: dict[int, str]) -> dict[int, str]:
-    """Monitor index -> the node whose unexpired lease holds its bucket now."""
+async def owners(
+    bench_db: BenchDatabase, ids: dict[int, str], region: str | None = None
+) -> dict[int, str]:
+    """Monitor index -> the node whose unexpired lease holds its bucket now: in
+    ``region``'s pool (``--regions``: the monitors run under their regions' leases), or
+    None: the any-region pool."""
     index_of = {monitor_id: index for index, monitor_id in ids.items()}
     rows = await _rows(
         bench_db,
-        "SELECT m.id, l.node FROM monitors m JOIN bucket_leases l "
-        "ON l.bucket = m.bucket AND l.node IS NOT NULL AND l.expires_at > now()",
+        "SELECT m.id, l.node FROM monitors m JOIN pool_leases l "
+        "ON l.region = coalesce($1::text, '') AND l.bucket = m.bucket "
+        "AND l.node IS NOT NULL AND l.expires_at > now()",
+        region,
     )
     return {index_of[r["id"]]: str(r["node"]) for r in rows if r["id"] in index_of}
 
 
 async def stored_gaps(
-    bench_db: BenchDatabase, ids: dict[int, str], interval: float, window_start: float
+    bench_db: BenchDatabase,
+    ids: dict[int, str],
+    interval: float,
+    window_start: float,
+    region: str | None = None,
 ) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
     """Per monitor index: consecutive stored checks closer than half ``interval``, the
     later one in the window or after it, and the same over the whole run; the longest
-    gap (seconds) ending at a check of the window or later."""
+    gap (seconds) ending at a check of the window or later. With ``region``, only that
+    region's checks (``--regions``: each region probes every monitor)."""
     index_of = {monitor_id: index for index, monitor_id in ids.items()}
     rows = await _rows(
         bench_db,
@@ -159,10 +170,12 @@ async def stored_gaps(
         "count(*) FILTER (WHERE gap < $1::float8 AND created >= $2) AS close, "
         "max(gap) FILTER (WHERE created >= $2) AS longest FROM ("
         " SELECT monitor_id, created, created - lag(created) OVER"
-        " (PARTITION BY monitor_id ORDER BY created) AS gap FROM checks) g "
+        " (PARTITION BY monitor_id ORDER BY created) AS gap FROM checks"
+        " WHERE $3::text IS NULL OR region = $3) g "
         "GROUP BY monitor_id",
         interval / 2,
         math.ceil(window_start),
+        region,
         timeout_seconds=300.0,
     )
     rows = [r for r in rows if r["monitor_id"] in index_of]  # the bench's monitors only
