@@ -83,6 +83,8 @@ def _body(plan: MonitorPlan, params: BenchParams) -> dict[str, object]:
     }
     if params.failure_threshold is not None:
         body["failure_threshold"] = params.failure_threshold
+    if params.regions:  # every region, the default quorum (docs/regions.md)
+        body["regions"] = [f"r{k}" for k in range(1, params.regions + 1)]
     return body
 
 

@@ -9,7 +9,8 @@ when they are missing::
     uptrio bench [--monitors 1000] [--type http|tcp|dns|ping|mix|http=7,dns=3]
                  [--interval 10] [--timeout 5] [--duration 30] [--warmup S]
                  [--failing 0.0] [--slow 0.0] [--refusing 0.0] [--baseline]
-                 [--nodes 1] [--kill-node [K]] [--lease-seconds S] ...
+                 [--nodes 1] [--kill-node [K]] [--lease-seconds S]
+                 [--regions R] [--probe-source-addresses] ...
     uptrio bench sweep [--counts 1000,5000,10000,20000] [same options]
     uptrio bench history [--monitors N] [--days 90] [--maintenance] ...
     uptrio bench status-pages [--monitors 10000] [--components 100] [--pages 20]
@@ -182,6 +183,20 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="the nodes' --lease-seconds (default the service's, 10)",
+    )
+    nodes.add_argument(
+        "--regions",
+        type=int,
+        default=0,
+        metavar="R",
+        help="spread the nodes over regions r1..rR in turn (uptrio serve --region) and give "
+        "every monitor all R (docs/regions.md): R probes a monitor an interval; figures per "
+        "region (needs --nodes 2 or more; default 0, no regions)",
+    )
+    nodes.add_argument(
+        "--probe-source-addresses",
+        action="store_true",
+        help="node k probes from 127.0.0.(k+1) (uptrio serve --probe-source-address)",
     )
     output = bench.add_argument_group("output")
     output.add_argument("--output", type=Path, default=None, help="directory for the files")

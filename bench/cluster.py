@@ -57,6 +57,7 @@ from .nodes import (
     DEFAULT_LEASE_SECONDS,
     held_buckets,
     merge_snapshots,
+    node_region,
     owners,
     start_nodes,
     stored_gaps,
@@ -65,6 +66,7 @@ from .nodes import (
 )
 from .plan import BenchParams, MonitorPlan
 from .procstats import CpuSnapshot, MemorySample, ProcessGroup
+from .regions import RegionRecord, read_regions, region_names, wait_region_pools
 from .run import RunExtension
 from .service import (
     BenchDatabase,
@@ -122,6 +124,7 @@ class ClusterRecord:
         stored_longest_gap: monitor index -> longest time between two consecutive
             stored checks, the later one in the window (seconds; ``created`` is whole
             seconds).
+        regions: with ``--regions``, the store's figures per region (`bench.regions`).
     """
 
     nodes: list[NodeRecord]
@@ -136,6 +139,7 @@ class ClusterRecord:
     stored_close: dict[int, int] = field(default_factory=dict)
     stored_close_whole_run: dict[int, int] = field(default_factory=dict)
     stored_longest_gap: dict[int, int] = field(default_factory=dict)
+    regions: RegionRecord | None = None
 
 
 async def _kill(
@@ -216,8 +220,13 @@ async def cluster_phase(
             kill_node=params.kill_node,
         )
         record.cluster = cluster
+        # With --regions, ownership and gaps are read in one region's pool and checks:
+        # the killed node's (--kill-node), else r1's (docs/benchmarks.md, Regions).
+        watched = node_region(params.kill_node or 1, params.regions) if params.regions else None
         display.set_phase("waiting for the buckets to split")
         await wait_split(bench_db, names, 60.0 + 5 * lease)
+        if params.regions:
+            await wait_region_pools(bench_db, region_names(params.regions), 60.0 + 5 * lease)
         for node in nodes:
             await wait_ready(node.base_url, 30.0)
         cluster.split_seconds = time.monotonic() - started
@@ -255,7 +264,7 @@ async def cluster_phase(
                 cluster.kill_at = record.window_start + (params.window_intervals // 2) * interval
             display.set_phase("warm-up", ends_at=record.window_start)
             await sleep_until_wall(record.window_start - min(2.0, interval / 2))
-            cluster.owner_start = await owners(bench_db, ids)
+            cluster.owner_start = await owners(bench_db, ids, watched)
             cluster.buckets_at_start = await held_buckets(bench_db)
             monitor_ids = [ids[p.index] for p in plans if p.index in ids]
             sampler.in_window = True
@@ -264,7 +273,7 @@ async def cluster_phase(
                 monitor_ids, display,
             )  # fmt: skip
             sampler.in_window = False
-            cluster.owner_end = await owners(bench_db, ids)
+            cluster.owner_end = await owners(bench_db, ids, watched)
             display.set_phase("stopping the nodes")
             stop_at = record.window_end
             if time.time() > record.window_end + gap / 2 - 0.002:
@@ -288,8 +297,13 @@ async def cluster_phase(
         record.stored_window_seconds = math.floor(record.window_end) - math.ceil(
             record.window_start
         )
-        gaps = await stored_gaps(bench_db, ids, interval, record.window_start)
+        gaps = await stored_gaps(bench_db, ids, interval, record.window_start, watched)
         cluster.stored_close, cluster.stored_close_whole_run, cluster.stored_longest_gap = gaps
+        if params.regions:
+            cluster.regions = await read_regions(
+                bench_db, monitor_ids, region_names(params.regions), record.window_start,
+                record.window_end - record.window_start,
+            )  # fmt: skip
         version = await bench_db.run(server_version)
     return record, creation, ids, nodes[0].command, version
 

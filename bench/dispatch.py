@@ -58,6 +58,8 @@ def params_from_args(args: argparse.Namespace, monitors: int, output: Path) -> A
         nodes=args.nodes,
         kill_node=args.kill_node,
         lease_seconds=args.lease_seconds,
+        regions=args.regions,
+        probe_source_addresses=args.probe_source_addresses,
     )
 
 
@@ -315,7 +317,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     single = _params(args, [(args.monitors, output)])
     if single is None:
         return 2
-    if single[0].nodes > 1:
+    if single[0].nodes > 1:  # --regions needs several nodes too (BenchParams)
         from .cluster import cluster_phase
 
         record = trio.run(
@@ -335,5 +337,9 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .cluster_report import print_nodes
 
         print_nodes(report)
+    if "regions" in report:
+        from .regions import print_regions
+
+        print_regions(report)
     print(f"report: {output / 'report.json'}")
     return 0

@@ -26,6 +26,7 @@ __all__ = [
     "held_buckets",
     "merge_snapshots",
     "node_command",
+    "node_region",
     "owners",
     "start_nodes",
     "stored_gaps",
@@ -45,7 +46,9 @@ def node_command(
 ) -> list[str]:
     """``uptrio serve`` of node ``number`` (1 to N): one service's command
     (`service_command`) on ``database_url``, with ``--node-name node-<number>``, its own
-    data directory and the run's ``--lease-seconds``."""
+    data directory and the run's ``--lease-seconds``; with ``params.regions`` its region
+    (`node_region`), with ``params.probe_source_addresses`` ``--probe-source-address
+    127.0.0.<number + 1>``."""
     command = service_command(
         dataclasses.replace(params, database_url=database_url),
         data_dir / f"node-{number}",
@@ -54,7 +57,17 @@ def node_command(
     command += ["--node-name", f"node-{number}"]
     if params.lease_seconds is not None:
         command += ["--lease-seconds", f"{params.lease_seconds:g}"]
+    if params.regions:
+        command += ["--region", node_region(number, params.regions)]
+    if params.probe_source_addresses:
+        command += ["--probe-source-address", f"127.0.0.{number + 1}"]
     return command
+
+
+def node_region(number: int, regions: int) -> str:
+    """The region of node ``number`` (1 to N) among ``regions``: ``r1`` to ``rR`` in
+    turn (node 1 in r1, node R + 1 in r1 again)."""
+    return f"r{(number - 1) % regions + 1}"
 
 
 def merge_snapshots(snapshots: list[MetricsSnapshot]) -> MetricsSnapshot:
@@ -84,13 +97,15 @@ async def held_buckets(bench_db: BenchDatabase) -> dict[str, int]:
 
 
 async def wait_split(bench_db: BenchDatabase, names: list[str], seconds: float) -> dict[str, int]:
-    """Wait (at most ``seconds``) until every node of ``names`` holds at least its share
-    (``floor(256 / N)``) and every bucket is held; the split.
+    """Wait (at most ``seconds``) until every bucket is held and every node of ``names``
+    holds what the fair share leaves it: a node takes up to ``ceil(256 / N)``
+    (docs/several-nodes.md, Leases), so the last may hold ``256 - (N - 1) * ceil(256 / N)``
+    (84 of 256 with 3 nodes); the split.
 
     Raises:
         trio.TooSlowError: not split in time.
     """
-    share = BUCKETS // len(names)
+    share = BUCKETS - (len(names) - 1) * math.ceil(BUCKETS / len(names))
     with trio.fail_after(seconds):
         while True:
             held = await held_buckets(bench_db)
@@ -120,23 +135,34 @@ async def _rows(
     return await bench_db.run(query, timeout_seconds=timeout_seconds)
 
 
-async def owners(bench_db: BenchDatabase, ids: dict[int, str]) -> dict[int, str]:
-    """Monitor index -> the node whose unexpired lease holds its bucket now."""
+async def owners(
+    bench_db: BenchDatabase, ids: dict[int, str], region: str | None = None
+) -> dict[int, str]:
+    """Monitor index -> the node whose unexpired lease holds its bucket now: in
+    ``region``'s pool (``--regions``: the monitors run under their regions' leases), or
+    None: the any-region pool."""
     index_of = {monitor_id: index for index, monitor_id in ids.items()}
     rows = await _rows(
         bench_db,
-        "SELECT m.id, l.node FROM monitors m JOIN bucket_leases l "
-        "ON l.bucket = m.bucket AND l.node IS NOT NULL AND l.expires_at > now()",
+        "SELECT m.id, l.node FROM monitors m JOIN pool_leases l "
+        "ON l.region = coalesce($1::text, '') AND l.bucket = m.bucket "
+        "AND l.node IS NOT NULL AND l.expires_at > now()",
+        region,
     )
     return {index_of[r["id"]]: str(r["node"]) for r in rows if r["id"] in index_of}
 
 
 async def stored_gaps(
-    bench_db: BenchDatabase, ids: dict[int, str], interval: float, window_start: float
+    bench_db: BenchDatabase,
+    ids: dict[int, str],
+    interval: float,
+    window_start: float,
+    region: str | None = None,
 ) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
     """Per monitor index: consecutive stored checks closer than half ``interval``, the
     later one in the window or after it, and the same over the whole run; the longest
-    gap (seconds) ending at a check of the window or later."""
+    gap (seconds) ending at a check of the window or later. With ``region``, only that
+    region's checks (``--regions``: each region probes every monitor)."""
     index_of = {monitor_id: index for index, monitor_id in ids.items()}
     rows = await _rows(
         bench_db,
@@ -144,10 +170,12 @@ async def stored_gaps(
         "count(*) FILTER (WHERE gap < $1::float8 AND created >= $2) AS close, "
         "max(gap) FILTER (WHERE created >= $2) AS longest FROM ("
         " SELECT monitor_id, created, created - lag(created) OVER"
-        " (PARTITION BY monitor_id ORDER BY created) AS gap FROM checks) g "
+        " (PARTITION BY monitor_id ORDER BY created) AS gap FROM checks"
+        " WHERE $3::text IS NULL OR region = $3) g "
         "GROUP BY monitor_id",
         interval / 2,
         math.ceil(window_start),
+        region,
         timeout_seconds=300.0,
     )
     rows = [r for r in rows if r["monitor_id"] in index_of]  # the bench's monitors only

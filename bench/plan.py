@@ -131,6 +131,11 @@ class BenchParams:
             middle of the window (`bench.cluster`), or ``None``.
         lease_seconds: the nodes' ``--lease-seconds`` (``None``: the service's default,
             10 s).
+        regions: with ``nodes`` >= 2, the regions ``r1`` to ``rR`` the nodes are spread
+            over in turn (``uptrio serve --region``), every monitor created with all of
+            them (docs/regions.md; `bench.regions`); 0: no regions, as before.
+        probe_source_addresses: with ``nodes`` >= 2, node ``k`` probes from
+            ``127.0.0.(k+1)`` (``uptrio serve --probe-source-address``; loopback only).
     """
 
     monitors: int = 1000
@@ -165,6 +170,8 @@ class BenchParams:
     nodes: int = 1
     kill_node: int | None = None
     lease_seconds: float | None = None
+    regions: int = 0
+    probe_source_addresses: bool = False
 
     def __post_init__(self) -> None:
         if self.monitors < 1:
@@ -186,6 +193,10 @@ class BenchParams:
             raise ValueError("--kill-node needs --nodes 2 or more and names a node 1 to --nodes")
         if self.lease_seconds is not None and self.lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        if self.regions and not (1 <= self.regions <= min(10, self.nodes) and self.nodes >= 2):
+            raise ValueError("--regions needs --nodes 2 or more and is 1 to min(10, --nodes)")
+        if self.probe_source_addresses and self.nodes < 2:
+            raise ValueError("--probe-source-addresses needs --nodes 2 or more")
 
     @property
     def shares(self) -> tuple[float, float, float, float]:

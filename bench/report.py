@@ -1,6 +1,7 @@
 """The report of a bench run: every figure as JSON (`build_report`); `bench.output`
 prints it as a table and draws its chart. With several nodes the figures are the whole
-cluster's and a ``nodes`` section has them per node (`bench.cluster_report`). This
+cluster's and a ``nodes`` section has them per node (`bench.cluster_report`), with
+``--regions`` a ``regions`` section per region (`bench.regions`). This
 module assembles the whole report (parameters, machine, versions, creation, ratios,
 goals, ``missing``); the ``service`` and ``baseline`` sections are `bench.report_phases`'s.
 
@@ -23,6 +24,7 @@ from typing import Any
 import psutil
 
 from .cluster_report import cluster_section
+from .regions import regions_section
 from .report_phases import baseline_section, observable_mask, service_section, window_arrivals
 from .run import RunRecord
 
@@ -184,6 +186,10 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         arrivals = window_arrivals(record, record.creation.started_at, record.service.stopped_at)
         report["nodes"] = nodes = cluster_section(record, arrivals, observable_mask(record))
         report["missing"] += [m for m in missing_figures(nodes, "nodes") if m != "nodes.failover"]
+        regions = regions_section(record)  # --regions (bench.regions)
+        if regions is not None:
+            report["regions"] = regions
+            report["missing"] += missing_figures(regions, "regions")
     return report
 
 

@@ -46,12 +46,14 @@ from .probes import (
     ProbeResult,
     ProbeSpec,
     Source,
+    SourceAddress,
     check_assertions,
     check_ca_bundle,
     check_request_headers,
     http_fields_apply,
     nameserver_resolver,
     parse_target,
+    source_address,
 )
 from .settings import EngineSettings
 from .shard import shard_of
@@ -124,6 +126,7 @@ __all__ = [
     "ShardContext",
     "SmtpNotConfigured",
     "Source",
+    "SourceAddress",
     "Supervisor",
     "SupervisorEscalation",
     "SupervisorStatistics",
@@ -153,5 +156,6 @@ __all__ = [
     "send",
     "shard_of",
     "signature_header",
+    "source_address",
     "validate_config",
 ]

@@ -54,7 +54,7 @@ from .probes import Prober
 from .rebalance import Rebalance, follow, rebalance
 from .reconcile import reconcile, tick
 from .settings import EngineSettings
-from .shard import Shard, shard_of
+from .shard import Shard, shard_of, shard_of_slot
 from .supervisor import (
     ChildSpec,
     Supervisor,
@@ -171,12 +171,13 @@ async def apply_change(
 ) -> None:
     """Hand the desired state of ``resource_id`` to its kind's runner in its shard;
     nothing when this node does not hold its bucket (docs/several-nodes.md: the owner
-    applies it) or it is of no kind of ours."""
+    applies it) in either of its pools, or it is of no kind of ours (the runner decides
+    which pool a monitor's ``regions`` put it in: docs/several-nodes.md, Regions)."""
     kind = kind_of(kinds, resource_id)
     if kind is None:
         return
     shard = shards[shard_of(resource_id, len(shards))]
-    if leases.bucket_of(resource_id) not in shard.buckets:
+    if not leases.held_in_either(leases.bucket_of(resource_id), shard.buckets):
         return  # another node holds its bucket: the change reaches it there
     await shard.runners[kind.prefix].apply(resource_id, record)
 
@@ -206,7 +207,7 @@ async def run_engine(
             ``shard_intensity``.
     """
     stats = EngineStatistics() if stats is None else stats
-    holding = Holding.everything() if holding is None else holding
+    holding = Holding.everything(settings.region) if holding is None else holding
     context = EngineContext(
         db=db,
         writer=writer,
@@ -224,7 +225,7 @@ async def run_engine(
     ]
     started_with = dict(holding.held)
     for bucket in started_with:
-        shards[bucket % len(shards)].buckets.add(bucket)
+        shards[shard_of_slot(bucket, len(shards))].buckets.add(bucket)
 
     def on_restart(child_id: str, exc: Exception | None) -> None:
         stats.supervisor_restarts["engine"] = stats.supervisor_restarts.get("engine", 0) + 1

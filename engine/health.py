@@ -14,6 +14,10 @@ Pure (no I/O, no clock), so it is tested exhaustively without a clock. Rules (do
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from store import MonitorRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +46,13 @@ def after_check(
     failed = health.failed_streak + 1
     status = "down" if failed >= failure_threshold else health.status
     return Health(status, 0, failed)
+
+
+def starting_status(monitor: MonitorRecord, region: str) -> str:
+    """The status an actor of ``monitor`` starts from on a node of ``region``: the
+    monitor's (its region's view on a monitor with ``regions``: docs/regions.md) when up
+    or down, else ``pending``."""
+    status = monitor.status
+    if monitor.regions is not None:
+        status = (monitor.region_status or {}).get(region, "pending")
+    return status if status in ("up", "down") else "pending"

@@ -51,27 +51,34 @@ log = structlog.get_logger("uptrio.leases")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseSettings:
-    """``uptrio serve --node-name --lease-seconds``.
+    """``uptrio serve --node-name --lease-seconds --region``.
 
     Attributes:
         node_name: this node's name (default host:port, set by ``web.flags``).
+        region: this node's region (``a-z 0-9 -``, at most 32 characters; default
+            ``default``): it holds leases in the any-region pool and in this region's
+            (docs/several-nodes.md, Regions).
         lease_seconds: how long a lease lasts unrenewed, seconds (default 10); renewed
             every third of it.
     """
 
     node_name: str
     lease_seconds: float = 10.0
+    region: str = "default"
 
 
 class Holding:
-    """The buckets this node holds (bucket to lease epoch), shared by the lease actor
-    (writer) and the engine and metrics (readers); outlives their incarnations.
+    """The leases this node holds (slot to lease epoch: ``store.leases.slot_of``, the
+    any-region pool's buckets and its region's), shared by the lease actor (writer) and
+    the engine and metrics (readers); outlives their incarnations.
 
     Without a lease actor (``Holding.everything()``: tests and embedders running one
-    engine alone) every bucket is held at epoch 0 and ``ready`` at once.
+    engine alone) every slot is held at epoch 0 and ``ready`` at once.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, region: str = "default") -> None:
+        self.region = region
+        """This node's region (``LeaseSettings.region``)."""
         self.held: dict[int, int] = {}
         self.releasing: frozenset[int] = frozenset()
         """Buckets being given back (published as no longer held, leases not yet given
@@ -103,21 +110,32 @@ class Holding:
         self._nudged = trio.Event()
 
     @classmethod
-    def everything(cls) -> Holding:
-        """Every bucket, ready: a lone engine with no lease actor."""
-        holding = cls()
-        holding.held = dict.fromkeys(range(leases.BUCKETS), 0)
+    def everything(cls, region: str = "default") -> Holding:
+        """Every bucket of both pools, ready: a lone engine with no lease actor, in
+        ``region`` (the engine's: it runs the monitors listing that region)."""
+        holding = cls(region)
+        holding.held = dict.fromkeys(range(2 * leases.BUCKETS), 0)
         holding.share, holding.live_nodes, holding.ready = leases.BUCKETS, 1, True
         holding.fenced = False
         return holding
 
     def epoch_of(self, resource_id: str) -> int | None:
-        """The lease epoch of ``resource_id``'s bucket now (the fence its actor's results
-        carry): -1 when the bucket is not held (every write refused), None when not
-        fenced."""
+        """The lease epoch of ``resource_id``'s bucket in the any-region pool now (the
+        fence its actor's results carry): -1 when the bucket is not held (every write
+        refused), None when not fenced."""
         if not self.fenced:
             return None
         return self.held.get(leases.bucket_of(resource_id), -1)
+
+    def slot_of(self, resource_id: str, regions: list[str] | None) -> int | None:
+        """The lease slot (``store.leases.slot_of``) under which this node runs a monitor
+        ``resource_id`` of ``regions``: its bucket in the any-region pool when
+        ``regions`` is None, in this node's region's pool when ``regions`` lists it; None
+        when it does not (another region's nodes run it; docs/several-nodes.md,
+        Regions)."""
+        if regions is not None and self.region not in regions:
+            return None
+        return leases.slot_of(leases.bucket_of(resource_id), regions is not None)
 
     def may_probe(self, bucket: int, epoch: int | None, now: float) -> bool:
         """Whether this node may probe a monitor of ``bucket`` whose actor runs under lease
@@ -214,12 +232,18 @@ async def run_leases(
         store.DatabaseUnavailable: the first registration or renewal failed (the root
             supervisor restarts this actor with back-off).
     """
-    name, lease = settings.node_name, settings.lease_seconds
+    name, lease, region = settings.node_name, settings.lease_seconds, settings.region
     db = db.with_deadline(lease)
-    holding.lease_seconds = lease
-    await db.transaction(leases.register_node, name, lease)
+    holding.lease_seconds, holding.region = lease, region
+    await db.transaction(leases.register_node, name, lease, region)
     wait = await _renew(db, name, lease, holding, flush)
-    log.info("node registered", node=name, buckets=len(holding.held), share=holding.share)
+    log.info(
+        "node registered",
+        node=name,
+        region=region,
+        buckets=len(holding.held),
+        share=holding.share,
+    )
     task_status.started(holding)
     try:
         while not stop.is_set():
@@ -276,14 +300,15 @@ async def _renew(
     began = trio.current_time()
     holding.attempt_entitled = holding.entitled(began)  # False after a pause past it
     holding.attempt_started, holding.attempt_failed = began, True  # until it answers
-    found = await db.transaction(leases.renew_leases, name, lease)
+    found = await db.transaction(leases.renew_leases, name, lease, holding.region)
     holding.last_renewal, holding.attempt_failed = began, False
     holding.share, holding.live_nodes = found.share, found.live_nodes
     before = len(holding.held)
-    keep = {b: e for b, e in found.held.items() if b not in found.surplus}
-    holding.publish(keep, ready=holding.ready or found.settled, releasing=found.surplus)
-    if found.surplus:
-        given = {b: found.held[b] for b in found.surplus}
+    held, surplus = found.slots()
+    keep = {b: e for b, e in held.items() if b not in surplus}
+    holding.publish(keep, ready=holding.ready or found.settled, releasing=surplus)
+    if surplus:
+        given = {b: held[b] for b in surplus}
         await _give_back(db, name, lease, holding, given, flush)
     if len(keep) != before:
         log.info(
@@ -292,6 +317,8 @@ async def _renew(
             buckets=len(keep),
             share=found.share,
             live_nodes=found.live_nodes,
+            region_share=found.region_share,
+            region_nodes=found.region_nodes,
             lease_seconds=math.floor(lease),
         )
     wait = lease / 3
@@ -317,5 +344,5 @@ async def _give_back(
         if flush is not None:
             with contextlib.suppress(StoreError, trio.ClosedResourceError):
                 await flush()  # a store that stopped has nothing more to write
-    released = await db.transaction(leases.release_buckets, name, given)
+    released = await db.transaction(leases.release_buckets, name, given, holding.region)
     log.info("buckets handed over", node=name, buckets=released)

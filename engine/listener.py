@@ -137,7 +137,7 @@ async def _apply(
             if found.leases_of != node_name:
                 holding.nudge()
             continue
-        if found is None or leases.bucket_of(found.resource_id) not in held:
+        if found is None or not leases.held_in_either(leases.bucket_of(found.resource_id), held):
             continue
         if found.kind is None:
             prefix = found.resource_id.partition("_")[0]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -39,12 +38,12 @@ from store import (
     StatusChange,
     StoreWriter,
     WriteCheck,
-    leases,
     new_check_id,
 )
 
 from .actor import ActorRef, Reply, answer
-from .health import Health, after_check
+from .health import Health, after_check, starting_status
+from .leases import Holding
 from .observer import CheckObserver
 from .probes import (
     Prober,
@@ -146,13 +145,16 @@ class MonitorDeps:
     limiter: trio.CapacityLimiter
     stats: EngineStatistics
     observer: CheckObserver | None = None
-    lease_epoch: Callable[[str], int | None] | None = None
-    """The lease epoch of a monitor's bucket when its actor starts (the fence every
-    result it hands to the store carries: docs/several-nodes.md, Fencing), or None: not fenced."""
-    may_probe: Callable[[int, int | None, float], bool] | None = None
-    """Whether this node may probe a monitor of bucket ``b`` it runs under lease epoch
-    ``e`` now (``trio.current_time()``, seconds): ``may_probe(b, e, now)``, asked before
-    every probe (``engine.leases.Holding.may_probe``), or None: always."""
+    holding: Holding | None = None
+    """This node's leases, or None: not fenced, always probing. With them a monitor's
+    actor runs under the lease of its slot (``Holding.slot_of``: its bucket in the
+    any-region pool, or in this node's region's for a monitor with ``regions``) at the
+    epoch it had when the actor started: every result it hands to the store carries that
+    epoch and pool (docs/several-nodes.md, Fencing and Regions), and it asks
+    ``Holding.may_probe`` before every probe."""
+    region: str = "default"
+    """This node's region (``EngineSettings.region``): every check records it; on a
+    monitor with ``regions`` the actor's status is that region's view (docs/regions.md)."""
 
 
 def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
@@ -219,20 +221,51 @@ class _Monitor:
         self.config = monitor
         self.spec = probe_spec(monitor, deps.prober.tls)
         self.deps = deps
-        status = monitor.status if monitor.status in ("up", "down") else "pending"
+        status = starting_status(monitor, deps.region)
         self.health = Health(status)
         deps.stats.statuses[monitor.id] = status
         self.clock_offset = trio.current_time() - time.time()
         self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
         self.incarnation = object()
         self.in_flight: _Ticket | None = None
-        self.lease_epoch = None if deps.lease_epoch is None else deps.lease_epoch(monitor.id)
-        self.bucket = 0 if deps.may_probe is None else leases.bucket_of(monitor.id)
+        holding, regions = deps.holding, monitor.regions
+        slot = None if holding is None else holding.slot_of(monitor.id, regions)
+        self.slot = -1 if slot is None else slot
+        """Its lease slot (``store.leases.slot_of``); -1: none of this node's."""
+        self.lease_epoch = None if holding is None else holding.held.get(self.slot, -1)
+        self.lease_region = None if holding is None or regions is None else holding.region
+
+    @property
+    def view(self) -> str | None:
+        """The region view this actor keeps: this node's region on a monitor with
+        ``regions``, else None (its status is the monitor's)."""
+        return None if self.config.regions is None else self.deps.region
+
+    def item(self, check: CheckRecord, change: StatusChange | None) -> WriteCheck:
+        """A check and the move it caused as the store takes them: under this actor's
+        lease (its epoch and pool: ``store.fencing``), in its region's view."""
+        return WriteCheck(
+            check=check,
+            change=change,
+            lease_epoch=self.lease_epoch,
+            lease_region=self.lease_region,
+            region=self.view,
+        )
 
     def reconfigure(self, monitor: MonitorRecord, now: float, deadline: float) -> float:
         """Take the new config; returns the next deadline (moved onto the new grid when
-        the interval changed)."""
+        the interval changed). New ``regions`` or ``region_quorum`` start the actor's
+        status again: from ``pending`` on a monitor with regions, so that its region's
+        next decision is a region move and the quorum is decided again under the new
+        settings (docs/regions.md); from the monitor's status on one without."""
         old_interval = self.config.interval_seconds
+        if (monitor.regions, monitor.region_quorum) != (
+            self.config.regions,
+            self.config.region_quorum,
+        ):
+            status = "pending" if monitor.regions else starting_status(monitor, "")
+            self.health = Health(status)
+            self.deps.stats.statuses[monitor.id] = status
         self.config = monitor
         self.spec = probe_spec(monitor, self.deps.prober.tls)
         if monitor.interval_seconds != old_interval:
@@ -255,6 +288,7 @@ class _Monitor:
             error_message=result.error_message,
             created=created,
             tls_expires_at=result.tls_expires_at,
+            region=self.deps.region,
         )
         before = self.health.status
         self.health = after_check(
@@ -282,6 +316,8 @@ class _Monitor:
                 run_epoch=config.run_epoch,
                 created=check.created,
                 lease_epoch=self.lease_epoch,
+                region=self.view,
+                lease_region=self.lease_region,
             )
             log.info(
                 "monitor status changed",
@@ -370,10 +406,7 @@ async def run_monitor(
                                     answer(reply, None)
                             case ProbeDone() if message.incarnation is state.incarnation:
                                 state.in_flight = None
-                                check, change = state.record(message)
-                                item = WriteCheck(
-                                    check=check, change=change, lease_epoch=state.lease_epoch
-                                )
+                                item = state.item(*state.record(message))
                                 if not deps.writer.write_nowait(item):
                                     unwritten = item
                                 elif draining:
@@ -400,8 +433,8 @@ async def run_monitor(
                     pass  # a maintenance window pauses its checks (docs/maintenance.md)
                 elif state.in_flight is not None:
                     deps.stats.missed += 1
-                elif deps.may_probe is not None and not deps.may_probe(
-                    state.bucket, state.lease_epoch, now
+                elif deps.holding is not None and not deps.holding.may_probe(
+                    state.slot, state.lease_epoch, now
                 ):
                     deps.stats.withheld += 1  # the bucket may be another node's now
                 else:
@@ -424,9 +457,7 @@ async def run_monitor(
                 except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                     break
                 if isinstance(message, ProbeDone) and message.incarnation is state.incarnation:
-                    check, change = state.record(message)
-                    item = WriteCheck(check=check, change=change, lease_epoch=state.lease_epoch)
-                    await deps.writer.write(item)
+                    await deps.writer.write(state.item(*state.record(message)))
                 elif isinstance(message, Reconfigure):
                     message.reply.close()
         raise

@@ -13,7 +13,7 @@ from functools import partial
 from .kind import Kind
 from .leases import Holding
 from .loading import load_when_available
-from .shard import Shard, shard_of
+from .shard import Shard, shard_of, shard_of_slot
 
 __all__ = ["Rebalance", "follow", "rebalance"]
 
@@ -67,7 +67,7 @@ async def rebalance(
     epochs.clear()
     epochs.update(held)
     for shard in shards:
-        if mine := {b for b in lost if b % count == shard.index}:
+        if mine := {b for b in lost if shard_of_slot(b, count) == shard.index}:
             await shard.lose(mine, drain=bool(mine & releasing))
     if not gained or stopping:
         return
@@ -77,7 +77,7 @@ async def rebalance(
         for kind in kinds
     }
     for shard in shards:
-        if mine := {b for b in gained if b % count == shard.index}:
+        if mine := {b for b in gained if shard_of_slot(b, count) == shard.index}:
             records = {
                 prefix: [r for r in found if shard_of(r.id, count) == shard.index]
                 for prefix, found in loaded.items()

@@ -49,6 +49,9 @@ class EngineSettings:
             (``--ping-ack committed``), instead of once the store actor has it
             (``buffered``, the default; docs/heartbeats.md, No database round
             trip on a ping, and no ping lost: the durability choice).
+        region: this node's region (the service gives it its leases' ``--region``): every check
+            records it, and on a monitor with ``regions`` the node's monitor actor keeps
+            that region's view (docs/regions.md).
     """
 
     max_probes_in_flight: int = 1000
@@ -64,3 +67,4 @@ class EngineSettings:
     ping_timeout_seconds: float = 5.0
     ping_ack_committed: bool = False
     reconcile_seconds: float = 5.0
+    region: str = "default"

@@ -19,7 +19,7 @@ from store import leases
 from .kind import EngineContext, Kind, Runner, ShardContext
 from .supervisor import Supervisor, run_supervisor
 
-__all__ = ["Shard", "shard_of"]
+__all__ = ["Shard", "shard_of", "shard_of_slot"]
 
 log = structlog.get_logger("uptrio.engine")
 
@@ -34,7 +34,9 @@ class Shard:
     kinds: tuple[Kind, ...]
     supervisor: Supervisor | None = None
     buckets: set[int] = field(default_factory=set)
-    """The buckets of this shard that this node holds (``shard_of`` maps them here)."""
+    """The lease slots of this shard that this node holds (``store.leases.slot_of``:
+    buckets of the any-region pool and of its region's; ``shard_of_slot`` maps them
+    here)."""
     runners: dict[str, Runner] = field(default_factory=dict)
     """Each kind's runner, by the kind's id prefix."""
 
@@ -88,3 +90,10 @@ def shard_of(resource_id: str, shard_count: int) -> int:
     """The shard of a resource of any kind: its bucket (``store.leases.bucket_of``, a
     stable hash of its id) modulo ``shard_count``."""
     return leases.bucket_of(resource_id) % shard_count
+
+
+def shard_of_slot(slot: int, shard_count: int) -> int:
+    """The shard of a lease slot (``store.leases.slot_of``): its bucket modulo
+    ``shard_count``, so a monitor's actor runs in the same shard whichever pool it is
+    leased in (:func:`shard_of`)."""
+    return slot % leases.BUCKETS % shard_count

@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import alerts
+from . import alerts, quorum
 from .coverage import in_maintenance_sql, open_windows_sql
 from .database import Connection
 
@@ -192,17 +192,29 @@ MONITOR_MOVES = MoveSource(
     # is suppressed by a maintenance window covering it (_IN_WINDOW), else by the first
     # monitor of its depends_on that is down now (the batch has already written every
     # status it moves): the window wins, as the one a person planned.
+    #
+    # A monitor with regions (store.quorum) names the regions that see it down, in the
+    # description ("Down in eu-west, us-east (2 of 3). Check ..."), the alert's error
+    # ("down in eu-west, us-east (2 of 3): <error>") and the event's region_status.
     resources=f"""
     SELECT mv.*, m.account_id, m.name, m.auto_incidents, m.incident_severity,
-           m.escalation_policy, coalesce(c.error_message, c.error_code) AS error,
+           m.escalation_policy,
+           CASE WHEN q.seen IS NULL THEN coalesce(c.error_message, c.error_code)
+               ELSE 'down in ' || q.seen
+                   || coalesce(': ' || coalesce(c.error_message, c.error_code), '')
+           END AS error,
            coalesce(mw.suppressed_by, s.suppressed_by) AS suppressed_by,
            to_jsonb(m) || jsonb_build_object('status', mv.to_status, 'updated', mv.created,
                'last_checked_at', mv.created,
                'suppressed_by', coalesce(mw.suppressed_by, s.suppressed_by),
-               'in_maintenance', {in_maintenance_sql("m.id", "mv.created")}) AS snapshot,
-           'Check ' || mv.detail || ' failed: ' || coalesce(c.error_code, 'unknown')
+               'in_maintenance', {in_maintenance_sql("m.id", "mv.created")},
+               'region_status', {quorum.region_status_sql("m", "mv.created")}) AS snapshot,
+           coalesce('Down in ' || q.seen || '. ', '')
+               || 'Check ' || mv.detail || ' failed: ' || coalesce(c.error_code, 'unknown')
                || coalesce(' (' || c.error_message || ')', '') AS description
     FROM mv JOIN monitors m ON m.id = mv.resource_id
+    LEFT JOIN LATERAL (SELECT {quorum.seen_down_sql("m", "mv.created")} AS seen
+        WHERE mv.to_status = 'down' AND m.regions IS NOT NULL) q ON true
     LEFT JOIN checks c ON mv.to_status = 'down' AND c.monitor_id = mv.resource_id
         AND c.created = mv.checked AND c.id = mv.detail{_IN_WINDOW}
     LEFT JOIN LATERAL (

@@ -43,6 +43,7 @@ from typing import ClassVar
 
 import trio
 
+from . import quorum
 from .alerting import MONITOR_MOVES, apply_moves, release_held
 from .database import Connection
 from .errors import CursorNotFound
@@ -54,7 +55,7 @@ from .rollups import SPLIT_PERIODS, gap_sql, last_check_sql
 
 _CHECK_COLUMNS = (
     "id, monitor_id, status, response_time_ms, status_code, error_code, error_message, "
-    "created, tls_expires_at"
+    "created, tls_expires_at, region"
 )
 
 
@@ -77,6 +78,11 @@ class StatusChange:
     created: int
     lease_epoch: int | None = None
     """The lease epoch its actor ran under (``store.fencing``), or None: not fenced."""
+    region: str | None = None
+    """Set on a monitor with regions: the region whose view moved (a *region move*: the
+    monitor's own move is decided by ``store.quorum``); None: the monitor moves."""
+    lease_region: str | None = None
+    """The pool of that lease: a region, or None: the any-region pool (``store.fencing``)."""
 
     family: ClassVar[str] = "checks"
     """Written by the ``checks`` family (:data:`CHECKS`)."""
@@ -101,6 +107,12 @@ class WriteCheck:
     change: StatusChange | None = None
     lease_epoch: int | None = None
     """The lease epoch the monitor's actor ran under (``store.fencing``), or None."""
+    region: str | None = None
+    """On a monitor with regions, the region whose view the check counts in (the node's
+    region: its view is heard; docs/regions.md); None on a monitor without regions."""
+    lease_region: str | None = None
+    """The pool of that lease: the node's region for a monitor with ``regions``, or None:
+    the any-region pool (``store.fencing``; docs/several-nodes.md, Regions)."""
     queued_at: float = field(default_factory=trio.current_time)
 
     family: ClassVar[str] = "checks"
@@ -113,7 +125,10 @@ class WriteCheck:
 
 
 async def write_check_batch(
-    connection: Connection, checks: Sequence[CheckRecord], changes: Sequence[StatusChange]
+    connection: Connection,
+    checks: Sequence[CheckRecord],
+    changes: Sequence[StatusChange],
+    views: Sequence[str | None] | None = None,
 ) -> int:
     """Insert ``checks`` with their rollups, close the unknown spans they end, and apply
     ``changes`` (module docstring; asyncio side): one statement, atomic by itself; call it
@@ -126,9 +141,18 @@ async def write_check_batch(
     means no new check starts after it; docs/checks.md); when several changes of one monitor
     are in the batch, the monitor ends with the last. Returns the number of check rows
     inserted.
+
+    ``views`` (one per check, or None: all None) names, for a check of a monitor with
+    regions, the region whose view it keeps heard (:mod:`store.quorum`). Region moves
+    (changes with ``region``) are first applied to their views and decided
+    (:func:`store.quorum.decide`, locking those monitors' rows): the monitor moves they
+    decide are applied here as any other change.
     """
+    if any(c.region is not None for c in changes):
+        changes = await quorum.monitor_moves(connection, changes)
+    heard = () if views is None or not any(views) else (list(views),)
     row = await connection.fetchrow(
-        _WRITE_BATCH,
+        _WRITE_BATCH_HEARD if heard else _WRITE_BATCH,
         [c.id for c in checks],
         [c.monitor_id for c in checks],
         [c.status for c in checks],
@@ -138,12 +162,14 @@ async def write_check_batch(
         [c.error_message for c in checks],
         [c.created for c in checks],
         [c.tls_expires_at for c in checks],
+        [c.region for c in checks],
         [c.monitor_id for c in changes],
         [c.check_id for c in changes],
         [c.from_status for c in changes],
         [c.to_status for c in changes],
         [c.run_epoch for c in changes],
         [c.created for c in changes],
+        *heard,
     )
     if row["monitor_ids"] is not None:
         await apply_moves(
@@ -191,7 +217,8 @@ _WRITE_BATCH = (
     "WITH ins AS ("
     f"INSERT INTO checks ({_CHECK_COLUMNS}) "
     f"SELECT {_CHECK_COLUMNS} FROM unnest($1::text[], $2::text[], $3::text[], "
-    "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::bigint[]) "
+    "$4::float8[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], "
+    "$10::text[]) "
     f"WITH ORDINALITY AS u({_CHECK_COLUMNS}, ord) "
     # A check of a paused monitor whose probe started at the pause's second or later is
     # refused: probed by the owner between a pause committed through another node and the
@@ -199,9 +226,9 @@ _WRITE_BATCH = (
     "WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id AND "
     "(m.status <> 'paused' OR m.status_since IS NULL OR u.created < m.status_since)) "
     "ORDER BY ord ON CONFLICT DO NOTHING "
-    "RETURNING monitor_id, created, status, response_time_ms), "
-    "ch AS (SELECT u.* FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], "
-    "$14::int[], $15::bigint[]) WITH ORDINALITY "
+    "RETURNING id, monitor_id, created, status, response_time_ms), "
+    "ch AS (SELECT u.* FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], "
+    "$15::int[], $16::bigint[]) WITH ORDINALITY "
     "AS u(monitor_id, check_id, from_status, to_status, epoch, created, ord)), "
     # The monitors the batch moves, as stored before it (not paused), with their previous
     # check (the newest in their rollups, or the start of their period if later).
@@ -267,6 +294,9 @@ _WRITE_BATCH = (
     "sum(paused)::int FROM (SELECT monitor_id, hour, bucket, n, failed, total, last, "
     "0 AS up, 0 AS down, 0 AS paused FROM by_bucket UNION ALL SELECT monitor_id, hour, "
     "NULL, 0, 0, 0, NULL, up, down, paused FROM split) AS x GROUP BY monitor_id, hour "
+    # in key order: the nodes of several regions write one monitor's rows at once, and
+    # rows locked in one order by every batch cannot deadlock (docs/regions.md)
+    "ORDER BY monitor_id, hour "
     "ON CONFLICT (monitor_id, hour) DO UPDATE SET "
     "checks = r.checks + EXCLUDED.checks, "
     "failed_checks = r.failed_checks + EXCLUDED.failed_checks, "
@@ -288,8 +318,14 @@ _WRITE_BATCH = (
     "array_agg(to_status ORDER BY seq) AS to_statuses, "
     "array_agg(created ORDER BY seq) AS times FROM moves"
 )
-"""The batch (:func:`write_check_batch`): checks $1-$9, changes $10-$15. One row: the
+"""The batch (:func:`write_check_batch`): checks $1-$10, changes $11-$16. One row: the
 number of checks inserted and the moves applied (arrays, NULL without any)."""
+
+_WRITE_BATCH_HEARD = quorum.regional_batch(_WRITE_BATCH)
+"""The batch of a batch holding checks of monitors with regions (``$17``: each check's
+view, or NULL): also keeps their views heard and their regions' rollups
+(:func:`store.quorum.regional_batch`). A batch without any runs :data:`_WRITE_BATCH`,
+which touches neither."""
 
 
 async def ensure_partitions(connection: Connection, lo: int, hi: int, width: int) -> None:
@@ -303,7 +339,9 @@ async def _write_part(
     connection: Connection, items: Sequence[WriteCheck], changes: Sequence[StatusChange]
 ) -> int:
     """The ``checks`` family's part of a batch (:func:`write_check_batch`)."""
-    return await write_check_batch(connection, [item.check for item in items], changes)
+    return await write_check_batch(
+        connection, [item.check for item in items], changes, [item.region for item in items]
+    )
 
 
 def _check_time(item: WriteCheck) -> int:
@@ -323,9 +361,11 @@ CHECKS = register(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckFilter(CreatedBounds):
     """Filters of ``GET /monitors/:id/checks`` (docs/history.md): ``status`` (``up`` or
-    ``down``) and bounds on ``created`` (epoch seconds), each None when absent."""
+    ``down``), ``region`` (the checks one region's node made: docs/regions.md) and
+    bounds on ``created`` (epoch seconds), each None when absent."""
 
     status: str | None = None
+    region: str | None = None
 
 
 async def _cursor_key(
@@ -377,7 +417,10 @@ async def list_checks(
     where = ["monitor_id = $1"]
     if filters.status is not None:
         args.append(filters.status)
-        where.append("status = $2")
+        where.append(f"status = ${len(args)}")
+    if filters.region is not None:
+        args.append(filters.region)
+        where.append(f"region = ${len(args)}")
     forward = ending_before is None
     cursor = starting_after if forward else ending_before
     cursor_key = None

@@ -8,7 +8,8 @@ one line (:func:`register`).
 * An **item** (:class:`Item`) is one row a producer hands over: it names its family
   (``family``, a class attribute: the family's name), the resource it belongs to
   (``resource_id``: the fence's bucket), the lease epoch its actor ran under
-  (``lease_epoch``; None: not fenced), the status move it caused (``change``, or None),
+  (``lease_epoch``; None: not fenced) and the pool of that lease (``lease_region``; None:
+  the any-region pool), the status move it caused (``change``, or None),
   and when it was handed over (``queued_at``, trio clock seconds: the store measures
   each item's delay to its commit from it). The buffer counts items; when its bound
   drops one, the item's move is kept (an *orphan*) and written with a later batch.
@@ -54,6 +55,11 @@ class Fenced(Protocol):
     @property
     def lease_epoch(self) -> int | None:
         """The lease epoch its actor ran under; None: not fenced."""
+
+    @property
+    def lease_region(self) -> str | None:
+        """The pool of the lease its actor ran under: a region's name, or None: the
+        any-region pool (docs/several-nodes.md, Regions)."""
 
 
 class Move(Fenced, Protocol):

@@ -34,6 +34,15 @@ A range ``[start, end)`` (epoch seconds) is answered, and each bucket of a serie
 Every read runs in the caller's connection: one query for the monitor, one for the log,
 one for the maintenance occurrences, one for the incidents, one over the rollups and at
 most one over raw checks.
+
+**One region** of a monitor with regions (docs/regions.md, ``?region=``) is answered from
+that region's own history: its seconds from the log of its view's moves
+(``region_moves``; the open period counts as above, until one interval after the
+region's last check once it is silent), its checks, failed checks and response times
+from its own rollups (``region_rollups``: whole hours) and raw checks (the edges), as
+the monitor's; maintenance and incidents as for the monitor (incidents are the
+monitor's, opened by its quorum). Spans without checks inside the region's history
+before its latest move are not told apart: they count in the view's status then.
 """
 
 from __future__ import annotations
@@ -159,21 +168,30 @@ class _Timeline:
         return best
 
 
+_LOG = (
+    "(SELECT created, to_status, seq FROM {table} WHERE monitor_id = $1{region} "
+    "AND created <= $2 ORDER BY created DESC, seq DESC LIMIT 1) UNION ALL "
+    "(SELECT created, to_status, seq FROM {table} WHERE monitor_id = $1{region} "
+    "AND created > $2 AND created < $3) ORDER BY created, seq"
+)
+"""The moves from the last one at or before ``$2`` to ``$3``: the monitor's
+(``status_changes``) or one region's (``region_moves``, region ``$4``)."""
+
+
 async def _timeline(
     connection: Connection, monitor: Any, start: int, end: int, now: int
 ) -> _Timeline:
     """The log of status moves from the last one at or before ``start`` to ``end``, and
     the current status since ``status_since`` (a monitor migrated from before the log
-    began has no move there)."""
-    rows = await connection.fetch(
-        "(SELECT created, to_status, seq FROM status_changes WHERE monitor_id = $1 "
-        "AND created <= $2 ORDER BY created DESC, seq DESC LIMIT 1) UNION ALL "
-        "(SELECT created, to_status, seq FROM status_changes WHERE monitor_id = $1 "
-        "AND created > $2 AND created < $3) ORDER BY created, seq",
-        monitor["id"],
-        start,
-        end,
-    )
+    began has no move there); for a region (``monitor["region"]``), its view's."""
+    region = monitor["region"]
+    args: list[Any] = [monitor["id"], start, end]
+    if region is None:
+        statement = _LOG.format(table="status_changes", region="")
+    else:
+        statement = _LOG.format(table="region_moves", region=" AND region = $4")
+        args.append(region)
+    rows = await connection.fetch(statement, *args)
     points = [(int(r["created"]), str(r["to_status"])) for r in rows]
     since, status = int(monitor["since"]), str(monitor["status"])
     if not points or points[-1][0] < since:
@@ -188,13 +206,23 @@ async def _aggregate(
     monitor_id: str,
     table: str,
     windows: Sequence[tuple[int, int, int, bool, bool]],
+    region: str | None = None,
 ) -> list[Any]:
     """Sums per series index over ``windows`` ``(index, from, to, seconds, checks)``:
     of the rollups (``table`` ``check_rollups``: whole hours; the seconds only where
-    ``seconds``, the checks only where ``checks``) or of raw checks (``checks``)."""
+    ``seconds``, the checks only where ``checks``; with ``region``, that region's
+    ``region_rollups``, checks only) or of raw checks (``checks``; only ``region``'s when
+    given)."""
     if not windows:
         return []
-    if table == "check_rollups":
+    if table == "check_rollups" and region is not None:  # a region's: checks only
+        source = (
+            "SELECT w.i, false AS secs, w.chks, 0 AS up_seconds, 0 AS down_seconds, "
+            "0 AS paused_seconds, r.checks, r.failed_checks, r.response_time_sum_ms, "
+            "r.histogram FROM w JOIN region_rollups r ON r.monitor_id = $1 "
+            "AND r.region = $7 AND r.hour >= w.f AND r.hour < w.t"
+        )
+    elif table == "check_rollups":
         source = (
             "SELECT w.i, w.secs, w.chks, r.up_seconds, r.down_seconds, r.paused_seconds, "
             "r.checks, r.failed_checks, r.response_time_sum_ms, r.histogram "
@@ -208,7 +236,7 @@ async def _aggregate(
             "c.response_time_ms AS response_time_sum_ms, "
             "ARRAY[histogram_bucket(c.response_time_ms) * 65536 + 1] AS histogram "
             "FROM w JOIN checks c ON c.monitor_id = $1 AND c.created >= w.f "
-            "AND c.created < w.t"
+            "AND c.created < w.t" + ("" if region is None else " AND c.region = $7")
         )
     return list(
         await connection.fetch(
@@ -234,6 +262,7 @@ async def _aggregate(
             [w[2] for w in windows],
             [w[3] for w in windows],
             [w[4] for w in windows],
+            *(() if region is None else (region,)),
         )
     )
 
@@ -246,17 +275,31 @@ async def availability(
     now: int,
     rollup_cutoff: int,
     check_cutoff: int,
+    region: str | None = None,
 ) -> tuple[Availability, list[Availability]] | None:
     """The :class:`Availability` of the whole range and of each of its ``windows``
     (contiguous, ascending; one window for no series), or None when the monitor does not
     exist. ``rollup_cutoff`` and ``check_cutoff`` (epoch seconds) are where rollups and
-    raw checks end by retention; ``now`` is epoch seconds."""
+    raw checks end by retention; ``now`` is epoch seconds. With ``region``: that region's
+    view of it (module docstring)."""
     since_sql = "coalesce(status_since, created)"
-    monitor = await connection.fetchrow(
-        f"SELECT id, status, created, interval_seconds, {since_sql} AS since, "
-        f"{last_check_sql('id', since_sql)} AS last_check FROM monitors WHERE id = $1",
-        monitor_id,
-    )
+    if region is None:
+        monitor = await connection.fetchrow(
+            f"SELECT id, status, created, interval_seconds, {since_sql} AS since, "
+            f"{last_check_sql('id', since_sql)} AS last_check, NULL::text AS region "
+            "FROM monitors WHERE id = $1",
+            monitor_id,
+        )
+    else:  # a region no longer listed: its log alone, its last move's status unknown
+        monitor = await connection.fetchrow(
+            "SELECT m.id, coalesce(v.status, 'unknown') AS status, m.created, "
+            "m.interval_seconds, coalesce(v.since, m.created) AS since, "
+            "v.heard AS last_check, $2::text AS region FROM monitors m "
+            "LEFT JOIN monitor_regions v ON v.monitor_id = m.id AND v.region = $2 "
+            "WHERE m.id = $1",
+            monitor_id,
+            region,
+        )
     if monitor is None:
         return None
     start, end = windows[0].start, windows[-1].end
@@ -273,19 +316,23 @@ async def availability(
         if known.start >= known.end:
             continue
         result.longest_down_seconds = timeline.longest_down(known, excluded)
+        if region is not None:  # a region's seconds, all of them from its log
+            for since, until, status in timeline.segments(known):
+                if status in _COUNTED:
+                    _add_seconds(result, status, until - since)
         hours = Window(_ceil_hour(known.start), _floor_hour(known.end))
         edges = [known] if hours.start >= hours.end else []
         if hours.start < hours.end:
-            rollup_windows.append((i, hours.start, hours.end, True, True))
+            rollup_windows.append((i, hours.start, hours.end, region is None, True))
             edges = [Window(known.start, hours.start), Window(hours.end, known.end)]
             # The open period's part in these whole hours (the rollups hold closed ones).
-            for since, until, status in timeline.segments(hours):
+            for since, until, status in timeline.segments(hours) if region is None else ():
                 if since >= int(monitor["since"]) and status in _COUNTED:
                     _add_seconds(result, status, until - since)
         for edge in edges:
             if edge.start >= edge.end:
                 continue
-            for since, until, status in timeline.segments(edge):
+            for since, until, status in timeline.segments(edge) if region is None else ():
                 if status in _COUNTED:
                     _add_seconds(result, status, until - since)
             if edge.start >= check_cutoff:
@@ -294,7 +341,7 @@ async def availability(
                 hour = _floor_hour(edge.start)
                 rollup_windows.append((i, hour, hour + HOUR_SECONDS, False, True))
     for table, spec in (("check_rollups", rollup_windows), ("checks", raw_windows)):
-        for row in await _aggregate(connection, monitor_id, table, spec):
+        for row in await _aggregate(connection, monitor_id, table, spec, region):
             result = results[row["i"]]
             result.up_seconds += int(row["up"])
             result.down_seconds += int(row["down"])

@@ -158,24 +158,33 @@ async def _drop(connection: Connection, name: str) -> None:
     await connection.execute(f'DROP TABLE IF EXISTS "{name}"')
 
 
-_MOVE_LOGS = (("status_changes", "monitor_id"), ("heartbeat_moves", "heartbeat_id"))
-"""The logs of status moves (``(table, resource column)``): monitors', heartbeats'."""
+_MOVE_LOGS = (
+    ("status_changes", ("monitor_id",)),
+    ("heartbeat_moves", ("heartbeat_id",)),
+    ("region_moves", ("monitor_id", "region")),
+)
+"""The logs of status moves (``(table, the columns of one resource's log)``): monitors',
+heartbeats', and the region views' of monitors with regions (docs/regions.md)."""
 
 
 async def _purge(connection: Connection, rollup_cutoff: int) -> tuple[int, int]:
-    rollups = await connection.execute(
-        "DELETE FROM check_rollups WHERE hour + 3600 <= $1", rollup_cutoff
-    )
+    rollups = 0
+    for table in ("check_rollups", "region_rollups"):
+        status = await connection.execute(
+            f"DELETE FROM {table} WHERE hour + 3600 <= $1", rollup_cutoff
+        )
+        rollups += int(status.rsplit(" ", 1)[-1])
     moves = 0
-    for table, column in _MOVE_LOGS:
+    for table, columns in _MOVE_LOGS:
+        same = " AND ".join(f"n.{column} = s.{column}" for column in columns)
         status = await connection.execute(
             f"DELETE FROM {table} s WHERE s.created < $1 AND EXISTS ("
-            f"SELECT 1 FROM {table} n WHERE n.{column} = s.{column} "
+            f"SELECT 1 FROM {table} n WHERE {same} "
             "AND n.created < $1 AND (n.created, n.seq) > (s.created, s.seq))",
             rollup_cutoff,
         )
         moves += int(status.rsplit(" ", 1)[-1])
-    return int(rollups.rsplit(" ", 1)[-1]), moves
+    return rollups, moves
 
 
 async def _purge_occurrences(connection: Connection, cutoff: int) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import dependencies
-from .coverage import in_maintenance_sql, paused_until_sql
+from . import dependencies, quorum
+from .coverage import NOW_SQL, in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
@@ -47,6 +47,8 @@ _COLUMNS = (
     "escalation_policy",
     "depends_on",
     "suppressed_by",
+    "regions",
+    "region_quorum",
 )
 _NOT_RUN_BY = ("status", "updated", "escalation_policy", "depends_on", "suppressed_by")
 _SETTINGS_DIGEST = (
@@ -59,14 +61,30 @@ its own, status, ``updated`` and ``suppressed_by``, and the alerting's columns,
 ``escalation_policy`` and ``depends_on``; and until when a maintenance window pauses its
 checks, so a reconciliation catches a pause whose notification was lost);
 ``MonitorRecord.settings_digest``."""
-_SELECT = (
-    ", ".join(f"t.{c}" for c in _COLUMNS)
-    + ", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id"
-    " ORDER BY c.created DESC LIMIT 1) AS last_checked_at"
-    + f", {_SETTINGS_DIGEST} AS settings_digest"
-    + f", {in_maintenance_sql('t.id')} AS in_maintenance"
-    + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
-)
+
+
+def _select(region: str | None = None) -> str:
+    """The select list of a monitor record over ``t``; ``last_checked_at`` its newest
+    check, of region ``region`` (a parameter, text) on a monitor with ``regions`` when
+    given: a node catches up on its own region's grid points, not on another region's
+    (``engine.monitor``; docs/several-nodes.md, Regions)."""
+    of_region = (
+        ""
+        if region is None
+        else f" AND (t.regions IS NULL OR {region}::text IS NULL OR c.region = {region}::text)"
+    )
+    return (
+        ", ".join(f"t.{c}" for c in _COLUMNS)
+        + f", (SELECT c.created FROM checks c WHERE c.monitor_id = t.id{of_region}"
+        " ORDER BY c.created DESC LIMIT 1) AS last_checked_at"
+        + f", {_SETTINGS_DIGEST} AS settings_digest"
+        + f", {in_maintenance_sql('t.id')} AS in_maintenance"
+        + f", {paused_until_sql('t.id')} AS maintenance_paused_until"
+        + f", {quorum.region_status_sql('t', NOW_SQL)} AS region_status"
+    )
+
+
+_SELECT = _select()
 UPDATABLE = frozenset(
     {
         "name",
@@ -88,6 +106,8 @@ UPDATABLE = frozenset(
         "tls_ca_bundle",
         "escalation_policy",
         "depends_on",
+        "regions",
+        "region_quorum",
     }
 )
 """Columns :func:`update_monitor` may change."""
@@ -105,6 +125,8 @@ async def insert_monitor(
         store.dependencies.UnknownDependency: ``depends_on`` names no monitor of the
             account (checked under the account's graph lock: :mod:`store.dependencies`).
     """
+    if values.get("regions") is not None:
+        await quorum.sync_views(connection, values["id"], values["regions"], values["created"])
     record = await _MONITORS.insert(connection, values, cause)
     if record.depends_on:
         await dependencies.check_dependencies(
@@ -191,9 +213,15 @@ async def update_monitor(
         nonlocal moved_edges
         changes = apply(current)
         moved_edges = "depends_on" in changes
+        if "regions" in changes:  # the region views follow (store.quorum.sync_views)
+            regions_moved.append(changes["regions"])
         return changes
 
+    regions_moved: list[list[str] | None] = []
     record = await _MONITORS.update(connection, account_id, monitor_id, tracked, now, cause)
+    if record is not None and regions_moved:
+        await quorum.sync_views(connection, monitor_id, regions_moved[-1], now)
+        record = await get_monitor(connection, account_id, monitor_id)
     if record is not None and moved_edges:
         await dependencies.check_dependencies(connection, account_id, monitor_id, record.depends_on)
     return record
@@ -270,6 +298,8 @@ async def _move(
         to,
         now,
     )
+    if old_status is not None:
+        await quorum.restart_views(connection, monitor_id, to, now)
     return await _MONITORS.moved(connection, account_id, monitor_id, old_status, now, cause)
 
 
@@ -300,42 +330,67 @@ async def delete_monitor(
     return True
 
 
+_SLOT = "CASE WHEN t.regions IS NULL THEN t.bucket ELSE t.bucket + 256 END"
+"""A monitor's lease slot for a node whose region it lists, or without ``regions``
+(``store.leases.slot_of``)."""
+
+
+def _mine(slots: str, region: str) -> str:
+    """In SQL: a monitor a node of region ``region`` (a parameter, text) runs under its
+    lease slots ``slots`` (a parameter, smallint[]); without a region (NULL), every monitor
+    of buckets ``slots``."""
+    return (
+        f"({region}::text IS NULL AND t.bucket = ANY({slots}::smallint[]) OR {region}::text "
+        f"IS NOT NULL AND (t.regions IS NULL OR {region}::text = ANY(t.regions)) "
+        f"AND {_SLOT} = ANY({slots}::smallint[]))"
+    )
+
+
 async def load_active_monitors(
     connection: Connection,
     buckets: Sequence[int] | None = None,
     ids: Sequence[str] | None = None,
+    region: str | None = None,
 ) -> list[MonitorRecord]:
-    """Every monitor this node runs: all that are not paused, in ``buckets`` (bucket
-    numbers, ``store.leases.bucket_of``; None: every bucket), and among ``ids`` when
-    given (the monitors a notification named: ``store.notify``).
+    """Every monitor this node runs: all that are not paused, under lease slots
+    ``buckets`` of a node of ``region`` (``store.leases.slot_of``: a monitor without
+    ``regions`` under its bucket, one listing ``region`` under 256 plus its bucket; None:
+    every monitor), and among ``ids`` when given (the monitors a notification named:
+    ``store.notify``). Without ``region``, ``buckets`` are plain bucket numbers
+    (``store.leases.bucket_of``) and ``regions`` is not looked at.
 
-    The one query by which the engine learns its work (docs/several-nodes.md: "the monitors
-    this node owns"; docs/several-nodes.md: only the buckets it holds a lease on).
+    The one query by which the engine learns its work (docs/several-nodes.md: only the
+    buckets it holds a lease on, in the any-region pool and its region's); a regional
+    monitor's ``last_checked_at`` is of ``region``'s checks.
     """
     rows = await connection.fetch(
-        f"SELECT {_SELECT} FROM monitors t WHERE t.status <> 'paused' "
-        "AND ($1::smallint[] IS NULL OR t.bucket = ANY($1::smallint[])) "
+        f"SELECT {_select('$3')} FROM monitors t WHERE t.status <> 'paused' "
+        f"AND ($1::smallint[] IS NULL OR {_mine('$1', '$3')}) "
         "AND ($2::text[] IS NULL OR t.id = ANY($2::text[])) ORDER BY t.seq",
         None if buckets is None else list(buckets),
         None if ids is None else list(ids),
+        region,
     )
     return [MonitorRecord.from_row(r) for r in rows]
 
 
 async def settings_digests(
-    connection: Connection, buckets: Sequence[int]
+    connection: Connection, buckets: Sequence[int], region: str | None = None
 ) -> dict[int, tuple[int, int]]:
-    """Per bucket of ``buckets`` that has any: the number of active (not paused) monitors
-    and the sum of their ``settings_digest`` (a Python int; Postgres sums as numeric, so
-    nothing overflows). One aggregate query, 256 rows at most, whatever the number of
-    monitors: the engine's reconciliation compares it with the same sums over the
-    actors it runs and reads again only the buckets that differ (docs/several-nodes.md)."""
+    """Per lease slot of ``buckets`` (as :func:`load_active_monitors` takes them, for a
+    node of ``region``) that has any: the number of active (not paused) monitors and the
+    sum of their ``settings_digest`` (a Python int; Postgres sums as numeric, so nothing
+    overflows). One aggregate query, 512 rows at most, whatever the number of monitors:
+    the engine's reconciliation compares it with the same sums over the actors it runs
+    and reads again only the slots that differ (docs/several-nodes.md)."""
     rows = await connection.fetch(
-        f"SELECT t.bucket, count(*) AS n, sum({_SETTINGS_DIGEST}) AS digest FROM monitors t "
-        "WHERE t.status <> 'paused' AND t.bucket = ANY($1::smallint[]) GROUP BY t.bucket",
+        f"SELECT CASE WHEN $2::text IS NULL THEN t.bucket ELSE {_SLOT} END AS slot, "
+        f"count(*) AS n, sum({_SETTINGS_DIGEST}) AS digest FROM monitors t "
+        f"WHERE t.status <> 'paused' AND {_mine('$1', '$2')} GROUP BY 1",
         list(buckets),
+        region,
     )
-    return {r["bucket"]: (r["n"], int(r["digest"])) for r in rows}
+    return {r["slot"]: (r["n"], int(r["digest"])) for r in rows}
 
 
 _MONITORS: EventedTable[MonitorRecord] = EventedTable(
@@ -351,6 +406,9 @@ _MONITORS: EventedTable[MonitorRecord] = EventedTable(
         ("status_changes", "monitor_id"),
         ("check_rollups", "monitor_id"),
         ("maintenance_window_resources", "resource_id"),
+        ("monitor_regions", "monitor_id"),
+        ("region_moves", "monitor_id"),
+        ("region_rollups", "monitor_id"),
     ),
 )
 """Monitors' changes and their ``monitor.*`` events (:mod:`store.evented`)."""

@@ -74,6 +74,8 @@ class HeartbeatChange:
     detail: str
     lease_epoch: int | None = None
     """The lease epoch its actor ran under (``store.fencing``), or None: not fenced."""
+    lease_region: str | None = None
+    """None: a heartbeat's lease is in the any-region pool (``store.fencing``)."""
 
     family: ClassVar[str] = "pings"
     """Written by the ``pings`` family (:data:`PINGS`)."""
@@ -118,6 +120,11 @@ class WritePing:
     @property
     def lease_epoch(self) -> None:
         """None: a ping is stored by whichever node received it (its move is fenced)."""
+        return None
+
+    @property
+    def lease_region(self) -> None:
+        """None: a heartbeat's lease is in the any-region pool (``store.fencing``)."""
         return None
 
 

@@ -121,6 +121,15 @@ class MonitorRecord(_FromRow):
     """Why its current down episode opened no incident and raised no alert:
     ``{"type": "maintenance", "id": "mnt_..."}`` or ``{"type": "dependency", "id":
     "mon_..."}``, or None (``store.alerting``)."""
+    regions: list[str] | None = None
+    """The regions that probe it (1 to 10 names; one node of each: docs/several-nodes.md,
+    Regions), or None: one node of any region (docs/regions.md)."""
+    region_quorum: int | None = None
+    """How many of ``regions`` must see it down for it to be down; None without regions."""
+    region_status: dict[str, str] | None = None
+    """Each region's view (``up``, ``down``, ``pending`` or ``unknown``: not heard for
+    more than two intervals and 10 s; ``store.quorum``), computed by the read; None
+    without regions."""
     in_maintenance: bool = False
     """Whether an occurrence of a maintenance window covers it now (``store.coverage``;
     computed by the read, not a column)."""
@@ -318,6 +327,9 @@ class CheckRecord(_FromRow):
     error_message: str | None
     created: int
     tls_expires_at: int | None = None
+    region: str | None = None
+    """The region of the node that made it (docs/regions.md); None: written before
+    checks recorded their region."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

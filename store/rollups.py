@@ -95,16 +95,17 @@ CLOSE_PERIODS = (
     "closed AS (INSERT INTO check_rollups AS r (monitor_id, hour, up_seconds, "
     "down_seconds, paused_seconds) "
     "SELECT monitor_id, hour, sum(up)::int, sum(down)::int, sum(paused)::int "
-    "FROM split GROUP BY monitor_id, hour "
+    "FROM split GROUP BY monitor_id, hour ORDER BY monitor_id, hour "
     "ON CONFLICT (monitor_id, hour) DO UPDATE SET "
     "up_seconds = r.up_seconds + EXCLUDED.up_seconds, "
     "down_seconds = r.down_seconds + EXCLUDED.down_seconds, "
     "paused_seconds = r.paused_seconds + EXCLUDED.paused_seconds)"
 )
 """CTEs (``split``, ``closed``) that add the periods of a CTE ``periods`` (as
-:data:`SPLIT_PERIODS`) to the rollups, split by hour. Follow them with the statement's
-main part. (A batch of checks adds the same pieces in its one upsert of the rollups:
-``store.checks``.)"""
+:data:`SPLIT_PERIODS`) to the rollups, split by hour, locking their rows in key order (as
+the checks' upsert does: two nodes writing one monitor's rows never deadlock). Follow them
+with the statement's main part. (A batch of checks adds the same pieces in its one upsert of
+the rollups: ``store.checks``.)"""
 
 
 STALE_INTERVALS = 2

@@ -58,13 +58,19 @@ TEMPLATE = "uptrio_template"
 _counter = itertools.count()
 
 
-_PROCESS_TESTS = ("tests/bench/", "tests/ops/", "tests/browser/", "tests/web/test_serve.py")
-"""Tests that run whole processes (``uptrio serve``, the harness, Chromium): under
-``pytest -n 3 --dist loadgroup`` (``make test``) they run on one worker, one at a time,
-so two of them never load the machine together; the other workers run the rest."""
+_PROCESS_TESTS = {
+    "processes": ("tests/ops/", "tests/web/test_serve.py"),
+    "harness": ("tests/bench/", "tests/browser/"),
+}
+"""Tests that run whole processes (``uptrio serve``, the harness, Chromium), in two
+groups: under ``pytest -n 3 --dist loadgroup`` (``make test``) each group runs on one
+worker, one test at a time, so at most two of them load the machine together (the
+service's stories beside the harness's and the browser's); the third worker and the
+groups' workers once done run the rest."""
 
 _ALONE_TESTS = (
-    "tests/bench/test_bench_nodes.py",
+    "tests/bench/test_bench_nodes.py::test_two_nodes",
+    "tests/bench/test_bench_nodes.py::test_a_killed",
     "tests/ops/test_nodes.py",
     "tests/ops/test_nodes_notify.py",
 )
@@ -79,12 +85,13 @@ second."""
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put the tests of :data:`_PROCESS_TESTS` in one ``xdist_group`` (a no-op without
+    """Put the tests of :data:`_PROCESS_TESTS` in their ``xdist_group`` (a no-op without
     xdist) and mark those of :data:`_ALONE_TESTS` ``alone``; first, so that ``-m`` sees
     the mark."""
     for item in items:
-        if item.nodeid.startswith(_PROCESS_TESTS):
-            item.add_marker(pytest.mark.xdist_group("processes"))
+        for group, prefixes in _PROCESS_TESTS.items():
+            if item.nodeid.startswith(prefixes):
+                item.add_marker(pytest.mark.xdist_group(group))
         if item.nodeid.startswith(_ALONE_TESTS):
             item.add_marker(pytest.mark.alone)
 

@@ -68,6 +68,8 @@ class _SwitchableListener:
         """The bound port (0 until ``run`` has started)."""
         self.accepted = 0
         """Connections accepted so far (all runs of the listener)."""
+        self.peers: list[str] = []
+        """The address each accepted connection came from, in order."""
         self._want_listening = True
         self._changed = trio.Event()
         self._state_reached = trio.Event()
@@ -135,6 +137,7 @@ class _SwitchableListener:
         while True:
             stream = await listener.accept()
             self.accepted += 1
+            self.peers.append(stream.socket.getpeername()[0])
             nursery.start_soon(self._handle_quietly, stream)
 
     async def _handle_quietly(self, stream: trio.SocketStream) -> None:
@@ -225,6 +228,10 @@ class HttpTarget(_SwitchableListener):
     - ``/status/<code>``: answers ``<code>``;
     - ``/big/<n>``: 200 with an ``n``-byte body.
 
+    A connection from an address in ``denied`` gets ``403`` for every request, whatever
+    the mode, as nginx's ``deny`` answers (https://nginx.org/en/docs/http/ngx_http_access_module.html);
+    add and remove addresses by plain mutation, for the next connection.
+
     Every response carries ``Connection: close`` and the connection is closed after it.
     ``requests`` records each request in arrival order (`HttpRequest`); ``accepted``
     counts connections. ``base_url`` is ``http(s)://127.0.0.1:<port>``.
@@ -247,6 +254,7 @@ class HttpTarget(_SwitchableListener):
         self.redirects: dict[str, tuple[int, str]] = {}
         self.responses: dict[str, tuple[int, list[tuple[str, str]], bytes]] = {}
         self.requests: list[HttpRequest] = []
+        self.denied: set[str] = set()
 
     @property
     def base_url(self) -> str:
@@ -298,9 +306,12 @@ class HttpTarget(_SwitchableListener):
                 return
         assert request is not None
         mode = self.mode
-        if mode == "slow":
-            await trio.sleep(self.slow_seconds)
-        status, headers, body = self._route(request.target.decode(), mode)
+        if stream.socket.getpeername()[0] in self.denied:
+            status, headers, body = 403, [], b"forbidden\n"
+        else:
+            if mode == "slow":
+                await trio.sleep(self.slow_seconds)
+            status, headers, body = self._route(request.target.decode(), mode)
         headers += [("Content-Length", str(len(body))), ("Connection", "close")]
         data = conn.send(h11.Response(status_code=status, headers=headers))
         if request.method != b"HEAD":  # a HEAD response has the headers but no body
@@ -331,11 +342,13 @@ class HttpTarget(_SwitchableListener):
 @dataclass(frozen=True, slots=True)
 class DnsQuery:
     """One question a `DnsTarget` received: lowercase name without the final dot, type
-    as text (``"A"``, ``"AAAA"``), ``at`` = `trio.current_time()` in seconds."""
+    as text (``"A"``, ``"AAAA"``), ``at`` = `trio.current_time()` in seconds, ``source``
+    the address the query came from."""
 
     name: str
     rdtype: str
     at: float
+    source: str = ""
 
 
 @dataclass
@@ -371,11 +384,11 @@ class DnsTarget:
             task_status.started(self.port)
             while True:
                 data, peer = await sock.recvfrom(65535)
-                reply = self._answer(data)
+                reply = self._answer(data, peer[0])
                 if reply is not None:
                     await sock.sendto(reply, peer)
 
-    def _answer(self, wire: bytes) -> bytes | None:
+    def _answer(self, wire: bytes, source: str) -> bytes | None:
         try:
             query = dns.message.from_wire(wire)
         except Exception:  # a test server: ignore garbage
@@ -385,7 +398,9 @@ class DnsTarget:
         for question in query.question:
             name = question.name.to_text(omit_final_dot=True).lower()
             rdtype = dns.rdatatype.to_text(question.rdtype)
-            self.queries.append(DnsQuery(name=name, rdtype=rdtype, at=trio.current_time()))
+            self.queries.append(
+                DnsQuery(name=name, rdtype=rdtype, at=trio.current_time(), source=source)
+            )
             if self.mode == "silent":
                 return None
             if self.mode == "servfail":

@@ -26,10 +26,11 @@ from functools import partial
 import structlog
 import trio
 
-from store import Database, DatabaseUnavailable, MonitorRecord, leases, monitors
+from store import Database, DatabaseUnavailable, MonitorRecord, monitors
 
 from ..actor import ActorRef, ActorUnavailable, Reply, ask, open_inbox
 from ..kind import Apply, EngineContext, Runner, ShardContext
+from ..leases import Holding
 from ..loading import load_when_available
 from ..monitor import Drain, MonitorDeps, MonitorMessage, Reconfigure, run_monitor
 from ..supervisor import ChildSpec, RestartType, Supervisor
@@ -83,7 +84,8 @@ class _Entry:
     inbox: trio.MemoryReceiveChannel[MonitorMessage]
     check_now: bool
     bucket: int
-    """Its bucket (``store.leases.bucket_of``), kept so reconciliation need not hash."""
+    """Its lease slot (``engine.leases.Holding.slot_of``: its bucket, in the any-region
+    pool or this node's region's), kept so reconciliation need not hash."""
     fresh: bool = True
     catch_up: bool = False
     """Taken over from another node: the first incarnation probes a grid point missed in
@@ -104,8 +106,8 @@ class MonitorKind:
             limiter=trio.CapacityLimiter(context.settings.max_probes_in_flight),
             stats=context.stats,
             observer=context.observer,
-            lease_epoch=holding.epoch_of if holding.fenced else None,
-            may_probe=holding.may_probe if holding.fenced else None,
+            holding=holding if holding.fenced else None,
+            region=context.settings.region,
         )
 
     def runner(self, shard: ShardContext) -> MonitorRunner:
@@ -119,13 +121,15 @@ class MonitorKind:
         *,
         db: Database | None = None,
     ) -> list[MonitorRecord]:
-        """The monitors that are not paused, of ``buckets`` or ``ids``
-        (``store.monitors.load_active_monitors``).
+        """The monitors that are not paused, of lease slots ``buckets`` of this node's
+        region or ``ids`` (``store.monitors.load_active_monitors``).
 
         Raises:
             store.DatabaseUnavailable: the database did not answer.
         """
-        return await (db or self.context.db).run(monitors.load_active_monitors, buckets, ids)
+        return await (db or self.context.db).run(
+            monitors.load_active_monitors, buckets, ids, self.context.holding.region
+        )
 
     async def reconcile(self, runners: Sequence[Runner], held: Sequence[int], apply: Apply) -> None:
         """The per-bucket comparison of the module docstring; counts the buckets read
@@ -135,7 +139,9 @@ class MonitorKind:
             store.DatabaseUnavailable: the database did not answer.
         """
         mine = [r for r in runners if isinstance(r, MonitorRunner)]
-        digests = await self.context.db.run(monitors.settings_digests, held)
+        digests = await self.context.db.run(
+            monitors.settings_digests, held, self.context.holding.region
+        )
         sums: dict[int, tuple[int, int]] = {}
         for runner in mine:
             for entry in runner.entries.values():
@@ -199,7 +205,15 @@ class MonitorRunner:
             self.touched = None
 
     async def apply(self, resource_id: str, record: MonitorRecord | None) -> None:
-        """Start, restart, reconfigure or stop the monitor's actor (module docstring)."""
+        """Start, restart, reconfigure or stop the monitor's actor (module docstring). A
+        monitor this shard does not run (its ``regions`` leave this node's region out, or
+        put it in a pool whose lease it does not hold) is stopped; one whose
+        ``regions`` changed is restarted under its new lease (docs/several-nodes.md,
+        Regions)."""
+        if record is not None and _slot(self.kind.context.holding, record) not in set(
+            self.shard.buckets()
+        ):
+            record = None  # another node's (or another region's) to run
         if self.touched is not None:
             self.touched.add(resource_id)
         if self.supervisor is None:
@@ -209,7 +223,12 @@ class MonitorRunner:
         if record is None or record.status == "paused":
             if entry is not None or running:
                 await self._stop(resource_id)
-        elif entry is None or not running or entry.record.run_epoch != record.run_epoch:
+        elif (
+            entry is None
+            or not running
+            or entry.record.run_epoch != record.run_epoch
+            or entry.record.regions != record.regions
+        ):
             await self._stop(resource_id)
             if not self.kind.context.stopping.is_set():  # else the next load starts it
                 await self._start(record, check_now=True)
@@ -264,7 +283,7 @@ class MonitorRunner:
             ref=ref,
             inbox=inbox,
             check_now=check_now,
-            bucket=leases.bucket_of(record.id),
+            bucket=_slot(self.kind.context.holding, record),
             catch_up=catch_up,
         )
         self.entries[record.id] = entry
@@ -309,6 +328,12 @@ class MonitorRunner:
             catch_up=catch_up,
             task_status=task_status,
         )
+
+
+def _slot(holding: Holding, record: MonitorRecord) -> int:
+    """``record``'s lease slot on this node (``Holding.slot_of``; -1: none, never held)."""
+    slot = holding.slot_of(record.id, record.regions)
+    return -1 if slot is None else slot
 
 
 def _tell_drain(ref: ActorRef[MonitorMessage], _started: object) -> bool:

@@ -30,7 +30,8 @@ one of `ERROR_CODES` (table in ``_result.py``); it raises only for bugs, and let
   shared contexts, and the bundle's rules, shared with the API's validation);
 - ``_dns``: the dns type (dnspython on trio), and `nameserver_resolver` for the target
   policy's create-time screen of dns monitors;
-- ``_ping``: the ping type (ICMP sockets on trio).
+- ``_ping``: the ping type (ICMP sockets on trio);
+- ``_source``: the address probes leave from (``--probe-source-address``).
 """
 
 from ._assertions import (
@@ -56,6 +57,7 @@ from ._request import (
     check_request_headers,
 )
 from ._result import ERROR_CODES, ErrorCode, ProbeResult, ProbeSpec
+from ._source import SourceAddress, source_address
 from ._tcp import AddressPolicy, numeric_address
 from ._tls import MAX_CA_BUNDLE_BYTES, InvalidCaBundle, TlsContexts, check_ca_bundle
 
@@ -82,6 +84,7 @@ __all__ = [
     "ProbeType",
     "Prober",
     "Source",
+    "SourceAddress",
     "TlsContexts",
     "check_assertions",
     "check_ca_bundle",
@@ -91,4 +94,5 @@ __all__ = [
     "nameserver_resolver",
     "numeric_address",
     "parse_target",
+    "source_address",
 ]

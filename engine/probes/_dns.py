@@ -48,6 +48,7 @@ from engine.targets import InvalidTarget, Target, is_ip, parse_host, strip_schem
 
 from ._probe_type import ProbeContext, ProbeType
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
+from ._source import SourceAddress
 from ._tcp import AddressPolicy
 
 __all__ = ["DNS", "make_resolver", "nameserver_resolver", "parse_dns_url", "probe_dns"]
@@ -59,27 +60,46 @@ _LIFETIME_MARGIN_SECONDS = 1.0
 _DNS_EXAMPLE = "a dns monitor needs a host name, for example example.com"
 
 
-def make_resolver(nameserver: tuple[str, int] | None) -> dns.asyncresolver.Resolver:
+def make_resolver(
+    nameserver: tuple[str, int] | None, source: SourceAddress | None = None
+) -> dns.asyncresolver.Resolver:
     """A resolver for dns checks.
 
     Args:
         nameserver: ``(ip, port)`` of the one nameserver to ask, or ``None`` for the
             system's nameservers (read from ``/etc/resolv.conf`` now, once).
+        source: the probes' source address (``_source``), or ``None``: with one, only
+            the nameservers of its family are kept (a query from it cannot reach the
+            others).
 
     Returns:
-        The resolver. Without a usable system configuration it has no nameservers, and
-        every dns check fails with ``dns_failure`` (the service still starts).
+        The resolver. Without a usable system configuration (or no nameserver of the
+        source's family) it has no nameservers, and every dns check fails with
+        ``dns_failure`` (the service still starts).
     """
     if nameserver is not None:
         resolver = dns.asyncresolver.Resolver(configure=False)
         resolver.nameservers = [dns.nameserver.Do53Nameserver(nameserver[0], nameserver[1])]
-        return resolver
+    else:
+        try:
+            resolver = dns.asyncresolver.Resolver(configure=True)
+        except dns.resolver.NoResolverConfiguration:
+            resolver = dns.asyncresolver.Resolver(configure=False)
+            resolver.nameservers = []
+    if source is not None:
+        resolver.nameservers = [
+            server for server in resolver.nameservers if _version(server) == source.ip.version
+        ]
+    return resolver
+
+
+def _version(server: str | dns.nameserver.Nameserver) -> int | None:
+    """4 or 6 for a nameserver given by its address; None for one that is not (DoH)."""
+    text = server if isinstance(server, str) else getattr(server, "address", "")
     try:
-        return dns.asyncresolver.Resolver(configure=True)
-    except dns.resolver.NoResolverConfiguration:
-        resolver = dns.asyncresolver.Resolver(configure=False)
-        resolver.nameservers = []
-        return resolver
+        return ipaddress.ip_address(text.split("%", 1)[0]).version
+    except ValueError:
+        return None
 
 
 async def probe_dns(
@@ -87,6 +107,7 @@ async def probe_dns(
     host: str,
     timeout_seconds: float,
     policy: AddressPolicy | None = None,
+    source: SourceAddress | None = None,
 ) -> float:
     """Resolve ``host`` (A and AAAA) with ``resolver`` and screen the answers.
 
@@ -97,6 +118,8 @@ async def probe_dns(
             lifetime is set a little longer so that the caller's timeout decides.
         policy: the address policy applied to every address in the answers (refused
             ones are dropped), or ``None`` to allow every address.
+        source: the address the queries leave from (``_source``; ``resolver`` made with
+            the same one), or ``None`` for the system's choice.
 
     Returns:
         The time to the first answer with an allowed record, in milliseconds.
@@ -107,7 +130,10 @@ async def probe_dns(
             nameserver configured) or ``timeout`` (dnspython gave up first).
     """
     if not resolver.nameservers:
-        raise ProbeFailure("dns_failure", "no DNS nameserver is configured")
+        message = "no DNS nameserver is configured"
+        if source is not None:
+            message += f" of {source.version_name}, the family of the source address {source.ip}"
+        raise ProbeFailure("dns_failure", message)
     lifetime = timeout_seconds + _LIFETIME_MARGIN_SECONDS
     started = time.perf_counter()
     answered_after: float | None = None
@@ -118,7 +144,7 @@ async def probe_dns(
     async def query(rdtype: str) -> None:
         nonlocal answered_after, empty
         try:
-            addresses = await _addresses(resolver, host, rdtype, lifetime)
+            addresses = await _addresses(resolver, host, rdtype, lifetime, source)
         except (dns.exception.DNSException, OSError) as exc:
             errors.append(exc)
             return
@@ -183,15 +209,25 @@ screen gives up sooner, after ``TargetPolicy.resolve_timeout_seconds``)."""
 
 
 async def _addresses(
-    resolver: dns.asyncresolver.Resolver, host: str, rdtype: str, lifetime: float
+    resolver: dns.asyncresolver.Resolver,
+    host: str,
+    rdtype: str,
+    lifetime: float,
+    source: SourceAddress | None = None,
 ) -> list[IPAddress]:
-    """The addresses of one A or AAAA answer (empty for a NOERROR answer without one).
+    """The addresses of one A or AAAA answer (empty for a NOERROR answer without one),
+    asked from ``source`` when one is given.
 
     Raises:
         dns.exception.DNSException, OSError: as dnspython raises them.
     """
     answer = await resolver.resolve(
-        host, rdtype, raise_on_no_answer=False, lifetime=lifetime, backend=_BACKEND
+        host,
+        rdtype,
+        raise_on_no_answer=False,
+        lifetime=lifetime,
+        backend=_BACKEND,
+        source=None if source is None else source.sockaddr[0],
     )
     if answer.rrset is None:
         return []
@@ -233,7 +269,9 @@ def _failure(host: str, errors: list[Exception], empty: int) -> ProbeFailure:
 async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> ProbeResult:
     """The dns type's check: `probe_dns` on the target's name."""
     return ProbeResult.up(
-        await probe_dns(context.dns_resolver, target.host, spec.timeout_seconds, context.policy)
+        await probe_dns(
+            context.dns_resolver, target.host, spec.timeout_seconds, context.policy, context.source
+        )
     )
 
 

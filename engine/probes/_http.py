@@ -82,6 +82,7 @@ from ._request import (
     without_credentials,
 )
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
+from ._source import SourceAddress
 from ._tcp import Address, AddressPolicy, connect, describe, os_failure, resolve, stream_failure
 from ._tls import peer_expiry
 
@@ -109,6 +110,7 @@ async def probe_http(
     body: str | None = None,
     assertions: Sequence[Assertion] = (),
     tls_expiry_days: int | None = None,
+    source: SourceAddress | None = None,
 ) -> ProbeResult:
     """Run one http check of ``url`` (see the module docstring for the rules).
 
@@ -125,6 +127,8 @@ async def probe_http(
         assertions: compiled by `compile_assertions`; when there are any, they decide.
         tls_expiry_days: fail with ``tls_expiring`` within this many days of the final
             certificate's expiry; ``None``: never.
+        source: the address every hop's connection leaves from (``_source``), or
+            ``None`` for the system's choice.
 
     Returns:
         A `ProbeResult` for the final response: ok, ``unexpected_status``,
@@ -146,11 +150,13 @@ async def probe_http(
             raise ProbeFailure("protocol_error", f"redirect to an unusable URL: {exc}") from None
         except h11.LocalProtocolError as exc:
             raise ProbeFailure("invalid_target", f"cannot send this request: {exc}") from None
-        addresses = await resolve(plan.host, plan.port, policy)
+        addresses = await resolve(plan.host, plan.port, policy, source=source)
         if started is None:
             started = time.perf_counter()
         capture = None if need == HEAD_ONLY else Response(keep_body=need == BODY)
-        status, location, expires_at = await _exchange(plan, addresses, ssl_context, capture)
+        status, location, expires_at = await _exchange(
+            plan, addresses, ssl_context, capture, source
+        )
         if status in _REDIRECT_STATUSES and location is not None and status != expected_status_code:
             if hops == MAX_REDIRECTS:
                 return ProbeResult(
@@ -198,6 +204,7 @@ async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> Prob
         body=spec.request_body,
         assertions=spec.assertions,
         tls_expiry_days=spec.tls_expiry_days,
+        source=context.source,
     )
 
 
@@ -206,7 +213,11 @@ HTTP = ProbeType(name="http", parse=parse_http_url, check=_check, http_fields=Tr
 
 
 async def _exchange(
-    plan: Prepared, addresses: list[Address], ctx: ssl.SSLContext, capture: Response | None
+    plan: Prepared,
+    addresses: list[Address],
+    ctx: ssl.SSLContext,
+    capture: Response | None,
+    source: SourceAddress | None,
 ) -> tuple[int, str | None, int | None]:
     """One request and response on a new connection: (status, Location or None, the
     certificate's notAfter in epoch seconds or None for plain http).
@@ -215,11 +226,12 @@ async def _exchange(
     plain http racing several addresses talks to the trio socket directly (a
     `trio.SocketStream` around it costs CPU the check does not need); https goes through
     `trio.SSLStream`. ``capture`` is filled with the final head (and body) when given.
+    Every connection is bound to ``source`` first when one is given.
     """
     if not plan.https and len(addresses) == 1:
-        status, location = await _exchange_plain(plan, addresses[0], capture)
+        status, location = await _exchange_plain(plan, addresses[0], capture, source)
         return status, location, None
-    sock = await connect(addresses)
+    sock = await connect(addresses, source)
     where = describe(addresses[0]) if len(addresses) == 1 else plan.host
     if not plan.https:
         try:
@@ -255,7 +267,7 @@ async def _exchange(
 
 
 async def _exchange_plain(
-    plan: Prepared, address: Address, capture: Response | None
+    plan: Prepared, address: Address, capture: Response | None, source: SourceAddress | None
 ) -> tuple[int, str | None]:
     """Plain http to one address on a non-blocking stdlib socket, waiting through
     `trio.lowlevel` only where the kernel would block (the connect, the response).
@@ -274,6 +286,8 @@ async def _exchange_plain(
         raise os_failure(exc, where) from None
     try:
         await trio.lowlevel.checkpoint_if_cancelled()
+        if source is not None:  # a numeric address: bind never blocks nor resolves
+            sock.bind(source.sockaddr)
         error = sock.connect_ex(sockaddr)
         if error not in (0, errno.EINPROGRESS):
             raise OSError(error, os.strerror(error))  # the errno's own OSError subclass

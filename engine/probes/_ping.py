@@ -45,6 +45,7 @@ from engine.targets import InvalidTarget, Target, is_ip, parse_host, strip_schem
 
 from ._probe_type import ProbeContext, ProbeType
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
+from ._source import SourceAddress
 from ._tcp import AddressPolicy, os_failure, resolve
 
 __all__ = [
@@ -97,9 +98,13 @@ def permitted_ping_kinds() -> tuple[int, ...]:
 
 
 async def probe_ping(
-    host: str, policy: AddressPolicy | None, kinds: Sequence[int] = PING_KINDS
+    host: str,
+    policy: AddressPolicy | None,
+    kinds: Sequence[int] = PING_KINDS,
+    source: SourceAddress | None = None,
 ) -> float:
-    """The ``ping`` probe: resolve ``host``, apply the policy, ping the first address.
+    """The ``ping`` probe: resolve ``host`` (only the addresses of ``source``'s family
+    when one is given), apply the policy, ping the first address from ``source``.
 
     Returns:
         The round-trip time in milliseconds.
@@ -107,9 +112,9 @@ async def probe_ping(
     Raises:
         ProbeFailure: see `._tcp.resolve` and `ping_address`.
     """
-    addresses = await resolve(host, 0, policy, kind=socket.SOCK_DGRAM)
+    addresses = await resolve(host, 0, policy, kind=socket.SOCK_DGRAM, source=source)
     family, sockaddr = addresses[0]
-    return await ping_address(family, str(sockaddr[0]), kinds=kinds)
+    return await ping_address(family, str(sockaddr[0]), kinds=kinds, source=source)
 
 
 async def ping_address(
@@ -118,6 +123,7 @@ async def ping_address(
     *,
     kinds: Sequence[int] = PING_KINDS,
     socket_factory: SocketFactory = trio.socket.socket,
+    source: SourceAddress | None = None,
 ) -> float:
     """Send one ICMP echo request to ``ip`` and wait for its reply (no time limit: the
     caller's cancel scope bounds it).
@@ -127,6 +133,8 @@ async def ping_address(
         ip: the address literal to ping.
         kinds: ICMP socket types to try in order (`permitted_ping_kinds`).
         socket_factory: opens the socket; tests inject one that raises.
+        source: the local address the echo request leaves from (the socket is bound to
+            it; ``_source``), or ``None`` for the system's choice. Of ``family``.
 
     Returns:
         The round-trip time in milliseconds.
@@ -144,16 +152,16 @@ async def ping_address(
         packet = _echo_request(family, identifier, token)
         started = time.perf_counter()
         try:
+            if source is not None:
+                await sock.bind(source.sockaddr)
             await sock.sendto(packet, (ip, 0))
             while True:
-                data, source = await sock.recvfrom(2048)
+                data, peer = await sock.recvfrom(2048)
                 verdict = _classify(data, family, raw, identifier, token)
-                if verdict == "reply" and source[0] == ip:
+                if verdict == "reply" and peer[0] == ip:
                     return (time.perf_counter() - started) * 1000.0
                 if verdict == "error":
-                    raise ProbeFailure(
-                        "unreachable", f"{ip} is unreachable (ICMP from {source[0]})"
-                    )
+                    raise ProbeFailure("unreachable", f"{ip} is unreachable (ICMP from {peer[0]})")
         except PermissionError as exc:
             raise ProbeFailure("ping_not_permitted", f"not allowed to send ICMP: {exc}") from None
         except OSError as exc:
@@ -240,7 +248,9 @@ async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> Prob
             "this process may not open ICMP sockets (it needs root, CAP_NET_RAW "
             "or net.ipv4.ping_group_range)",
         )
-    return ProbeResult.up(await probe_ping(target.host, context.policy, context.ping_kinds))
+    return ProbeResult.up(
+        await probe_ping(target.host, context.policy, context.ping_kinds, context.source)
+    )
 
 
 @url_parser

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from engine.targets import Target
 
     from ._result import ProbeResult, ProbeSpec
+    from ._source import SourceAddress
 
 __all__ = ["AddressPolicy", "Check", "ProbeContext", "ProbeType"]
 
@@ -46,12 +47,15 @@ class ProbeContext:
             or ``None`` to allow everything.
         ping_kinds: the ICMP socket types this process may open, preferred first; empty
             when it may open none (``_ping``).
+        source: the local address every probe leaves from (``--probe-source-address``;
+            ``_source``), or ``None`` for the system's choice.
     """
 
     ssl_context: ssl.SSLContext
     dns_resolver: dns.asyncresolver.Resolver
     policy: AddressPolicy | None
     ping_kinds: tuple[int, ...]
+    source: SourceAddress | None = None
 
 
 Check = Callable[["ProbeContext", "ProbeSpec", "Target"], Awaitable["ProbeResult"]]

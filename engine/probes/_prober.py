@@ -14,6 +14,7 @@ from ._ping import permitted_ping_kinds
 from ._probe_type import ProbeContext
 from ._registry import PROBE_TYPES, parse_target
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
+from ._source import SourceAddress
 from ._tcp import AddressPolicy
 from ._tls import TlsContexts
 
@@ -43,6 +44,10 @@ class Prober:
             checked. ``None`` allows everything at no cost. dns checks contact only the
             nameserver, but the addresses it answers are screened all the same
             (``_dns``).
+        source_address: the local address every probe leaves from
+            (``--probe-source-address``; made by `source_address`, which proves it can
+            be bound), or ``None`` for the system's choice (``_source``: only target
+            addresses, and dns nameservers, of its family are used).
     """
 
     __slots__ = ("_context", "tls")
@@ -53,12 +58,14 @@ class Prober:
         dns_nameserver: tuple[str, int] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         address_policy: AddressPolicy | None = None,
+        source_address: SourceAddress | None = None,
     ) -> None:
         self._context = ProbeContext(
             ssl_context=ssl_context if ssl_context is not None else _default_ssl_context(),
-            dns_resolver=make_resolver(dns_nameserver),
+            dns_resolver=make_resolver(dns_nameserver, source_address),
             policy=address_policy,
             ping_kinds=permitted_ping_kinds(),
+            source=source_address,
         )
         self.tls = TlsContexts(self._context.ssl_context)
         """Builds and shares the `ssl.SSLContext` of each monitor's TLS setting (a

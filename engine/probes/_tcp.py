@@ -35,6 +35,7 @@ from engine.targets import InvalidTarget, Target, parse_host, parse_port, strip_
 
 from ._probe_type import AddressPolicy, ProbeContext, ProbeType
 from ._result import ProbeFailure, ProbeResult, ProbeSpec
+from ._source import SourceAddress, keep_family
 
 __all__ = [
     "TCP",
@@ -65,7 +66,12 @@ _BRACKETS = f"{_TCP_EXAMPLE} (an IPv6 address goes in brackets: [::1]:5432)"
 
 
 async def resolve(
-    host: str, port: int, policy: AddressPolicy | None, *, kind: int = socket.SOCK_STREAM
+    host: str,
+    port: int,
+    policy: AddressPolicy | None,
+    *,
+    kind: int = socket.SOCK_STREAM,
+    source: SourceAddress | None = None,
 ) -> list[Address]:
     """Resolve ``host`` to the addresses a probe may contact, in connection order.
 
@@ -74,14 +80,17 @@ async def resolve(
         port: the port to put in the socket addresses (0 for ping).
         policy: the address policy, or ``None`` to allow every address.
         kind: the socket type to resolve for (``SOCK_STREAM``; ping uses ``SOCK_DGRAM``).
+        source: the node's probe source address, or ``None``: with one, only the
+            addresses of its family are kept (``_source``), before the policy.
 
     Returns:
         One or more addresses, duplicates removed, families alternated (RFC 6555 §5.4).
 
     Raises:
-        ProbeFailure: ``dns_failure`` when the name does not resolve; ``target_denied``
-            when the policy refuses every resolved address (refused addresses are dropped
-            and the others kept).
+        ProbeFailure: ``dns_failure`` when the name does not resolve; ``unreachable``
+            when no address is of ``source``'s family; ``target_denied`` when the policy
+            refuses every resolved address (refused addresses are dropped and the others
+            kept).
     """
     literal = _ip_literal(host, port)
     if literal is not None:  # the common case of monitors on IP addresses: no look-up
@@ -90,6 +99,8 @@ async def resolve(
         await trio.lowlevel.checkpoint_if_cancelled()
     else:
         addresses = await _lookup(host, port, kind)
+    if source is not None:
+        addresses = keep_family(host, addresses, source)
     if policy is not None:
         allowed: list[Address] = []
         refusal = ""
@@ -200,15 +211,18 @@ def stream_failure(exc: trio.BrokenResourceError, where: str, *, handshake: bool
     return ProbeFailure("connection_reset", f"connection to {where} broken: {cause or exc}")
 
 
-async def connect(addresses: list[Address]) -> trio.socket.SocketType:
-    """Open a TCP connection to the first of ``addresses`` that accepts.
+async def connect(
+    addresses: list[Address], source: SourceAddress | None = None
+) -> trio.socket.SocketType:
+    """Open a TCP connection to the first of ``addresses`` that accepts, from ``source``
+    when one is given (each attempt's socket bound to it first; ``_source``).
 
     Returns:
         A connected trio socket; the caller closes it.
 
     Raises:
         ProbeFailure: from `os_failure` for the first address's error when no address
-            accepts.
+            accepts (a failed bind to ``source`` included).
     """
     if len(addresses) == 1:
         family, sockaddr = addresses[0]
@@ -217,6 +231,8 @@ async def connect(addresses: list[Address]) -> trio.socket.SocketType:
         except OSError as exc:  # out of file descriptors, address family unsupported
             raise os_failure(exc, describe(addresses[0])) from None
         try:
+            if source is not None:
+                await sock.bind(source.sockaddr)
             await sock.connect(sockaddr)
         except OSError as exc:
             sock.close()
@@ -225,10 +241,12 @@ async def connect(addresses: list[Address]) -> trio.socket.SocketType:
             sock.close()
             raise
         return sock
-    return await _connect_racing(addresses)
+    return await _connect_racing(addresses, source)
 
 
-async def _connect_racing(addresses: list[Address]) -> trio.socket.SocketType:
+async def _connect_racing(
+    addresses: list[Address], source: SourceAddress | None
+) -> trio.socket.SocketType:
     winner: trio.socket.SocketType | None = None
     opened: list[trio.socket.SocketType] = []
     errors: list[tuple[Address, OSError]] = []
@@ -238,6 +256,8 @@ async def _connect_racing(addresses: list[Address]) -> trio.socket.SocketType:
         try:
             sock = trio.socket.socket(address[0], socket.SOCK_STREAM)
             opened.append(sock)
+            if source is not None:
+                await sock.bind(source.sockaddr)
             await sock.connect(address[1])
         except OSError as exc:
             errors.append((address, exc))
@@ -270,8 +290,11 @@ async def _connect_racing(addresses: list[Address]) -> trio.socket.SocketType:
     return winner
 
 
-async def probe_tcp(host: str, port: int, policy: AddressPolicy | None) -> float:
-    """The ``tcp`` probe: up when a TCP connection to ``host:port`` opens.
+async def probe_tcp(
+    host: str, port: int, policy: AddressPolicy | None, source: SourceAddress | None = None
+) -> float:
+    """The ``tcp`` probe: up when a TCP connection to ``host:port`` opens, from
+    ``source`` when one is given.
 
     The connection is closed as soon as it opens; nothing is sent.
 
@@ -282,9 +305,9 @@ async def probe_tcp(host: str, port: int, policy: AddressPolicy | None) -> float
     Raises:
         ProbeFailure: see `resolve` and `connect`.
     """
-    addresses = await resolve(host, port, policy)
+    addresses = await resolve(host, port, policy, source=source)
     started = time.perf_counter()
-    sock = await connect(addresses)
+    sock = await connect(addresses, source)
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     sock.close()
     return elapsed_ms
@@ -293,7 +316,7 @@ async def probe_tcp(host: str, port: int, policy: AddressPolicy | None) -> float
 async def _check(context: ProbeContext, spec: ProbeSpec, target: Target) -> ProbeResult:
     """The tcp type's check: `probe_tcp` on the target's host and port."""
     assert target.port is not None
-    return ProbeResult.up(await probe_tcp(target.host, target.port, context.policy))
+    return ProbeResult.up(await probe_tcp(target.host, target.port, context.policy, context.source))
 
 
 @url_parser

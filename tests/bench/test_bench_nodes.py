@@ -3,8 +3,9 @@
 embedded Postgres, checked for the report's shape and for what the figures must say: with
 two nodes every monitor is probed by exactly one node (each node counts exactly the arrivals
 at its own monitors' targets, no slot gets two arrivals, no check is stored twice), and
-after a SIGKILL the killed node's monitors are probed again by the other. It asserts no
-speed.
+after a SIGKILL the killed node's monitors are probed again by the other; with
+``--regions 3`` on three nodes every monitor is probed once per region and interval. It
+asserts no speed.
 
 20 http monitors every second, 2 s leases, a 6 s warm-up (a monitor created through the
 node that does not hold its bucket reaches its owner by reconciliation, every 5 s).
@@ -22,17 +23,17 @@ _LEASE = 2.0
 _INTERVAL = 1.0
 
 
-def _bench(tmp_path: Path, *extra: str) -> dict[str, Any]:
+def _bench(tmp_path: Path, *extra: str, nodes: int = 2, monitors: int = 20) -> dict[str, Any]:
     output = tmp_path / "out"
     done = uptrio(
-        "bench", "--nodes", "2", "--monitors", "20", "--interval", "1", "--timeout", "1",
-        "--warmup", "6", "--lease-seconds", str(_LEASE), "--api-rps", "2",
+        "bench", "--nodes", str(nodes), "--monitors", str(monitors), "--interval", "1",
+        "--timeout", "1", "--warmup", "6", "--lease-seconds", str(_LEASE), "--api-rps", "2",
         "--http-target", "builtin", "--no-progress", "--no-chart", "--output", str(output),
         *extra, timeout=90,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "per node (2 nodes" in done.stdout, done.stdout
-    assert (output / "service-1.log").exists() and (output / "service-2.log").exists()
+    assert f"per node ({nodes} nodes" in done.stdout, done.stdout
+    assert all((output / f"service-{k}.log").exists() for k in range(1, nodes + 1))
     report: dict[str, Any] = json.loads((output / "report.json").read_text())
     return report
 
@@ -107,3 +108,32 @@ def test_a_killed_nodes_monitors_are_probed_again_by_the_other(tmp_path: Path) -
     assert survivor["checks"]["service_counted"] > survivor["checks"]["achieved"]
     once = report["nodes"]["exactly_once"]
     assert once["monitors_with_duplicate_arrivals"] == 0 and once["stored_duplicates"] == 0
+
+
+def test_three_regions_probe_every_monitor_once_each(tmp_path: Path) -> None:
+    report = _bench(
+        tmp_path, "--window", "3", "--regions", "3", "--probe-source-addresses",
+        nodes=3, monitors=30,
+    )  # fmt: skip
+    assert report["parameters"]["regions"] == 3
+    assert "--region" in report["nodes"]["per_node"][2]["command"]
+    regions = report["regions"]
+    assert regions["count"] == 3 and regions["window"]["intervals"] == 3
+    assert [r["name"] for r in regions["per_region"]] == ["r1", "r2", "r3"]
+    assert [r["nodes"] for r in regions["per_region"]] == [["node-1"], ["node-2"], ["node-3"]]
+    # each region stored each monitor's check of each interval: 30 x 3 x 3 in total
+    for region in regions["per_region"]:
+        assert region["checks"]["expected"] == 30 * 3, region
+        assert region["checks"]["stored"] == 30 * 3 and region["checks"]["missed"] == 0, region
+        assert region["lateness_ms"]["count"] > 0 and region["cpu"]["service_ms_per_check"] > 0
+        assert region["region_moves_in_window"] == 0 and region["region_moves_to_down"] == 0
+    total = regions["total"]
+    assert total["checks"]["expected"] == total["checks"]["stored"] == 30 * 3 * 3
+    assert total["checks"]["missed"] == total["checks"]["extra"] == 0
+    assert total["cpu"]["postgres_ms_per_check"] > 0 and total["cpu"]["ms_per_monitor_interval"]
+    # healthy targets: no monitor moved after its first up, none down, no incident
+    assert total["status_changes_in_window"] == total["status_changes_to_down"] == 0
+    assert total["incidents"] == 0 and total["monitors_not_up"] == 0
+    # the targets saw each slot probed three times, once from each node's address
+    once = report["nodes"]["exactly_once"]
+    assert once["max_arrivals_per_monitor"] == 3 * once["expected_arrivals_per_monitor"]

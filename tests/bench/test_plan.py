@@ -1,11 +1,15 @@
 """The harness's plan (bench/plan.py) covers every probe type: the types are the
 service's (`engine.PROBE_TYPES`), and every type and behaviour gets a url its type
-accepts. Pure: no process, no socket."""
+accepts. Its checks of ``--regions`` and each node's region and
+probe source. Pure: no process, no socket."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from bench.nodes import node_command, node_region
 from bench.plan import (
     BEHAVIOURS,
     MONITOR_TYPES,
@@ -40,3 +44,18 @@ def test_every_type_and_behaviour_gets_a_url_of_its_type() -> None:
     assert {plan.behaviour for plan in plans} == set(BEHAVIOURS)
     for plan in plans:
         assert parse_target(plan.type, plan.url).type == plan.type, plan
+
+
+def test_regions_need_a_node_each_and_nodes_take_them_in_turn() -> None:
+    for nodes, regions in ((1, 1), (3, 4), (11, 11), (2, -1)):
+        with pytest.raises(ValueError, match="--regions needs --nodes 2 or more"):
+            BenchParams(nodes=nodes, regions=regions)
+    with pytest.raises(ValueError, match="--probe-source-addresses needs --nodes 2"):
+        BenchParams(probe_source_addresses=True)
+    params = BenchParams(nodes=5, regions=2, probe_source_addresses=True)
+    assert [node_region(k, params.regions) for k in range(1, 6)] == ["r1", "r2", "r1", "r2", "r1"]
+    command = node_command(params, Path("/data"), "postgresql://db", 4, 53)
+    assert command[command.index("--region") + 1] == "r2"
+    assert command[command.index("--probe-source-address") + 1] == "127.0.0.5"
+    plain = node_command(BenchParams(nodes=2), Path("/d"), "postgresql://db", 1, 53)
+    assert "--region" not in plain and "--probe-source-address" not in plain

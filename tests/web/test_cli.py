@@ -268,3 +268,29 @@ def test_notification_flags_make_the_notifiers_settings(
         with pytest.raises(SystemExit):
             parse(["serve", *bad])
         assert "error: argument" in capsys.readouterr().err, bad
+
+
+def test_probe_source_address_is_bound_once_at_start_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from web.process.cli.serve import run, service_settings
+
+    parse = build_parser().parse_args
+    assert service_settings(parse(["serve"])).probe_source is None
+    settings = service_settings(parse(["serve", "--probe-source-address", "127.0.0.2"]))
+    assert settings.probe_source is not None and str(settings.probe_source.ip) == "127.0.0.2"
+    for bad, says in (
+        ("192.0.2.1", "cannot bind 192.0.2.1"),  # TEST-NET-1: an address of no host
+        ("localhost", "not an IP address"),
+        ("0.0.0.0", "cannot be a source address"),
+    ):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit:
+            parse(["serve", "--probe-source-address", bad])
+        assert exit.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --probe-source-address" in err and says in err, err
+    # Both flags given, of two families: refused before anything starts.
+    conflict = ["serve", "--probe-source-address", "::1", "--dns-nameserver", "127.0.0.1:53"]
+    assert run(parse(conflict), conflict) == 2
+    assert "give both of one family" in capsys.readouterr().err

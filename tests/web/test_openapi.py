@@ -55,8 +55,8 @@ async def test_openapi_document_describes_every_route_without_auth(
         # heartbeats 8, webhook endpoints 7, status pages 5, alerts 5, events 2, members 5,
         # notification channels 6 (the test send included), escalation policies 5,
         # maintenance windows 7 (end and cancel included), schedules 11 (CRUD, the calendar
-        # key, overrides 3, who is on call, shifts)
-        assert len(expected) == 78
+        # key, overrides 3, who is on call, shifts), regions 1
+        assert len(expected) == 79
 
         for route in ROUTES:
             op = doc["paths"][re.sub(r"<(\w+)>", r"{\1}", route.path)][route.method.lower()]

@@ -35,6 +35,7 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
     ("GET", "/monitors/{mon}", "monitors.read", "get monitor", None, 200),
     ("GET", "/monitors/{mon}/checks", "monitors.read", "list checks", None, 200),
     ("GET", "/monitors/{mon}/availability", "monitors.read", "get availability", None, 200),
+    ("GET", "/regions", "monitors.read", "list regions", None, 200),
     (
         "POST",
         "/monitors",

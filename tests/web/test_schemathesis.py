@@ -202,8 +202,8 @@ def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[st
     # heartbeats 8, webhook endpoints 7, status pages 5, alerts 5, events 2, members 5,
     # notification channels 6 (the test send included), escalation policies 5,
     # maintenance windows 7 (end and cancel included), schedules 11 (CRUD, the calendar
-    # key, overrides 3, who is on call, shifts)
-    assert len(operations) == 78
+    # key, overrides 3, who is on call, shifts), regions 1
+    assert len(operations) == 79
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 

@@ -36,6 +36,10 @@ class CheckObject(BaseModel):
     tls_expires_at: int | None = Field(
         description="https: when the final response's certificate expires (epoch seconds)."
     )
+    region: str | None = Field(
+        description="The region of the node that made it (null: made before checks "
+        "recorded their region; docs/regions.md)."
+    )
     created: int
 
 

@@ -63,6 +63,28 @@ DependsOn = Annotated[
 ]
 
 
+RegionName = Annotated[str, Field(pattern=r"^[a-z0-9-]{1,32}$", description="A region's name.")]
+Regions = Annotated[
+    list[RegionName],
+    Field(
+        min_length=1,
+        max_length=10,
+        description="The regions that probe it, each on every interval (1 to 10 names, "
+        "unique); null: probed by one node of any region (docs/regions.md).",
+    ),
+]
+RegionQuorum = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=10,
+        description="How many of regions must see it down for it to be down (1 to the "
+        "number of regions; default a majority, floor(n/2)+1; null without regions).",
+    ),
+]
+RegionView = Literal["up", "down", "pending", "unknown"]
+
+
 class SuppressedBy(BaseModel):
     """What holds back the incident and alert of a monitor's or a heartbeat's current
     down episode (docs/maintenance.md, Alerts held back; docs/incidents.md, Dependencies)."""
@@ -110,6 +132,8 @@ class MonitorCreate(BaseModel):
     tls_ca_bundle: TlsCaBundle | None = None
     escalation_policy: EscalationPolicyId | None = None
     depends_on: DependsOn = Field(default_factory=list)
+    regions: Regions | None = None
+    region_quorum: RegionQuorum | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -138,6 +162,8 @@ class MonitorUpdate(BaseModel):
     tls_ca_bundle: TlsCaBundle | None = None
     escalation_policy: EscalationPolicyId | None = None
     depends_on: DependsOn | Absent = None
+    regions: Regions | None = None
+    region_quorum: RegionQuorum | None = None
     metadata: Metadata | Absent = None
 
 
@@ -167,6 +193,13 @@ class MonitorObject(BaseModel):
     tls_ca_bundle: str | None
     escalation_policy: str | None
     depends_on: list[str]
+    regions: list[str] | None
+    region_quorum: int | None
+    region_status: dict[str, RegionView] | None = Field(
+        description="Each region's view: up, down, pending, or unknown (no check from "
+        "that region for more than two intervals and 10 s: no live node there); null "
+        "without regions (docs/regions.md)."
+    )
     suppressed_by: SuppressedBy | None = Field(
         description="While it is down without an incident or alert because it went down "
         "in a maintenance window with suppress_alerts, or while a monitor it depends on "

@@ -46,6 +46,21 @@ def boolean(name: str, raw: str) -> bool:
     return raw == "true"
 
 
+def region_name(name: str, raw: str) -> str:
+    """A region's name: 1 to 32 of ``a-z 0-9 -`` (docs/regions.md).
+
+    Raises:
+        ApiError: 400 ``invalid_parameter`` naming ``name`` otherwise.
+    """
+    if not 0 < len(raw) <= 32 or raw.strip("abcdefghijklmnopqrstuvwxyz0123456789-"):
+        raise ApiError(
+            "invalid_parameter",
+            f"{name} must be a region's name: 1 to 32 of a-z, 0-9 and -",
+            param=name,
+        )
+    return raw
+
+
 def text(max_length: int) -> Parser:
     """A free string of 1 to ``max_length`` characters, without U+0000 (which Postgres
     cannot compare against)."""

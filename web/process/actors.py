@@ -154,7 +154,7 @@ def _engine(p: Parts) -> ChildSpec:
         p.db,
         p.store.writer,
         p.prober,
-        p.settings.engine,
+        replace(p.settings.engine, region=p.holding.region),  # the node's, as its leases'
         stats=p.stats,
         observer=p.metrics,
         holding=p.holding,

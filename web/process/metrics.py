@@ -27,6 +27,7 @@ process, as in tests, never mix their figures). Names are a contract (the benchm
     uptrio_checks_withheld_total                  counter    grid points not probed: the
                                                              lease not known held (paused)
     uptrio_node_buckets_held                      gauge      buckets leased (of 256)
+    uptrio_node_region_buckets_held               gauge      its region's buckets leased
     uptrio_node_lease_renew_lag_seconds           gauge      since the last renewal
     uptrio_reconciled_buckets_total               counter    buckets read again by the
                                                              reconciliation (digests differed)
@@ -56,7 +57,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from engine import EngineStatistics, Holding
-from store import StoreWriter
+from store import StoreWriter, leases
 
 from ..http.limits.quota import QuotaLimiter
 
@@ -299,10 +300,17 @@ class _ScrapeCollector(Collector):
             value=limits.admitted_alone if limits is not None else 0,
         )
         holding = metrics.holding
+        held = holding.held if holding is not None else {}
+        regional = sum(slot >= leases.BUCKETS for slot in held)
         yield GaugeMetricFamily(
             "uptrio_node_buckets_held",
-            "Buckets (of 256) this node holds a lease on.",
-            value=len(holding.held) if holding is not None else 0,
+            "Buckets (of 256) of the any-region pool this node holds a lease on.",
+            value=len(held) - regional,
+        )
+        yield GaugeMetricFamily(
+            "uptrio_node_region_buckets_held",
+            "Buckets (of 256) of its region's pool this node holds a lease on.",
+            value=regional,
         )
         yield GaugeMetricFamily(
             "uptrio_node_lease_renew_lag_seconds",

@@ -205,7 +205,9 @@ async def open_service(
         observer=metrics,
         fence_node=settings.leases.node_name if leased and settings.leases else None,
     )
-    holding = Holding() if leased else Holding.everything()
+    region = settings.leases.region if settings.leases else None
+    alone = Holding.everything(settings.engine.region if settings.engine else "default")
+    holding = Holding(region) if leased and region else alone
     stats = EngineStatistics()
     metrics.attach(engine=stats, writer=store.writer, holding=holding if leased else None)
     server, deps = _web_server(web, handle, holding, metrics, settings)
@@ -349,7 +351,9 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
         async with trio.open_nursery() as outer:
             await outer.start(wait_for_signal, stop, outer.cancel_scope)
             prober = Prober(
-                dns_nameserver=settings.dns_nameserver, address_policy=settings.target_policy
+                dns_nameserver=settings.dns_nameserver,
+                address_policy=settings.target_policy,
+                source_address=settings.probe_source,
             )
             request_db = db.with_deadline(settings.database_timeout_seconds)
 

@@ -16,6 +16,7 @@ from engine import (
     Intensity,
     LeaseSettings,
     NotifierSettings,
+    SourceAddress,
     TargetPolicy,
     WebhookSettings,
 )
@@ -47,6 +48,10 @@ class ServiceSettings:
             by the composition root.
         target_policy: which addresses monitors may point at (web layer and probes).
         dns_nameserver: ``(ip, port)`` of dns checks, or None for the system's.
+        probe_source: the local address every probe of this node leaves from
+            (``--probe-source-address``; ``engine.probes.source_address``, docs/checks.md,
+            Source address), or None for the system's choice. Webhook deliveries and
+            notification sends are not bound to it.
         host: the address the API listens on (default 127.0.0.1).
         port: its port (default 8080; 0: the OS picks).
         shutdown_seconds: the whole graceful shutdown's deadline, seconds
@@ -70,6 +75,7 @@ class ServiceSettings:
     notifier: NotifierSettings = field(default_factory=NotifierSettings)
     target_policy: TargetPolicy = field(default_factory=TargetPolicy)
     dns_nameserver: tuple[str, int] | None = None
+    probe_source: SourceAddress | None = None
     host: str = "127.0.0.1"
     port: int = 8080
     shutdown_seconds: float = 10.0

@@ -18,6 +18,7 @@ from . import (
     members,
     monitors,
     notification_channels,
+    regions,
     schedules,
     status_pages,
     webhooks,
@@ -38,6 +39,7 @@ RESOURCES: tuple[Resource, ...] = (
     schedules.RESOURCE,
     alerts.RESOURCE,
     maintenance_windows.RESOURCE,
+    regions.RESOURCE,
 )
 """Every API resource, in the order of the route table and of the OpenAPI document."""
 

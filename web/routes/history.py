@@ -2,9 +2,11 @@
 and ``GET /monitors/:id/availability``.
 
 Parameters are checked before any query: unknown names, repeated ones, malformed
-integers, a ``status`` other than ``up``/``down``, ``end`` not after ``start``, a range
-over 400 days and a ``granularity`` other than ``hour``/``day`` are 400s naming the
-parameter (docs/api.md, "Error codes": 400 or 422).
+integers, a ``status`` other than ``up``/``down``, a ``region`` that is no region's name,
+``end`` not after ``start``, a range over 400 days and a ``granularity`` other than
+``hour``/``day`` are 400s naming the parameter (docs/api.md, "Error codes": 400 or 422).
+``region`` (docs/regions.md) keeps the checks of that region's nodes, and answers the
+availability of that region's view instead of the monitor's quorum status.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from store import Connection, checks, history, monitors
 from ..api.common import list_object
 from ..api.history import AvailabilityObject, CheckList, availability_object, check_object
 from ..http.errors import ApiError
-from ..http.params import EPOCH, check_names, choice, parse_time_list, single
+from ..http.params import EPOCH, check_names, choice, parse_time_list, region_name, single
 from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import CREATED_QUERY, PAGE_QUERY, not_found, path_id
 from .monitors import RESOURCE as MONITORS
@@ -62,10 +64,11 @@ async def list_checks(ctx: RequestContext) -> ApiResponse:
     checks of a monitor"), filtered by ``status`` and ``created[gt|gte|lt|lte]``
     (docs/history.md, "Raw checks")."""
     monitor_id = path_id(ctx, RESOURCE)
-    query = parse_time_list(ctx.query, prefix="chk", filters=("status",))
-    raw_status = query.filters.get("status")
+    query = parse_time_list(ctx.query, prefix="chk", filters=("status", "region"))
+    raw_status, raw_region = query.filters.get("status"), query.filters.get("region")
     filters = checks.CheckFilter(
         status=None if raw_status is None else _STATUS("status", raw_status),
+        region=None if raw_region is None else region_name("region", raw_region),
         created_gt=query.created_gt,
         created_gte=query.created_gte,
         created_lt=query.created_lt,
@@ -89,10 +92,11 @@ async def _availability(
     monitor_id: str,
     windows: list[history.Window],
     cutoffs: dict[str, int],
+    region: str | None,
 ) -> tuple[history.Availability, list[history.Availability]] | None:
     if await monitors.get_monitor(connection, account_id, monitor_id) is None:
         return None
-    return await history.availability(connection, monitor_id, windows, **cutoffs)
+    return await history.availability(connection, monitor_id, windows, **cutoffs, region=region)
 
 
 async def get_availability(ctx: RequestContext) -> ApiResponse:
@@ -101,7 +105,9 @@ async def get_availability(ctx: RequestContext) -> ApiResponse:
     ``[start, end)`` (default the last 30 days, at most 400), with an hourly or daily
     ``series`` when ``granularity`` is given."""
     monitor_id = path_id(ctx, RESOURCE)
-    check_names(ctx.query, ("start", "end", "granularity"))
+    check_names(ctx.query, ("start", "end", "granularity", "region"))
+    raw_region = single(ctx.query, "region")
+    region = None if raw_region is None else region_name("region", raw_region)
     now = int(ctx.deps.clock())
     start, end = _epoch(ctx, "start"), _epoch(ctx, "end")
     if end is None:
@@ -125,7 +131,9 @@ async def get_availability(ctx: RequestContext) -> ApiResponse:
         "rollup_cutoff": now - int(retention.rollup_retention_days * 86_400),
         "check_cutoff": now - int(retention.check_retention_days * 86_400),
     }
-    found = await ctx.deps.db.run(_availability, ctx.account_id, monitor_id, windows, cutoffs)
+    found = await ctx.deps.db.run(
+        _availability, ctx.account_id, monitor_id, windows, cutoffs, region
+    )
     if found is None:
         raise not_found(RESOURCE, monitor_id)
     whole, parts = found
@@ -148,6 +156,7 @@ RESOURCE = replace(
             query=(
                 *PAGE_QUERY,
                 ("status", "string", "Filter: up or down."),
+                ("region", "string", "Filter: the checks of one region's nodes."),
                 *CREATED_QUERY,
             ),
         ),
@@ -167,6 +176,7 @@ RESOURCE = replace(
                     "Epoch seconds, after start, at most 400 days later; default now.",
                 ),
                 ("granularity", "string", "hour or day: adds a series."),
+                ("region", "string", "One region's view instead of the quorum status."),
             ),
             query_schema={"granularity": {"enum": ["hour", "day"]}},
         ),

@@ -23,6 +23,8 @@ the other scheme without sending ``tls_expiry_days`` gives it the new scheme's d
 connection of a check, an http url's redirects to https included (docs/checks.md, "Private
 certificate authorities"). All six are null on the other types (a non-null value is a
 422 ``invalid_value``).
+
+Regions: :mod:`web.routes.monitor_regions`.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from .common import (
     path_id,
 )
 from .escalation_policies import own_policy
+from .monitor_regions import REGION_FIELDS, region_changes, region_settings
 from .resource import Resource
 
 _HTTP_ONLY = (
@@ -133,6 +136,7 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
     check_target(body.type, body.url)
     await check_target_policy(ctx.deps.target_policy, body.type, body.url)
     await own_policy(ctx, body.escalation_policy)
+    regions, region_quorum = region_settings(body.regions, body.region_quorum)
     created = now()
     is_http = http_fields_apply(body.type)
     values = {
@@ -164,6 +168,8 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
         "tls_ca_bundle": body.tls_ca_bundle,
         "escalation_policy": body.escalation_policy,
         "depends_on": list(dict.fromkeys(body.depends_on)),
+        "regions": regions,
+        "region_quorum": region_quorum,
         "created": created,
         "updated": created,
         "metadata": merge_metadata({}, body.metadata),
@@ -221,7 +227,9 @@ async def update_monitor(ctx: RequestContext) -> ApiResponse:
             body,
             current,
             nullable=(_HTTP_NULLABLE if is_http else frozenset(_HTTP_ONLY)) | _NULLABLE,
+            skip=REGION_FIELDS,
         )
+        region_changes(body, current, changes)
         check_http_only(current.type, changes)
         if is_http:
             _http_changes(body, current, changes)

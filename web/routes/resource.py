@@ -33,7 +33,9 @@ class Resource:
             under it (``/monitors/<id>/checks``).
         noun: what a 404 calls one object: ``no such monitor: 'mon_x'``.
         prefix: its ids' prefix without the underscore (``mon``), given to
-            ``store.new_id`` and checked on every ``<id>`` of a path.
+            ``store.new_id`` and checked on every ``<id>`` of a path; ``""`` for a
+            resource whose objects have no id and no ``<id>`` route (regions: known by
+            name).
         permission: its permission namespace (``monitors``: ``monitors.read``,
             ``.create``, ``.update``, ``.delete``); None for a resource that has none
             of its own (events are read with the read permission of their resource).

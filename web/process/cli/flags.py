@@ -1,6 +1,7 @@
 """What the commands of ``uptrio`` share on their command line: where the database is
 (``--data-dir``, ``--database-url``, :func:`store_location`), the log flags, number
-types (:func:`positive_int`), and :func:`command`, which adds a command with them.
+types (:func:`positive_int`), the probes' source address (:func:`probe_source`), and
+:func:`command`, which adds a command with them.
 
 Configuration: flags, else environment (``UPTRIO_DATABASE_URL``, ``UPTRIO_DATA_DIR``),
 else the settings' defaults.
@@ -9,13 +10,15 @@ else the settings' defaults.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from store import DEFAULT_DATA_DIR, StoreLocation
+from engine import SourceAddress, source_address
+from store import DEFAULT_DATA_DIR, StoreLocation, leases
 
 __all__ = [
     "Commands",
@@ -24,6 +27,9 @@ __all__ = [
     "log_flags",
     "positive_float",
     "positive_int",
+    "probe_source",
+    "region_name",
+    "source_family_conflict",
     "store_flags",
     "store_location",
 ]
@@ -39,6 +45,18 @@ def _positive(text: str, kind: type[_N]) -> _N:
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a finite number above 0: {text}")
     return value
+
+
+def region_name(text: str) -> str:
+    """A region's name (``store.leases.REGION_NAME``: ``a-z 0-9 -``, 1 to 32 characters),
+    for ``argparse``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    if not leases.REGION_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"a region is 1 to 32 of a-z, 0-9 and -: {text!r}")
+    return text
 
 
 def positive_int(text: str) -> int:
@@ -57,6 +75,35 @@ def positive_float(text: str) -> float:
         argparse.ArgumentTypeError: anything else.
     """
     return _positive(text, float)
+
+
+def probe_source(text: str) -> SourceAddress:
+    """One of this host's IP addresses, for ``--probe-source-address``: parsed and bound
+    once now (`engine.source_address`), so that a bad one stops ``uptrio serve`` with
+    status 2 before it starts rather than failing every check.
+
+    Raises:
+        argparse.ArgumentTypeError: not an IP address, or not one this host can bind.
+    """
+    try:
+        return source_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def source_family_conflict(
+    source: SourceAddress | None, nameserver: tuple[str, int] | None
+) -> str | None:
+    """Why ``--probe-source-address`` and ``--dns-nameserver`` cannot go together (a
+    nameserver of the other family cannot be asked from the source), or None."""
+    if source is None or nameserver is None:
+        return None
+    if ipaddress.ip_address(nameserver[0]).version == source.ip.version:
+        return None
+    return (
+        f"--dns-nameserver {nameserver[0]} cannot be asked from --probe-source-address "
+        f"{source.ip}: give both of one family (IPv4 or IPv6)"
+    )
 
 
 def store_location(args: argparse.Namespace) -> StoreLocation:

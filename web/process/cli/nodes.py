@@ -17,10 +17,11 @@ __all__ = ["add_command", "nodes_command"]
 
 
 async def nodes_command(args: argparse.Namespace) -> int:
-    """``uptrio nodes list``: every node sharing the database, with the buckets it holds and
-    the active monitors and heartbeats in them, its state (live, stopped, expired) and how
-    long ago it last renewed its leases, by the database's clock (docs/several-nodes.md,
-    Operations). Exit status 0.
+    """``uptrio nodes list``: every node sharing the database, with the buckets it holds
+    in the any-region pool and the active monitors and heartbeats it runs, its state
+    (live, stopped, expired), how long ago it last renewed its leases, by the database's
+    clock (docs/several-nodes.md, Operations), when it started, its region and the
+    buckets it holds in its region's pool (docs/several-nodes.md, Regions). Exit status 0.
 
     ``uptrio nodes forget NAME``: take a node that is not live (stopped, or expired)
     off the list (``store.leases.forget_node``); exit status 1 for a live node or an
@@ -33,14 +34,15 @@ async def nodes_command(args: argparse.Namespace) -> int:
         now = await db.run(_database_now)
     print(
         f"{'NAME':<24} {'BUCKETS':>7} {'MONITORS':>8} {'HEARTBEATS':>10} {'STATE':<8}"
-        f" {'RENEWED':>12} STARTED"
+        f" {'RENEWED':>12} {'STARTED':<20} {'REGION':<16} IN-REGION"
     )
     for node in rows:
         renewed = f"{max(0.0, now - node.renewed_at):.1f}s ago"
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(node.started))
         print(
             f"{node.name:<24} {node.buckets:>7} {node.monitors:>8} {node.heartbeats:>10}"
-            f" {node.state:<8} {renewed:>12} {started}"
+            f" {node.state:<8} {renewed:>12} {started:<20} {node.region:<16}"
+            f" {node.region_buckets:>9}"
         )
     return 0
 

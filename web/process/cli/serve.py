@@ -11,11 +11,10 @@ once, where the setting is. Flags are tables ``(flag, type, default, help)`` rea
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import structlog
 import trio
@@ -35,17 +34,20 @@ from store import MaintenanceSettings, StoreSettings
 from ...http.deps import WebSettings
 from ..service import run_service
 from ..settings import ServiceSettings
-from .flags import Commands, command, positive_float, positive_int, store_flags, store_location
+from .addresses import parse_nameserver, parse_provider_base, parse_public_url, parse_smtp_url
+from .flags import (
+    Commands,
+    command,
+    positive_float,
+    positive_int,
+    probe_source,
+    region_name,
+    source_family_conflict,
+    store_flags,
+    store_location,
+)
 
-__all__ = [
-    "add_command",
-    "parse_nameserver",
-    "parse_provider_base",
-    "parse_public_url",
-    "parse_smtp_url",
-    "serve_flags",
-    "service_settings",
-]
+__all__ = ["add_command", "serve_flags", "service_settings"]
 
 log = structlog.get_logger("uptrio")
 
@@ -56,89 +58,6 @@ _WEB = WebSettings()
 _HISTORY = MaintenanceSettings()
 _WEBHOOKS = WebhookSettings()
 _NOTIFIER = NotifierSettings()
-
-
-def parse_nameserver(text: str) -> tuple[str, int]:
-    """``IP[:PORT]`` (IPv6 as ``[IP]:PORT``) for ``--dns-nameserver``; port 53 by default.
-
-    Raises:
-        argparse.ArgumentTypeError: not an IP address with an optional port.
-    """
-    host, port = text, "53"
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port = rest.removeprefix(":") or "53"
-    elif text.count(":") == 1:
-        host, port = text.split(":")
-    try:
-        ipaddress.ip_address(host)
-        number = int(port)
-        if not 0 < number < 65536:
-            raise ValueError(port)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not IP[:PORT]: {text!r}") from None
-    return host, number
-
-
-def parse_public_url(text: str) -> str:
-    """An absolute http(s) URL without query or fragment for ``--public-url``; returned
-    without a trailing slash.
-
-    Raises:
-        argparse.ArgumentTypeError: anything else.
-    """
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(f"not an http(s) URL without query: {text!r}")
-    return text.rstrip("/")
-
-
-def parse_smtp_url(text: str) -> str:
-    """``smtp://[user:password@]host[:port]`` (STARTTLS) or ``smtps://…`` (TLS from the
-    start) for ``--smtp-url`` (docs/alerts.md).
-
-    Raises:
-        argparse.ArgumentTypeError: another scheme, no host, a bad port, or a path,
-            query or fragment.
-    """
-    parts = urlsplit(text)
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if (
-        parts.scheme not in ("smtp", "smtps")
-        or not parts.hostname
-        or port == -1
-        or parts.path not in ("", "/")
-        or parts.query
-        or parts.fragment
-    ):
-        raise argparse.ArgumentTypeError(
-            f"not smtp://[user:password@]host[:port] or smtps://...: {text!r}"
-        )
-    return text
-
-
-def parse_provider_base(text: str) -> tuple[str, str]:
-    """``NAME=URL`` for ``--provider-base`` (docs/alerts.md): NAME a channel type, URL an
-    absolute http(s) URL (returned without a trailing slash).
-
-    Raises:
-        argparse.ArgumentTypeError: no ``=``, an unknown channel type, or not an
-            http(s) URL.
-    """
-    name, sep, url = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"not NAME=URL: {text!r}")
-    if name not in CHANNEL_TYPES:
-        raise argparse.ArgumentTypeError(
-            f"unknown channel type {name!r} (one of {', '.join(CHANNEL_TYPES)})"
-        )
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(f"not an http(s) URL: {url!r}")
-    return name, url.rstrip("/")
 
 
 def service_settings(args: argparse.Namespace) -> ServiceSettings:
@@ -199,6 +118,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
             dns_resolver=nameserver_resolver(args.dns_nameserver),
         ),
         dns_nameserver=args.dns_nameserver,
+        probe_source=args.probe_source_address,
         host=args.host,
         port=args.port,
         shutdown_seconds=args.shutdown_seconds,
@@ -206,6 +126,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         leases=LeaseSettings(
             node_name=args.node_name or f"{socket.gethostname()}:{args.port}",
             lease_seconds=args.lease_seconds,
+            region=args.region,
         ),
     )
 
@@ -423,6 +344,14 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         help="this node's name among the nodes sharing the database (default HOST:PORT)",
     )
     serve.add_argument(
+        "--region",
+        type=region_name,
+        default=LeaseSettings(node_name="").region,
+        help="this node's region (a-z 0-9 -, at most 32): it probes the monitors without "
+        "regions with the other nodes, and those listing its region with that region's "
+        "nodes (default %(default)s)",
+    )
+    serve.add_argument(
         "--lease-seconds",
         type=positive_float,
         default=_LEASE_SECONDS,
@@ -457,6 +386,15 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         default=None,
         help="IP[:PORT] for dns checks (default: the system's)",
     )
+    serve.add_argument(
+        "--probe-source-address",
+        type=probe_source,
+        default=None,
+        metavar="IP",
+        help="the local address this node's probes (http, tcp, dns, ping) leave from; "
+        "only targets' addresses of its family are used (default: the system's choice; "
+        "webhooks and notifications are not bound)",
+    )
     safety.add_argument(
         "--deny-private-targets",
         action="store_true",
@@ -479,7 +417,12 @@ def add_command(
 
 
 def run(args: argparse.Namespace, argv: list[str] | None) -> int:
-    """Run the service until SIGINT or SIGTERM; the exit status (1 when it failed)."""
+    """Run the service until SIGINT or SIGTERM; the exit status (1 when it failed, 2
+    when its flags contradict each other)."""
+    conflict = source_family_conflict(args.probe_source_address, args.dns_nameserver)
+    if conflict:
+        print(f"uptrio serve: error: {conflict}", file=sys.stderr)
+        return 2
     try:
         return trio.run(run_service, service_settings(args), store_location(args))
     except Exception as exc:  # past the root's restart intensity, or a failed start
