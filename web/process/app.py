@@ -21,6 +21,7 @@ from ..public.alert_ack import add_alert_ack_routes
 from ..public.calendar_feed import add_calendar_routes
 from ..public.docs import add_docs_routes
 from ..public.pings import add_ping_routes
+from ..public.status_feeds import add_status_feed_routes
 from ..public.status_pages import add_status_page_routes
 from ..routes import ROUTES
 from ..routes.openapi import openapi_document
@@ -51,6 +52,7 @@ def create_app(
     add_docs_routes(app, openapi_document(routes))
     add_operational_routes(app, deps, ops)
     add_status_page_routes(app, deps)
+    add_status_feed_routes(app, deps)
     add_ping_routes(app, deps)
     add_alert_ack_routes(app, deps)
     add_calendar_routes(app, deps)

@@ -58,7 +58,17 @@ from ..http.errors import ApiError, error_body
 from ..http.page_cache import MISSING, Rendered, RenderFailed
 from .status_view import format_percent, summary
 
-__all__ = ["CSP", "HTML", "TEMPLATES", "add_status_page_routes", "render_page"]
+__all__ = [
+    "CACHE_CONTROL",
+    "CSP",
+    "HTML",
+    "PAGE_HEADERS",
+    "TEMPLATES",
+    "add_status_page_routes",
+    "missing_page",
+    "render_page",
+    "unavailable_page",
+]
 
 CACHE_CONTROL = "public, max-age=10"
 CSP = (
@@ -66,6 +76,8 @@ CSP = (
     "form-action 'none'"
 )
 HTML = "text/html; charset=utf-8"
+PAGE_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
+"""Headers of every answer of ``GET /status/<slug>``, whatever its status."""
 
 
 def _utc(epoch: int) -> str:
@@ -178,29 +190,18 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
 
     @app.route("/status/<slug>", methods=["GET"], provide_automatic_options=False)
     async def status_page(slug: str) -> Response:
-        page_headers = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
         try:
             page = await rendered(slug)
         except (RenderFailed, StoreError):
-            return Response(
-                _UNAVAILABLE_HTML,
-                status=503,
-                headers={"Retry-After": "5", "Cache-Control": "no-store", **page_headers},
-                content_type=HTML,
-            )
+            return unavailable_page()
         if not page.found:
-            return Response(
-                _MISSING_HTML,
-                status=404,
-                headers={"Cache-Control": CACHE_CONTROL, **page_headers},
-                content_type=HTML,
-            )
+            return missing_page()
         return answer(
             page.html,
             page.html_gzip,
             page.html_etag,
             HTML,
-            page_headers,
+            PAGE_HEADERS,
             cache_control=CACHE_CONTROL,
         )
 
@@ -225,6 +226,21 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
             cors,
             cache_control=CACHE_CONTROL,
         )
+
+
+def missing_page() -> Response:
+    """The 404 page of a slug that names no status page (``main.status-missing``),
+    cached like a page (module docstring); also the answer of its feeds
+    (:mod:`web.public.status_feeds`)."""
+    headers = {"Cache-Control": CACHE_CONTROL, **PAGE_HEADERS}
+    return Response(_MISSING_HTML, status=404, headers=headers, content_type=HTML)
+
+
+def unavailable_page() -> Response:
+    """The 503 page (``main.status-unavailable``, ``Retry-After: 5``, never cached) of a
+    page that cannot be read and has no cached copy (module docstring)."""
+    headers = {"Retry-After": "5", "Cache-Control": "no-store", **PAGE_HEADERS}
+    return Response(_UNAVAILABLE_HTML, status=503, headers=headers, content_type=HTML)
 
 
 def _error(error: ApiError, headers: dict[str, str]) -> Response:
