@@ -71,6 +71,27 @@ async def test_both_feeds_list_incidents_updates_and_maintenance_and_nothing_pri
             ),
             201,
         )
+        for title, start in (("Router swap", t - 7200), ("Long ago", t - 15 * 86_400)):
+            ended = expect(
+                await api.post(
+                    "/maintenance-windows",
+                    json={
+                        "title": title,
+                        "monitors": [seeded.monitors["api"]],
+                        "starts_at": t + 600,
+                        "ends_at": t + 1200,
+                    },
+                ),
+                201,
+            )
+            await sql(  # ended in the past (the API takes no window in the past)
+                db,
+                "UPDATE maintenance_occurrences SET starts_at = $2, ends_at = $3, "
+                "start_handled = true, end_handled = true WHERE window_id = $1",
+                ended["id"],
+                start,
+                start + 3600,
+            )
         incidents = expect(await api.get("/incidents", query={"limit": "100"}))["data"]
         private = (
             *SECRETS,
@@ -90,8 +111,9 @@ async def test_both_feeds_list_incidents_updates_and_maintenance_and_nothing_pri
             for secret in private:
                 assert secret not in body, (path, secret)
             titles = [e.title for e in feed.entries]
-            assert set(titles) == {
+            assert set(titles) == {  # not the maintenance ended over 14 days ago
                 "Maintenance: Database upgrade",
+                "Maintenance: Router swap",
                 "Public API is down",
                 "Website is down",
                 "Slow responses",
@@ -108,7 +130,9 @@ async def test_both_feeds_list_incidents_updates_and_maintenance_and_nothing_pri
             assert "Fixed the cache." in by_title["Slow responses"].description
             maintenance = by_title["Maintenance: Database upgrade"].description
             assert "The primary moves to new hardware." in maintenance
-            assert "Affects: Website" in maintenance
+            assert "Affects: Website" in maintenance and "Scheduled" in maintenance
+            router = by_title["Maintenance: Router swap"].description
+            assert "Completed" in router and "Affects: Public API" in router
             ids = [e.id for e in feed.entries]
             assert len(set(ids)) == len(ids)
             assert all(i.startswith(f"{page_url}#") for i in ids), ids

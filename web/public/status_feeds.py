@@ -2,19 +2,21 @@
 Subscriptions): ``GET /status/<slug>/feed.atom`` (Atom 1.0, RFC 4287) and ``GET
 /status/<slug>/feed.rss`` (RSS 2.0), no authentication, built with ``feedgen``.
 
-**What they list**: what the page shows, nothing more (:mod:`web.public.status_view`
-shapes both): its incidents (open ones and those resolved in the last 14 days) with their
-public timelines, and the occurrences of maintenance windows covering its components that
-are in progress or start within 7 days; newest first (by each entry's ``updated``), at
-most :data:`MAX_ENTRIES`. An incident's entry is updated at its latest shown timeline
-entry (else its creation); a maintenance occurrence's at its start.
+**What they list**: what the page shows, shaped as the page shapes it
+(:mod:`web.public.status_view`), nothing more: its incidents (open ones and those
+resolved in the last 14 days) with their public timelines, and the occurrences of
+maintenance windows covering its components that are in progress or start within 7
+days; plus the occurrences of those windows that ended in the last 14 days
+(``store.page_maintenance.ended``: title, description and times are public). Newest
+first (by each entry's ``updated``), at most :data:`MAX_ENTRIES`. An incident's entry is
+updated at its latest shown timeline entry (else its creation); a maintenance
+occurrence's at its start, or at its end once ended.
 
-**Entry ids** are stable and say nothing private: ``<page URL>#incident-<h>`` and
-``<page URL>#maintenance-<start>-<h>``, where ``<h>`` is the first 80 bits of a SHA-256 of
-the slug and the incident's id (never shown), or of the slug, the occurrence's start, its
-covered components' display names and its title (the public page holds no window id: an
-occurrence whose title changes is a new entry). The page URL is ``--public-url`` plus
-``/status/<slug>``; without ``--public-url``, the base URL of the request.
+**Entry ids** are stable and say nothing private: ``<page URL>#incident-<h>`` (``<h>``:
+80 bits of a SHA-256 of the slug and the incident's id, which is never shown) and
+``<page URL>#maintenance-<key>`` (the occurrence's opaque key, made from its window's id
+and its start in the store). The page URL is ``--public-url`` plus ``/status/<slug>``;
+without ``--public-url``, the base URL of the request.
 
 **Caching** is the page's (:mod:`web.http.page_cache`): both feeds are rendered together,
 at most once per 10 s per process, into the same cache as the pages under the key
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,16 +45,24 @@ from markupsafe import escape
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from store import StoreError, status_pages
+from store import Connection, StoreError, page_maintenance, status_pages
 
 from ..api.status_pages import valid_slug
 from ..http.conditional import answer
 from ..http.deps import Dependencies
 from ..http.page_cache import MISSING, Rendered, RenderFailed
 from .status_pages import CACHE_CONTROL, missing_page, unavailable_page
-from .status_view import summary
+from .status_view import public_maintenance, summary
 
-__all__ = ["ATOM", "MAX_ENTRIES", "RSS", "add_status_feed_routes", "render_feeds"]
+__all__ = [
+    "ATOM",
+    "MAX_ENTRIES",
+    "RSS",
+    "PublicFeed",
+    "add_status_feed_routes",
+    "feed_entries",
+    "render_feeds",
+]
 
 ATOM = "application/atom+xml; charset=utf-8"
 """The Atom feed's media type (RFC 4287, 7)."""
@@ -112,29 +123,60 @@ def _incident_entry(shown: dict[str, Any], key: str) -> dict[str, Any]:
     }
 
 
-def _maintenance_entry(shown: dict[str, Any], slug: str) -> dict[str, Any]:
-    """A maintenance occurrence of :func:`web.public.status_view.summary` as a feed entry."""
-    key = _digest(slug, shown["starts_at"], *shown["components"], shown["title"])
-    status = "In progress" if shown["status"] == "in_progress" else "Scheduled"
-    lines = [f"<p>{status} · {_when(shown['starts_at'])} to {_when(shown['ends_at'])}</p>"]
+_MAINTENANCE_STATUS = {
+    "scheduled": "Scheduled",
+    "in_progress": "In progress",
+    "completed": "Completed",
+}
+
+
+def _maintenance_entry(shown: dict[str, Any], key: str) -> dict[str, Any]:
+    """An occurrence shaped by :func:`web.public.status_view.public_maintenance` as a
+    feed entry (``key``: the occurrence's, ``store.page_maintenance``)."""
+    status = shown["status"]
+    lines = [
+        f"<p>{_MAINTENANCE_STATUS[status]} · {_when(shown['starts_at'])} to "
+        f"{_when(shown['ends_at'])}</p>"
+    ]
     if shown["description"]:
         lines.append(f"<p>{escape(shown['description'])}</p>")
     if shown["components"]:
         lines.append(f"<p>Affects: {escape(', '.join(shown['components']))}</p>")
     return {
-        "id": f"maintenance-{shown['starts_at']}-{key}",
+        "id": f"maintenance-{key}",
         "title": f"Maintenance: {shown['title']}",
         "published": shown["starts_at"],
-        "updated": shown["starts_at"],
+        "updated": shown["ends_at"] if status == "completed" else shown["starts_at"],
         "category": "maintenance",
         "content": "".join(lines),
     }
 
 
-def feed_entries(data: status_pages.PublicPage) -> list[dict[str, Any]]:
-    """The entries of the page read in ``data``, newest first (by ``updated``, then
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublicFeed:
+    """What a page's feeds are rendered from: ``page``, all the page shows
+    (``store.status_pages.public_page``), and ``ended``, the maintenance occurrences that
+    ended in the last 14 days (``store.page_maintenance.ended``)."""
+
+    page: status_pages.PublicPage
+    ended: list[page_maintenance.PublicMaintenance]
+
+
+async def _read(connection: Connection, slug: str, now: int) -> PublicFeed | None:
+    """The :class:`PublicFeed` of ``slug`` at ``now`` (epoch seconds), or None: no such
+    page. Runs on the store's side (``deps.db.run``)."""
+    data = await status_pages.public_page(connection, slug, now)
+    if data is None:
+        return None
+    past = await page_maintenance.ended(connection, data.page.account_id, list(data.monitors), now)
+    return PublicFeed(page=data, ended=past)
+
+
+def feed_entries(feed: PublicFeed) -> list[dict[str, Any]]:
+    """The entries of the page read in ``feed``, newest first (by ``updated``, then
     ``published``), at most :data:`MAX_ENTRIES`: ``{"id": fragment of the page URL,
     "title", "published", "updated": epoch s, "category", "content": HTML}``."""
+    data = feed.page
     shown = summary(data)
     slug = data.page.slug
     records = [i for i in data.incidents if i.resolved_at is None]
@@ -144,18 +186,22 @@ def feed_entries(data: status_pages.PublicPage) -> list[dict[str, Any]]:
         _incident_entry(i, _digest(slug, record.id))
         for record, i in zip(records, incidents, strict=True)
     ]
-    entries += [_maintenance_entry(m, slug) for m in shown["scheduled_maintenances"]]
+    components = [c for c in data.page.components if c["monitor"] in data.monitors]
+    entries += [
+        _maintenance_entry(public_maintenance(m, components, data.now), m.key)
+        for m in [*data.maintenance.listed, *feed.ended]
+    ]
     entries.sort(key=lambda e: (e["updated"], e["published"], e["id"]), reverse=True)
     return entries[:MAX_ENTRIES]
 
 
-def _render(data: status_pages.PublicPage, base: str) -> Rendered:
-    """Both feeds of ``data`` with links under ``base`` (pure CPU work; run on a worker
+def _render(feed: PublicFeed, base: str) -> Rendered:
+    """Both feeds of ``feed`` with links under ``base`` (pure CPU work; run on a worker
     thread): a :class:`Rendered` whose ``html`` holds the Atom feed and ``json`` the
     RSS one (the cache's two bodies)."""
-    page = data.page
+    page = feed.page.page
     page_url = f"{base.rstrip('/')}/status/{page.slug}"
-    entries = feed_entries(data)
+    entries = feed_entries(feed)
     newest = _utc(entries[0]["updated"] if entries else page.created)
     fg = FeedGenerator()
     fg.id(page_url)
@@ -194,10 +240,10 @@ async def render_feeds(deps: Dependencies, slug: str, base: str) -> Rendered:
     Raises:
         StoreError: the page could not be read.
     """
-    data = await deps.db.run(status_pages.public_page, slug, int(deps.clock()))
-    if data is None:
+    feed = await deps.db.run(_read, slug, int(deps.clock()))
+    if feed is None:
         return MISSING
-    return await trio.to_thread.run_sync(_render, data, base, limiter=deps.status_render_limiter)
+    return await trio.to_thread.run_sync(_render, feed, base, limiter=deps.status_render_limiter)
 
 
 def add_status_feed_routes(app: QuartTrio, deps: Dependencies) -> None:
