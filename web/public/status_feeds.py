@@ -1,6 +1,6 @@
-"""A public status page's feeds (docs/status-pages.md, Feeds; extensions part 12,
-Subscriptions): ``GET /status/<slug>/feed.atom`` (Atom 1.0, RFC 4287) and ``GET
-/status/<slug>/feed.rss`` (RSS 2.0), no authentication, built with ``feedgen``.
+"""A public status page's feeds (docs/status-pages.md, Feeds): ``GET
+/status/<slug>/feed.atom`` (Atom 1.0, RFC 4287) and ``GET /status/<slug>/feed.rss`` (RSS
+2.0), no authentication, built with ``feedgen``.
 
 **What they list**: what the page shows, shaped as the page shapes it
 (:mod:`web.public.status_view`), nothing more: its incidents (open ones and those
@@ -69,7 +69,7 @@ ATOM = "application/atom+xml; charset=utf-8"
 RSS = "application/rss+xml; charset=utf-8"
 """The RSS feed's media type."""
 MAX_ENTRIES = 50
-"""At most this many entries per feed (extensions part 12), the newest."""
+"""At most this many entries per feed, the newest (docs/status-pages.md, Feeds)."""
 _HEADERS = {"X-Content-Type-Options": "nosniff"}
 
 
