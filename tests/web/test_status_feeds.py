@@ -236,3 +236,36 @@ async def test_the_page_links_its_feeds(
 
 def _walk(element: Any) -> list[Any]:
     return [element, *(d for c in element.children for d in _walk(c))]
+
+
+async def test_markup_and_control_characters_in_texts_keep_the_feeds_well_formed(
+    api: Api, db: Database, client: TestClientProtocol, clock: Clock
+) -> None:
+    with trio.fail_after(30):
+        monitor = (await create_monitor(api, name="secret-name-web-7f3a"))["id"]
+        title = '<b>Slow</b> & "odd" \x01\x0b\ufffe\''
+        incident = expect(
+            await api.post("/incidents", json={"title": title, "monitors": [monitor]}), 201
+        )
+        message = "<script>alert(1)</script> & \x1f\x08 done"
+        expect(
+            await api.post(f"/incidents/{incident['id']}/updates", json={"message": message}),
+            201,
+        )
+        components = [{"monitor": monitor, "name": "Web <site> & \x02"}]
+        expect(
+            await api.post(
+                "/status-pages", json={"name": "A & <B>", "slug": "acme", "components": components}
+            ),
+            201,
+        )
+        for path, _ in FEEDS:
+            feed, _, body = await _feed(client, f"/status/acme/{path}")
+            assert feed.feed.title == "A & <B>"
+            (entry,) = feed.entries
+            assert entry.title == '<b>Slow</b> & "odd" \''  # as text, control characters out
+            html = entry.content[0]
+            assert html.type == "text/html"
+            assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp;  done" in html.value
+            assert "Affects: Web &lt;site&gt; &amp; <" in html.value
+            assert "<script" not in body

@@ -34,6 +34,7 @@ unreadable page without a cached copy its 503 page (:mod:`web.public.status_page
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -71,6 +72,14 @@ RSS = "application/rss+xml; charset=utf-8"
 MAX_ENTRIES = 50
 """At most this many entries per feed, the newest (docs/status-pages.md, Feeds)."""
 _HEADERS = {"X-Content-Type-Options": "nosniff"}
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""Characters XML 1.0 cannot carry (its ``Char`` production, 2.2), even escaped."""
+
+
+def _xml(text: str) -> str:
+    """``text`` without the characters XML cannot carry: a title or a message the API
+    took with a control character still makes a well-formed feed (lxml refuses them)."""
+    return _NOT_XML.sub("", text)
 
 
 def _utc(epoch: int) -> datetime:
@@ -205,8 +214,8 @@ def _render(feed: PublicFeed, base: str) -> Rendered:
     newest = _utc(entries[0]["updated"] if entries else page.created)
     fg = FeedGenerator()
     fg.id(page_url)
-    fg.title(page.name)
-    fg.subtitle(page.description or f"Incidents and maintenance of {page.name}")
+    fg.title(_xml(page.name))
+    fg.subtitle(_xml(page.description or f"Incidents and maintenance of {page.name}"))
     fg.generator("Uptrio")
     fg.language("en")
     fg.updated(newest)
@@ -216,13 +225,14 @@ def _render(feed: PublicFeed, base: str) -> Rendered:
         url = f"{page_url}#{e['id']}"
         fe.id(url)
         fe.guid(url, permalink=False)
-        fe.title(e["title"])
+        fe.title(_xml(e["title"]))
         fe.link(href=page_url)
         fe.published(_utc(e["published"]))
         fe.updated(_utc(e["updated"]))
         fe.category(term=e["category"])
-        fe.content(e["content"], type="html")
-        fe.description(e["content"])
+        content = _xml(e["content"])
+        fe.description(content)  # RSS <description>; before content(), which it overwrites
+        fe.content(content, type="html")
     alternate = {"href": page_url, "rel": "alternate", "type": "text/html"}
     # feedgen's RSS <link> is the last link given: the page, after the feed itself
     fg.link([{"href": f"{page_url}/feed.atom", "rel": "self"}, alternate], replace=True)
