@@ -21,6 +21,7 @@ from tests.web import test_status_public
 from tests.web.helpers import create_monitor, expect, sql
 from tests.web.status_helpers import SECRETS, Clock, fetch, parse, seed, status_deps
 from web.http.deps import Dependencies
+from web.process.app import create_app
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -49,6 +50,13 @@ async def _feed(client: TestClientProtocol, path: str) -> Any:
     parsed = feedparser.parse(body)
     assert not parsed.bozo, parsed.bozo_exception
     return parsed, headers, body
+
+
+async def _page(api: Api, name: str, monitor: str, component: str) -> None:
+    """POST the status page ``acme`` named ``name`` over one component."""
+    components = [{"monitor": monitor, "name": component}]
+    page = {"name": name, "slug": "acme", "components": components}
+    expect(await api.post("/status-pages", json=page), 201)
 
 
 async def test_both_feeds_list_incidents_updates_and_maintenance_and_nothing_private(
@@ -165,13 +173,7 @@ async def test_at_most_50_entries_newest_first_of_60_incidents(
                 incident["id"],
                 at,
             )
-        components = [{"monitor": monitor, "name": "Website"}]
-        expect(
-            await api.post(
-                "/status-pages", json={"name": "Acme", "slug": "acme", "components": components}
-            ),
-            201,
-        )
+        await _page(api, "Acme", monitor, "Website")
         for path, _ in FEEDS:
             feed = (await _feed(client, f"/status/acme/{path}"))[0]
             assert [e.title for e in feed.entries] == [f"Incident {k}" for k in range(59, 9, -1)]
@@ -187,6 +189,7 @@ async def test_cache_headers_and_a_304_like_the_page(
             assert status == 200
             assert headers["Cache-Control"] == "public, max-age=10"
             assert headers["Vary"] == "Accept-Encoding"
+            assert headers["Access-Control-Allow-Origin"] == "*"
             etag = headers["ETag"]
             again = await fetch(client, f"/status/acme-status/{path}", {"If-None-Match": etag})
             assert again[0] == 304 and again[2] == ""
@@ -252,13 +255,7 @@ async def test_markup_and_control_characters_in_texts_keep_the_feeds_well_formed
             await api.post(f"/incidents/{incident['id']}/updates", json={"message": message}),
             201,
         )
-        components = [{"monitor": monitor, "name": "Web <site> & \x02"}]
-        expect(
-            await api.post(
-                "/status-pages", json={"name": "A & <B>", "slug": "acme", "components": components}
-            ),
-            201,
-        )
+        await _page(api, "A & <B>", monitor, "Web <site> & \x02")
         for path, _ in FEEDS:
             feed, _, body = await _feed(client, f"/status/acme/{path}")
             assert feed.feed.title == "A & <B>"
@@ -269,3 +266,18 @@ async def test_markup_and_control_characters_in_texts_keep_the_feeds_well_formed
             assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp;  done" in html.value
             assert "Affects: Web &lt;site&gt; &amp; <" in html.value
             assert "<script" not in body
+
+
+async def test_without_public_url_a_forged_host_never_reaches_another_reader(
+    api: Api, db: Database, engine: EngineLike, clock: Clock
+) -> None:
+    with trio.fail_after(30):
+        monitor = (await create_monitor(api, name="secret-name-web-7f3a"))["id"]
+        await _page(api, "Acme", monitor, "Website")
+        app = create_app(status_deps(db, engine, clock))  # no --public-url
+        client = app.test_client()
+        forged = await client.get("/status/acme/feed.atom", headers={"Host": "evil.example"})
+        assert "http://evil.example/status/acme" in (await forged.get_data()).decode()
+        honest = await client.get("/status/acme/feed.atom", headers={"Host": "status.acme.test"})
+        body = (await honest.get_data()).decode()
+        assert "evil.example" not in body and "http://status.acme.test/status/acme" in body

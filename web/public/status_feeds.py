@@ -27,8 +27,10 @@ unset (so a request's ``Host`` never reaches another reader's copy); ``ETag``, g
 ETag across renders.
 
 Answers: 200 ``application/atom+xml; charset=utf-8`` or ``application/rss+xml;
-charset=utf-8``; an unknown or malformed slug gets the page's 404 HTML page, and an
-unreadable page without a cached copy its 503 page (:mod:`web.public.status_pages`).
+charset=utf-8``, with ``Access-Control-Allow-Origin: *`` as ``summary.json`` (a web feed
+reader or a widget reads them from another origin); an unknown or malformed slug gets the
+page's 404 HTML page, and an unreadable page without a cached copy its 503 page
+(:mod:`web.public.status_pages`).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ RSS = "application/rss+xml; charset=utf-8"
 """The RSS feed's media type."""
 MAX_ENTRIES = 50
 """At most this many entries per feed, the newest (docs/status-pages.md, Feeds)."""
-_HEADERS = {"X-Content-Type-Options": "nosniff"}
+_HEADERS = {"Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff"}
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 """Characters XML 1.0 cannot carry (its ``Char`` production, 2.2), even escaped."""
 
