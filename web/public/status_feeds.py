@@ -175,8 +175,9 @@ class PublicFeed:
 
 async def _read(connection: Connection, slug: str, now: int) -> PublicFeed | None:
     """The :class:`PublicFeed` of ``slug`` at ``now`` (epoch seconds), or None: no such
-    page. Runs on the store's side (``deps.db.run``)."""
-    data = await status_pages.public_page(connection, slug, now)
+    page. Runs on the store's side (``deps.db.run``); the page is read without its daily
+    figures (a feed shows none: no rollup is read)."""
+    data = await status_pages.public_page(connection, slug, now, bars=False)
     if data is None:
         return None
     past = await page_maintenance.ended(connection, data.page.account_id, list(data.monitors), now)
