@@ -281,3 +281,14 @@ async def test_without_public_url_a_forged_host_never_reaches_another_reader(
         honest = await client.get("/status/acme/feed.atom", headers={"Host": "status.acme.test"})
         body = (await honest.get_data()).decode()
         assert "evil.example" not in body and "http://status.acme.test/status/acme" in body
+
+
+async def test_a_page_with_nothing_to_tell_has_empty_well_formed_feeds(
+    api: Api, client: TestClientProtocol
+) -> None:
+    with trio.fail_after(30):
+        monitor = (await create_monitor(api, name="secret-name-web-7f3a"))["id"]
+        await _page(api, "Acme", monitor, "Website")
+        for path, _ in FEEDS:
+            feed = (await _feed(client, f"/status/acme/{path}"))[0]
+            assert feed.feed.title == "Acme" and feed.entries == []
