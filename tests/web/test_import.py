@@ -399,3 +399,91 @@ def test_the_command_exits_0_and_prints_yaml() -> None:
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(done.stdout)["monitors"][0]["name"] == "website"
     assert "line 12: alerting provider 'gotify'" in done.stderr
+
+
+KUMA_NOTIFICATIONS = {
+    "slack": {"slackwebhookURL": "https://hooks.slack.com/services/T0/B0/x"},
+    "discord": {"discordWebhookUrl": "https://discord.com/api/webhooks/1/x"},
+    "teams": {"webhookUrl": "https://example.webhook.office.com/webhookb2/x"},
+    "telegram": {"telegramBotToken": "123:abc-DEF", "telegramChatID": "-100123"},
+    "PagerDuty": {"pagerdutyIntegrationKey": "0123456789abcdef0123456789abcdef"},
+    "Opsgenie": {"opsgenieApiKey": "key-1234", "opsgenieRegion": "eu"},
+    "ntfy": {
+        "ntfyserverurl": "https://ntfy.example.com/",
+        "ntfytopic": "alerts",
+        "ntfyAuthenticationMethod": "accessToken",
+        "ntfyaccesstoken": "tk_abc",
+    },
+    "webhook": {"webhookURL": "https://hooks.example.com/kuma"},
+    "smtp": {"smtpTo": "ops@example.com, cto@example.com"},
+}
+
+
+def test_kuma_notifications_of_every_uptrio_channel_type() -> None:
+    notifications = [
+        {"id": i, "name": kind, "config": json.dumps({"type": kind, **config}), "active": 1}
+        for i, (kind, config) in enumerate(KUMA_NOTIFICATIONS.items())
+    ]
+    conversion = convert_kuma(json.dumps({"notificationList": notifications, "monitorList": []}))
+    document = conversion.document()
+    assert_api_accepts(document)
+    configs = {c["type"]: c["config"] for c in document["notification_channels"]}
+    assert set(configs) == set(ChannelCreate.model_fields["type"].annotation.__args__)  # type: ignore[union-attr]
+    assert configs["opsgenie"] == {"api_key": "key-1234", "region": "eu"}
+    assert configs["ntfy"] == {
+        "topic_url": "https://ntfy.example.com/alerts",
+        "access_token": "tk_abc",
+    }
+    assert configs["email"] == {"address": "ops@example.com"}
+    assert [str(n) for n in conversion.notes] == [
+        'notification "smtp" (id 8): several addresses; only ops@example.com is kept'
+    ]
+
+
+def test_gatus_alerting_providers_of_every_uptrio_channel_type() -> None:
+    alerting = {
+        "slack": {"webhook-url": "https://hooks.slack.com/services/T0/B0/x"},
+        "discord": {"webhook-url": "https://discord.com/api/webhooks/1/x"},
+        "teams-workflows": {"webhook-url": "https://example.logic.azure.com/workflows/x"},
+        "telegram": {"token": "123:abc-DEF", "id": "-100123"},
+        "pagerduty": {"integration-key": "0123456789abcdef0123456789abcdef"},
+        "opsgenie": {"api-key": "key-1234"},
+        "ntfy": {"topic": "alerts", "token": "tk_abc"},
+        "email": {"from": "gatus@example.com", "host": "smtp.example.com", "to": "ops@example.com"},
+        "custom": {"url": "https://hooks.example.com/gatus", "body": "[ENDPOINT_NAME]"},
+        "pushover": {"application-token": "x", "user-key": "y"},
+    }
+    text = yaml.safe_dump({"alerting": alerting, "endpoints": []})
+    conversion = convert_gatus(text)
+    document = conversion.document()
+    assert_api_accepts(document)
+    configs = {c["name"]: (c["type"], c["config"]) for c in document["notification_channels"]}
+    assert configs["teams-workflows"][0] == "teams"
+    assert configs["ntfy"] == (
+        "ntfy",
+        {"topic_url": "https://ntfy.sh/alerts", "access_token": "tk_abc"},
+    )
+    assert configs["custom"] == ("webhook", {"url": "https://hooks.example.com/gatus"})
+    assert len(configs) == 9
+    notes = [n.message for n in conversion.notes]
+    assert "custom alert body not kept: Uptrio sends the alert object" in notes
+    assert "alerting provider 'pushover' has no Uptrio channel type; skipped" in notes
+
+
+def test_channels_missing_a_required_value_are_noted() -> None:
+    notifications = [
+        {"id": 1, "name": "x", "config": json.dumps({"type": "slack"})},
+        {
+            "id": 2,
+            "name": "y",
+            "config": json.dumps({"type": "ntfy", "ntfyserverurl": "https://n"}),
+        },
+        {"id": 3, "name": "z", "config": "not json"},
+    ]
+    conversion = convert_kuma(json.dumps({"notificationList": notifications, "monitorList": []}))
+    assert conversion.document() == {}
+    assert [str(n) for n in conversion.notes] == [
+        "notification \"x\" (id 1): type 'slack': no webhook_url in its config; skipped",
+        "notification \"y\" (id 2): type 'ntfy': no topic in its config; skipped",
+        'notification "z" (id 3): its config is not JSON; skipped',
+    ]

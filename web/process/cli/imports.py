@@ -1,5 +1,6 @@
 """``uptrio import uptime-kuma FILE.json`` and ``uptrio import gatus FILE.yaml``: another
-tool's configuration printed in the apply format (README, "Configuration as code"; docs/import.md).
+tool's configuration printed in the apply format (docs/import.md; README, "Importing from
+Uptime Kuma and Gatus").
 
 Standard output: the apply document as YAML. Standard error: one line per thing that could
 not be mapped, ``FILE: <where>: <what>`` (``where``: a Kuma monitor's name and id, a

@@ -1,5 +1,5 @@
 """Importers: another tool's configuration turned into Uptrio's apply format
-(README, "Configuration as code"; docs/import.md).
+(docs/import.md; README, "Importing from Uptime Kuma and Gatus").
 
 Each importer is a pure converter, ``text -> Conversion``: it reads the other tool's
 document and returns the apply document (a dict with the top-level keys
