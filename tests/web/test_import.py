@@ -155,7 +155,9 @@ def test_kuma_notes_name_the_monitor_or_notification(capsys: pytest.CaptureFixtu
         "notification \"Gotify phone\" (id 3): type 'gotify' has no Uptrio channel type; skipped",
         "monitor \"Docker container name write here\" (id 8): type 'docker' has no equivalent; "
         "skipped",
-        'monitor "API health (keyword)" (id 2): header Host is set by Uptrio itself; not imported',
+        'monitor "API health (keyword)" (id 2): request_headers may not set Host: Host, '
+        "Content-Length, Transfer-Encoding and Connection belong to the probe; header not "
+        "imported",
         'monitor "Status JSON" (id 3): timeout 96 s imported as 60 s',
         'monitor "Postgres port" (id 4): notification id 3 was not imported; not told',
         'monitor "Postgres port" (id 4): paused in Uptime Kuma; imported active (pause it after '
@@ -487,3 +489,51 @@ def test_channels_missing_a_required_value_are_noted() -> None:
         "notification \"y\" (id 2): type 'ntfy': no topic in its config; skipped",
         'notification "z" (id 3): its config is not JSON; skipped',
     ]
+
+
+def test_what_the_api_refuses_is_left_out_by_the_engine_rules() -> None:
+    monitor = _kuma(
+        type="keyword",
+        keyword="x" * 1001,
+        headers=json.dumps({"X-Ok": "1", "Bad Name": "2", "X-Crlf": "a\r\nInjected: 1"}),
+        body="b" * 10_001,
+        accepted_statuscodes=["200"],
+    )
+    assert monitor["monitor"]["request_headers"] == {"X-Ok": "1"}
+    assert "request_body" not in monitor["monitor"]
+    assert monitor["monitor"]["assertions"] == [
+        {"source": "status_code", "comparison": "equals", "target": 200}
+    ]
+    notes = monitor["notes"]
+    assert len(notes) == 4
+    assert all(n.startswith('monitor "m" (id 9): ') for n in notes)
+    assert sum("header not imported" in n for n in notes) == 2
+    assert any("request body over 10000 characters" in n for n in notes)
+    assert any("1000" in n and n.endswith("; assertion not imported") for n in notes)
+
+
+def test_an_endpoint_without_an_address_is_skipped() -> None:
+    conversion = convert_gatus(
+        "endpoints:\n  - name: q\n    url: 1.1.1.1\n    dns:\n      query-type: A\n"
+        "  - name: m\n    url: https://example.org\n    method: TRACE\n"
+    )
+    [monitor] = conversion.document()["monitors"]
+    assert monitor["name"] == "m" and "method" not in monitor
+    notes = [str(n) for n in conversion.notes]
+    assert "line 2: no address to check; skipped" in notes
+    assert "line 8: method TRACE is not one Uptrio sends; GET" in notes
+
+
+def test_at_most_20_headers_and_20_assertions() -> None:
+    headers = {f"X-H{i}": str(i) for i in range(22)}
+    conditions = "".join(f'      - "[RESPONSE_TIME] < {300 + i}"\n' for i in range(21))
+    conversion = convert_gatus(
+        "endpoints:\n  - name: m\n    url: https://example.org\n"
+        f"    headers: {json.dumps(headers)}\n    conditions:\n{conditions}"
+    )
+    [monitor] = conversion.document()["monitors"]
+    assert list(monitor["request_headers"]) == [f"X-H{i}" for i in range(20)]
+    assert len(monitor["assertions"]) == 20
+    assert len(conversion.notes) == 3
+    assert all(n.message.startswith("more than 20 of them; ") for n in conversion.notes)
+    assert_api_accepts(conversion.document())

@@ -10,12 +10,25 @@ at most 10 targets.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from engine import (
+    MAX_ASSERTIONS,
+    MAX_REQUEST_BODY_CHARS,
+    MAX_REQUEST_HEADERS,
+    InvalidAssertion,
+    InvalidRequestHeaders,
+    check_assertions,
+    check_request_headers,
+)
+
 __all__ = ["Conversion", "InvalidImport", "Note", "dump_yaml"]
+
+T = TypeVar("T")
 
 MAX_NAME = 200
 MAX_CHANNEL_NAME = 100
@@ -24,6 +37,8 @@ MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 60
 DEFAULT_TIMEOUT_SECONDS = 30
 MAX_THRESHOLD = 10
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""The http methods a monitor sends (web.api.monitors, ``HttpMethod``)."""
 KINDS = ("notification_channels", "escalation_policies", "monitors", "heartbeats")
 """The apply format's keys an importer fills, in the order they are printed (what a
 resource refers to comes before it)."""
@@ -111,6 +126,62 @@ class Conversion:
             body["enabled"] = False
         self.add("notification_channels", body)
         return unique
+
+    def add_monitor(self, body: dict[str, Any], where: str) -> None:
+        """Add a monitor's create body; one without a ``url`` is skipped, and an http
+        monitor's ``request_headers``, ``request_body`` and ``assertions`` keep only what
+        the API accepts, by the engine's own rules (``engine.check_request_headers``,
+        ``engine.check_assertions``; docs/checks.md, "Assertions and TLS expiry"), each
+        thing left out noted."""
+        if not body.get("url"):
+            self.note(where, "no address to check; skipped")
+            return
+        headers = self._kept(
+            where,
+            list((body.pop("request_headers", None) or {}).items()),
+            lambda kept, pair: check_request_headers(dict([*kept, pair])),
+            MAX_REQUEST_HEADERS,
+            "header",
+        )
+        if headers:
+            body["request_headers"] = dict(headers)
+        if len(body.get("request_body") or "") > MAX_REQUEST_BODY_CHARS:
+            self.note(where, f"request body over {MAX_REQUEST_BODY_CHARS} characters; not imported")
+            del body["request_body"]
+        assertions = self._kept(
+            where,
+            body.pop("assertions", None) or [],
+            lambda kept, assertion: check_assertions([assertion]),
+            MAX_ASSERTIONS,
+            "assertion",
+        )
+        if assertions:
+            body["assertions"] = assertions
+        self.add("monitors", body)
+
+    def _kept(
+        self,
+        where: str,
+        items: list[T],
+        check: Callable[[list[T], T], object],
+        limit: int,
+        what: str,
+    ) -> list[T]:
+        """The first ``limit`` of ``items`` that ``check`` (given those kept before)
+        accepts; each one left out is a note with the engine's reason."""
+        kept: list[T] = []
+        for item in items:
+            if len(kept) == limit:
+                self.note(where, f"more than {limit} of them; {what} {item} not imported")
+                continue
+            try:
+                check(kept, item)
+            except (InvalidRequestHeaders, InvalidAssertion) as exc:
+                reason = exc.message.removeprefix("assertions[0]: ")
+                self.note(where, f"{reason}; {what} not imported")
+                continue
+            kept.append(item)
+        return kept
 
     def policy_for(self, channels: list[str], where: str) -> str | None:
         """The name of an escalation policy telling ``channels`` (channel names) at once,

@@ -31,6 +31,7 @@ import yaml
 
 from ._document import (
     MAX_THRESHOLD,
+    METHODS,
     Conversion,
     InvalidImport,
     clamp,
@@ -339,7 +340,7 @@ def _endpoint(
         body["escalation_policy"] = policy
     if group:
         body["metadata"] = {"group": str(group)[:500]}
-    conversion.add("monitors", body)
+    conversion.add_monitor(body, start)
 
 
 def _taken(conversion: Conversion, name: str) -> bool:
@@ -351,7 +352,9 @@ def _http_fields(
 ) -> None:
     """``method``, ``request_body``, ``request_headers``, ``tls_verify`` of an http endpoint."""
     method = str(item.get("method") or "GET").upper()
-    if method != "GET":
+    if method not in METHODS:
+        conversion.note(_at(_line(item, "method")), f"method {method} is not one Uptrio sends; GET")
+    elif method != "GET":
         body["method"] = method
     if isinstance(item.get("body"), str) and item["body"]:
         body["request_body"] = item["body"]

@@ -31,6 +31,7 @@ from typing import Any
 
 from ._document import (
     MAX_THRESHOLD,
+    METHODS,
     Conversion,
     InvalidImport,
     clamp,
@@ -41,8 +42,6 @@ from ._document import (
 __all__ = ["convert_kuma"]
 
 HTTP_TYPES = {"http", "keyword", "json-query"}
-METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
-REFUSED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 _PLAIN_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*$")
 _STATUS = re.compile(r"^\s*(\d{3})\s*(?:-\s*(\d{3})\s*)?$")
 _OPERATORS = {
@@ -157,7 +156,8 @@ def _status_rule(codes: Any, where: str, conversion: Conversion) -> dict[str, An
 
 def _headers(monitor: dict[str, Any], where: str, conversion: Conversion) -> dict[str, str]:
     """The request headers: Kuma's ``headers`` (a JSON object as text) and, for basic
-    auth, an ``Authorization`` header (RFC 7617); headers Uptrio refuses are notes."""
+    auth, an ``Authorization`` header (RFC 7617); `Conversion.add_monitor` drops, with a
+    note, those the API refuses."""
     headers: dict[str, str] = {}
     raw = monitor.get("headers")
     if isinstance(raw, str) and raw.strip():
@@ -169,10 +169,7 @@ def _headers(monitor: dict[str, Any], where: str, conversion: Conversion) -> dic
             conversion.note(where, "headers are not a JSON object; not imported")
             parsed = {}
         for key, value in parsed.items():
-            if key.lower() in REFUSED_HEADERS:
-                conversion.note(where, f"header {key} is set by Uptrio itself; not imported")
-            else:
-                headers[str(key)] = value if isinstance(value, str) else json.dumps(value)
+            headers[str(key)] = value if isinstance(value, str) else json.dumps(value)
     auth = monitor.get("authMethod")
     if auth == "basic" or (not auth and monitor.get("basic_auth_user")):
         pair = f"{monitor.get('basic_auth_user') or ''}:{monitor.get('basic_auth_pass') or ''}"
@@ -343,7 +340,7 @@ def _monitor(monitor: dict[str, Any], channels: dict[str, str], conversion: Conv
         out["escalation_policy"] = policy
     if monitor.get("description"):
         out["metadata"] = {"description": str(monitor["description"])[:500]}
-    conversion.add("monitors", out)
+    conversion.add_monitor(out, where)
 
 
 def _number(value: Any, default: float) -> float:
