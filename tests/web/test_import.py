@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from engine import validate_config
+from engine import parse_target, validate_config
 from tests.web.helpers import CLI, ROOT, service_env
 from web.api.escalation_policies import PolicyCreate
 from web.api.heartbeats import HeartbeatCreate
@@ -71,6 +73,8 @@ def assert_api_accepts(document: dict[str, Any]) -> None:
                 assert body["escalation_policy"] in policies
                 body["escalation_policy"] = _fake_id("esc", body["escalation_policy"])
             model.model_validate(body)
+            if kind == "monitors":
+                parse_target(body["type"], body["url"])  # the route's invalid_url check
 
 
 def test_kuma_backup_prints_what_the_api_accepts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -537,3 +541,46 @@ def test_at_most_20_headers_and_20_assertions() -> None:
     assert len(conversion.notes) == 3
     assert all(n.message.startswith("more than 20 of them; ") for n in conversion.notes)
     assert_api_accepts(conversion.document())
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-10, 100_000),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["http", "keyword", "json-query", "port", "ping", "dns", "push", "docker"]),
+    st.sampled_from(["https://example.org", "example.org", "200-299", "data.x", "$x", "==", ""]),
+    st.text(max_size=30),
+    st.lists(st.sampled_from(["200", "300-399", "x", "204"]), max_size=3),
+    st.dictionaries(st.sampled_from(["1", "2"]), st.booleans(), max_size=2),
+)
+_KUMA_MONITOR = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["http", "keyword", "json-query", "port", "ping", "dns", "push"]),
+        "url": st.sampled_from(["https://example.org/x", "example.org", "ftp://x", "", "https://"]),
+        "hostname": st.sampled_from(["db.example.com", "1.2.3.4", "::1", "", "a b"]),
+        "port": st.one_of(st.integers(-1, 70_000), st.sampled_from(["53", "x"])),
+    },
+    optional={
+        key: _VALUES
+        for key in (
+            "id", "name", "method", "interval", "timeout", "maxretries", "retryInterval",
+            "accepted_statuscodes", "headers", "body", "keyword", "invertKeyword", "jsonPath",
+            "jsonPathOperator", "expectedValue", "ignoreTls", "notificationIDList",
+            "authMethod", "basic_auth_user", "dns_resolve_type", "active",
+        )
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_KUMA_MONITOR, max_size=4))
+def test_any_kuma_monitor_list_converts_to_what_the_api_accepts(
+    monitors: list[dict[str, Any]],
+) -> None:
+    notification = {"id": 1, "name": "s", "config": json.dumps(KUMA_NOTIFICATIONS_SLACK)}
+    backup = {"notificationList": [notification], "monitorList": monitors}
+    assert_api_accepts(convert_kuma(json.dumps(backup)).document())
+
+
+KUMA_NOTIFICATIONS_SLACK = {"type": "slack", **KUMA_NOTIFICATIONS["slack"]}

@@ -22,8 +22,10 @@ from engine import (
     MAX_REQUEST_HEADERS,
     InvalidAssertion,
     InvalidRequestHeaders,
+    InvalidTarget,
     check_assertions,
     check_request_headers,
+    parse_target,
 )
 
 __all__ = ["Conversion", "InvalidImport", "Note", "dump_yaml"]
@@ -128,13 +130,19 @@ class Conversion:
         return unique
 
     def add_monitor(self, body: dict[str, Any], where: str) -> None:
-        """Add a monitor's create body; one without a ``url`` is skipped, and an http
+        """Add a monitor's create body; one without a ``url``, or whose ``url`` does not
+        fit its ``type`` (``engine.parse_target``, the API's own check), is skipped; an http
         monitor's ``request_headers``, ``request_body`` and ``assertions`` keep only what
         the API accepts, by the engine's own rules (``engine.check_request_headers``,
         ``engine.check_assertions``; docs/checks.md, "Assertions and TLS expiry"), each
         thing left out noted."""
         if not body.get("url"):
             self.note(where, "no address to check; skipped")
+            return
+        try:
+            parse_target(body["type"], body["url"])
+        except InvalidTarget as exc:
+            self.note(where, f"{body['type']} url {body['url']!r}: {exc}; skipped")
             return
         headers = self._kept(
             where,
