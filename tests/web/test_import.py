@@ -584,3 +584,49 @@ def test_any_kuma_monitor_list_converts_to_what_the_api_accepts(
 
 
 KUMA_NOTIFICATIONS_SLACK = {"type": "slack", **KUMA_NOTIFICATIONS["slack"]}
+
+
+_GATUS_ENDPOINT = st.fixed_dictionaries(
+    {
+        "name": st.text(max_size=10),
+        "url": st.sampled_from(
+            ["https://example.org", "tcp://db:5432", "tcp://db", "icmp://h", "8.8.8.8", "x"]
+        ),
+        "conditions": st.lists(
+            st.one_of(
+                st.sampled_from(
+                    [
+                        "[STATUS] == 200", "[STATUS] <= 299", "[STATUS] >= x", "[BODY] == ok",
+                        "[BODY].a.b == 1", "[BODY].a > 2.5", "[RESPONSE_TIME] < 300",
+                        "[CERTIFICATE_EXPIRATION] > 9999h", "[CONNECTED] == true",
+                        "[BODY] == pat(*x*)", "has([BODY].x) == true", "[DNS_RCODE] == NOERROR",
+                    ]
+                ),
+                st.text(max_size=20),
+            ),
+            max_size=5,
+        ),
+    },
+    optional={
+        "interval": st.sampled_from(["30s", "1h30m", "0s", "500ms", "48h", 60, "x"]),
+        "method": st.sampled_from(["post", "TRACE", "GET"]),
+        "headers": st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+        "body": st.text(max_size=5),
+        "client": st.fixed_dictionaries({}, optional={"timeout": st.sampled_from(["5s", "2m"])}),
+        "dns": st.fixed_dictionaries(
+            {"query-name": st.sampled_from(["example.com", "", "1.2.3.4"])},
+            optional={"query-type": st.sampled_from(["A", "AAAA", "MX"])},
+        ),
+        "alerts": st.lists(st.fixed_dictionaries({"type": st.sampled_from(["slack", "x"])})),
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_GATUS_ENDPOINT, max_size=4))
+def test_any_gatus_endpoint_list_converts_to_what_the_api_accepts(
+    endpoints: list[dict[str, Any]],
+) -> None:
+    alerting = {"slack": {"webhook-url": "https://hooks.slack.com/services/T0/B0/x"}}
+    text = yaml.safe_dump({"alerting": alerting, "endpoints": endpoints})
+    assert_api_accepts(convert_gatus(text).document())
