@@ -66,6 +66,7 @@ def test_kuma_backup_prints_what_the_api_accepts(capsys: pytest.CaptureFixture[s
     assert website["request_headers"] == {"X-Api-Key": "abc123"}
     assert (website["interval_seconds"], website["timeout_seconds"]) == (60, 48)
     assert website["failure_threshold"] == 3  # 2 retries, then down
+    assert website["metadata"] == {"group": "Core services", "imported_from": "uptime-kuma"}
     policy = website["escalation_policy"]
     [step] = next(p for p in document["escalation_policies"] if p["name"] == policy)["steps"]
     assert step == {

@@ -276,8 +276,11 @@ def _address(monitor: dict[str, Any], where: str, conversion: Conversion) -> dic
     return {"url": host, "type": "dns"}
 
 
-def _monitor(monitor: dict[str, Any], channels: dict[str, str], conversion: Conversion) -> None:
-    """Add one Kuma monitor as a monitor or a heartbeat, or note why it is skipped."""
+def _monitor(
+    monitor: dict[str, Any], channels: dict[str, str], group: str | None, conversion: Conversion
+) -> None:
+    """Add one Kuma monitor as a monitor or a heartbeat, or note why it is skipped; the
+    name of its ``group`` monitor, if any, goes in ``metadata.group``."""
     where = f"monitor {json.dumps(monitor.get('name'))} (id {monitor.get('id')})"
     kind = str(monitor.get("type") or "")
     if kind in HTTP_TYPES:
@@ -286,6 +289,9 @@ def _monitor(monitor: dict[str, Any], channels: dict[str, str], conversion: Conv
         body = _address(monitor, where, conversion)
     elif kind == "push":
         body = None
+    elif kind == "group":
+        conversion.note(where, "group: its monitors carry its name in metadata.group")
+        return
     else:
         conversion.note(where, f"type {kind!r} has no equivalent; skipped")
         return
@@ -321,6 +327,8 @@ def _monitor(monitor: dict[str, Any], channels: dict[str, str], conversion: Conv
         conversion.note(where, "push token not kept: the job must call the heartbeat's ping_url")
         if policy:
             beat["escalation_policy"] = policy
+        if group:
+            beat["metadata"] = {"group": group}
         conversion.add("heartbeats", beat)
         return
     assert body is not None
@@ -338,8 +346,9 @@ def _monitor(monitor: dict[str, Any], channels: dict[str, str], conversion: Conv
     }
     if policy:
         out["escalation_policy"] = policy
-    if monitor.get("description"):
-        out["metadata"] = {"description": str(monitor["description"])[:500]}
+    metadata = {"description": str(monitor.get("description") or "")[:500], "group": group}
+    if any(metadata.values()):
+        out["metadata"] = {key: value for key, value in metadata.items() if value}
     conversion.add_monitor(out, where)
 
 
@@ -369,9 +378,14 @@ def convert_kuma(text: str) -> Conversion:
     conversion = Conversion("uptime-kuma")
     notifications = data.get("notificationList") or []
     channels = _channels(notifications if isinstance(notifications, list) else [], conversion)
+    groups = {
+        str(m.get("id")): str(m.get("name") or "")[:500]
+        for m in data["monitorList"]
+        if isinstance(m, dict) and m.get("type") == "group"
+    }
     for monitor in data["monitorList"]:
         if isinstance(monitor, dict):
-            _monitor(monitor, channels, conversion)
+            _monitor(monitor, channels, groups.get(str(monitor.get("parent"))), conversion)
         else:
             conversion.note("monitorList", f"an entry that is not an object: {monitor!r:.60}")
     return conversion
