@@ -42,6 +42,12 @@ def assert_api_accepts(document: dict[str, Any]) -> None:
                 {"type": "channel", "id": _fake_id("nch", t["channel"])} for t in step["targets"]
             ]
         PolicyCreate.model_validate(body)
+    used = {
+        item.get("escalation_policy")
+        for kind in ("monitors", "heartbeats")
+        for item in document.get(kind, [])
+    }
+    assert set(policies) <= used  # no policy that nothing uses
     for kind, model in (("monitors", MonitorCreate), ("heartbeats", HeartbeatCreate)):
         names = [item["name"] for item in document.get(kind, [])]
         assert len(names) == len(set(names))

@@ -366,3 +366,22 @@ def test_any_gatus_endpoint_list_converts_to_what_the_api_accepts(
     alerting = {"slack": {"webhook-url": "https://hooks.slack.com/services/T0/B0/x"}}
     text = yaml.safe_dump({"alerting": alerting, "endpoints": endpoints})
     assert_api_accepts(convert_gatus(text).document())
+
+
+def test_a_skipped_monitor_leaves_no_policy_behind() -> None:
+    notification = {"id": 1, "name": "s", "config": json.dumps(KUMA_NOTIFICATIONS_SLACK)}
+    monitor = {"id": 2, "name": "d", "type": "dns", "hostname": "1.2.3.4"}
+    monitor["notificationIDList"] = {"1": True}
+    backup = {"notificationList": [notification], "monitorList": [monitor], "x": float("nan")}
+    conversion = convert_kuma(json.dumps(backup))
+    assert list(conversion.document()) == ["notification_channels"]
+    [note] = conversion.notes
+    assert note.message.startswith("dns url '1.2.3.4': a dns monitor checks that a host name")
+
+
+def test_numbers_that_are_not_finite_take_the_defaults() -> None:
+    text = '{"monitorList": [{"id": 1, "name": "p", "type": "ping", "hostname": "h.example",'
+    text += ' "interval": Infinity, "timeout": NaN, "maxretries": -Infinity}]}'
+    [monitor] = convert_kuma(text).document()["monitors"]
+    assert (monitor["interval_seconds"], monitor["failure_threshold"]) == (60, 1)
+    assert "timeout_seconds" not in monitor  # the API's default, 30 s, not NaN

@@ -218,8 +218,16 @@ class Conversion:
         return self._policies[unique]
 
     def document(self) -> dict[str, list[dict[str, Any]]]:
-        """The apply document: the kinds that have resources, in :data:`KINDS` order."""
-        return {kind: items for kind, items in self.resources.items() if items}
+        """The apply document: the kinds that have resources, in :data:`KINDS` order,
+        without the policies of monitors that were skipped after all."""
+        used = {
+            item.get("escalation_policy")
+            for kind in ("monitors", "heartbeats")
+            for item in self.resources[kind]
+        }
+        kept = dict(self.resources)
+        kept["escalation_policies"] = [p for p in kept["escalation_policies"] if p["name"] in used]
+        return {kind: items for kind, items in kept.items() if items}
 
 
 def dump_yaml(document: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from typing import Any
 
@@ -353,11 +354,12 @@ def _monitor(
 
 
 def _number(value: Any, default: float) -> float:
-    """``value`` as a number (Kuma stores some as text), else ``default``."""
+    """``value`` as a finite number (Kuma stores some as text), else ``default``."""
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return default
+    return number if math.isfinite(number) else default
 
 
 def convert_kuma(text: str) -> Conversion:
