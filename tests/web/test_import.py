@@ -4,8 +4,9 @@ where they come from), the notes on standard error, and the exit statuses.
 
 What is printed must be what the API accepts (``assert_api_accepts``,
 tests/web/import_helpers.py). No database and no network: the importers are pure
-converters; the commands run in this process (``web.process.cli.main``), one in a
-subprocess for the real exit status.
+converters; the commands run in this process (parsed by ``web.process.cli.build_parser``
+and run without ``main``'s logging set-up, which would bind the process's logging to
+this test's captured stdout), one in a subprocess for the real exit status.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import yaml
 
 from tests.web.helpers import CLI, ROOT, service_env
 from tests.web.import_helpers import assert_api_accepts
-from web.process.cli import main
+from web.process.cli import build_parser
 
 SAMPLES = Path(__file__).parent / "import_samples"
 KUMA = SAMPLES / "kuma-backup.json"
@@ -27,7 +28,8 @@ GATUS = SAMPLES / "gatus-config.yaml"
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:
     """``uptrio ARGV`` in this process: exit status, stdout, stderr lines."""
-    status = main(list(argv))
+    args = build_parser().parse_args(list(argv))
+    status = int(args.run(args, list(argv)))
     out, err = capsys.readouterr()
     return status, out, err.splitlines()
 
