@@ -1,0 +1,239 @@
+"""``uptrio apply`` and ``uptrio export`` (docs/apply.md) against the real
+app served on loopback, through httpx as the command talks to it."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+import yaml
+from jsonschema import Draft202012Validator
+
+from tests.web.conftest import Api, MakeToken
+from tests.web.helpers import create_monitor, serve_live
+from web.http.deps import Dependencies
+from web.process.app import create_app
+from web.process.cli.apply.client import ApiClient, open_client
+from web.process.cli.apply.export import export_account
+from web.process.cli.apply.format import SCHEMA_FILE, load_schema, render_schema
+from web.process.cli.apply.run import apply_files
+
+FILES = """\
+monitors:
+  - name: api
+    url: https://api.example.com/health
+    type: http
+    interval_seconds: 60
+  - name: site
+    url: https://www.example.com
+    type: http
+    depends_on: [api]
+    metadata: {team: web}
+notification_channels:
+  - name: ops hook
+    type: webhook
+    config:
+      url: https://hooks.example.com/uptrio
+      secret: whsec_0123456789abcdefghijklmnopqrstuvwxyz
+status_pages:
+  - name: Example status
+    slug: example-status
+    components:
+      - {monitor: api, name: API}
+      - {monitor: site, name: Website, group: Public}
+"""
+
+
+@asynccontextmanager
+async def _served(deps: Dependencies, token: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on 127.0.0.1 and an httpx client of it with ``token``."""
+    async with serve_live(create_app(deps)) as base, open_client(base, token) as http:
+        yield http
+
+
+async def _apply(http: httpx.AsyncClient, files: Path, **flags: bool) -> tuple[int, list[str], str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = await apply_files([files], http, out=out, err=err, **flags)
+    return status, out.getvalue().splitlines(), err.getvalue()
+
+
+def _write(tmp_path: Path, text: str, name: str = "uptrio.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+async def _all(api: Api, path: str) -> list[dict[str, Any]]:
+    status, body, _ = await api.get(path, query={"limit": 100})
+    assert status == 200
+    return list(body["data"])
+
+
+def test_shipped_schema_is_the_generated_one() -> None:
+    """The shipped file is what the create models give (regenerate with ``python -m
+    web.process.cli.apply.format``); it is a valid schema and takes the docs' examples."""
+    shipped = Path(__file__).parents[2] / "web/process/cli/apply" / SCHEMA_FILE
+    assert shipped.read_text() == render_schema()
+    Draft202012Validator.check_schema(load_schema())
+    validator = Draft202012Validator(load_schema())
+    validator.validate(yaml.safe_load(FILES))
+    docs = (Path(__file__).parents[2] / "docs/apply.md").read_text()
+    examples = [block.split("```", 1)[0] for block in docs.split("```yaml\n")[1:]]
+    assert examples
+    for example in examples:
+        validator.validate(yaml.safe_load(example))
+
+
+async def test_apply_creates_then_is_unchanged_then_updates(
+    deps: Dependencies, make_token: MakeToken, api: Api, tmp_path: Path
+) -> None:
+    files = _write(tmp_path, FILES)
+    with trio.fail_after(30):
+        async with _served(deps, await make_token()) as http:
+            status, lines, err = await _apply(http, files)
+            assert (status, err) == (0, "")
+            assert lines == [
+                "create notification_channel ops hook",
+                "create monitor api",
+                "create monitor site",
+                "create status_page Example status",
+            ]
+            monitors = {m["name"]: m for m in await _all(api, "/monitors")}
+            assert monitors["site"]["depends_on"] == [monitors["api"]["id"]]
+            assert monitors["site"]["metadata"] == {"team": "web", "managed_by": "uptrio-apply"}
+            page = (await _all(api, "/status-pages"))[0]
+            assert [c["monitor"] for c in page["components"]] == [
+                monitors["api"]["id"],
+                monitors["site"]["id"],
+            ]
+            before = {m["id"]: m["updated"] for m in await _all(api, "/monitors")}
+
+            status, lines, _ = await _apply(http, files)
+            assert status == 0
+            assert all(line.startswith("unchanged ") for line in lines), lines
+            assert len(lines) == 4
+            assert {m["id"]: m["updated"] for m in await _all(api, "/monitors")} == before
+
+            files.write_text(FILES.replace("interval_seconds: 60", "interval_seconds: 300"))
+            status, lines, _ = await _apply(http, files, dry_run=True)
+            assert "update monitor api (interval_seconds)" in lines
+            assert {m["id"]: m["updated"] for m in await _all(api, "/monitors")} == before
+
+            status, lines, _ = await _apply(http, files)
+            assert status == 0
+            assert [line for line in lines if not line.startswith("unchanged")] == [
+                "update monitor api (interval_seconds)"
+            ]
+            after = {m["name"]: m for m in await _all(api, "/monitors")}
+            assert after["api"]["interval_seconds"] == 300
+            assert after["site"]["updated"] == monitors["site"]["updated"]
+
+
+async def test_prune_deletes_only_what_apply_created(
+    deps: Dependencies, make_token: MakeToken, api: Api, tmp_path: Path
+) -> None:
+    files = _write(tmp_path, FILES)
+    with trio.fail_after(30):
+        async with _served(deps, await make_token()) as http:
+            await create_monitor(api, name="by hand", url="https://hand.example.com")
+            assert (await _apply(http, files))[0] == 0
+            smaller = yaml.safe_load(FILES)
+            del smaller["status_pages"]
+            smaller["monitors"] = smaller["monitors"][:1]
+            files.write_text(yaml.safe_dump(smaller))
+            status, lines, _ = await _apply(http, files, prune=True, dry_run=True)
+            assert status == 0
+            assert lines[-2:] == ["delete status_page Example status", "delete monitor site"]
+            assert len(await _all(api, "/monitors")) == 3
+            status, lines, _ = await _apply(http, files, prune=True)
+            assert status == 0
+            names = sorted(m["name"] for m in await _all(api, "/monitors"))
+            assert names == ["api", "by hand"]
+            assert await _all(api, "/status-pages") == []
+
+
+async def test_invalid_file_names_file_line_and_field(
+    deps: Dependencies, make_token: MakeToken, tmp_path: Path
+) -> None:
+    bad = FILES.replace("interval_seconds: 60", "interval_seconds: fast")
+    bad += "  - name: Example status\n    slug: again-status\n"
+    files = _write(tmp_path, bad)
+    with trio.fail_after(30):
+        async with _served(deps, await make_token()) as http:
+            status, lines, err = await _apply(http, files)
+            assert (status, lines) == (2, [])
+            assert f"{files}:5: monitors api: interval_seconds: 'fast' is not of type" in err
+            files.write_text(FILES + "  - name: Example status\n    slug: again-status\n")
+            status, _, err = await _apply(http, files)
+            assert status == 2
+            assert f"{files}:23: status_pages Example status: name: given twice" in err
+            files.write_text(FILES.replace("depends_on: [api]", "depends_on: [nope]"))
+            status, _, err = await _apply(http, files)
+            assert status == 2
+            assert f"{files}:9: monitors site: depends_on: no monitors named 'nope'" in err
+
+
+async def test_api_error_exits_1(deps: Dependencies, make_token: MakeToken, tmp_path: Path) -> None:
+    files = _write(tmp_path, FILES.replace("https://www.example.com", "not a url at all"))
+    with trio.fail_after(30):
+        async with _served(deps, await make_token()) as http:
+            status, _, err = await _apply(http, files)
+            assert status == 1
+            assert err.startswith("uptrio: POST /monitors: 422")
+        async with _served(deps, "not-a-token") as http:
+            status, _, err = await _apply(http, files)
+            assert status == 1
+            assert "401" in err
+
+
+async def test_export_then_apply_into_a_fresh_account(
+    deps: Dependencies, make_token: MakeToken, api_for: Any, tmp_path: Path
+) -> None:
+    files = _write(tmp_path, FILES)
+    with trio.fail_after(30):
+        async with _served(deps, await make_token()) as http:
+            assert (await _apply(http, files))[0] == 0
+            out, err = io.StringIO(), io.StringIO()
+            await export_account(ApiClient(http), out=out, err=err)
+            # slugs are unique over the service: the first account lets its page go
+            status, lines, _ = await _apply(
+                http, _write(tmp_path, "{}\n", "empty.yaml"), prune=True
+            )
+            assert (status, len(lines)) == (0, 4)
+        assert err.getvalue() == (
+            "uptrio: notification_channels ops hook: config.secret is a secret the API shows "
+            "masked: set it in the file before applying\n"
+        )
+        exported = yaml.safe_load(out.getvalue())
+        monitors = {m["name"]: m for m in exported["monitors"]}
+        assert monitors["site"]["depends_on"] == ["api"]
+        assert monitors["site"]["metadata"] == {"team": "web"}
+        assert "id" not in monitors["api"]
+        assert "metadata" not in monitors["api"]
+        secret = "whsec_0123456789abcdefghijklmnopqrstuvwxyz"
+        copy = _write(tmp_path, out.getvalue().replace("…wxyz", secret), "copy.yaml")
+        async with _served(deps, await make_token(account="fresh")) as http:
+            status, lines, err = await _apply(http, copy)
+            assert (status, err) == (0, "")
+            assert all(line.startswith("create ") for line in lines)
+            status, lines, _ = await _apply(http, files)
+            assert status == 0
+            assert all(line.startswith("unchanged ") for line in lines), lines
+            fresh = await api_for(account="fresh")
+            pages = await _all(fresh, "/status-pages")
+            assert json.dumps(pages[0]["components"]).count('"group": "Public"') == 1
+
+
+@pytest.mark.parametrize("flag", ["--dry-run", "--prune"])
+def test_command_line_has_the_flags(flag: str) -> None:
+    from web.process.cli import build_parser
+
+    args = build_parser().parse_args(["apply", "-f", "x.yaml", flag])
+    assert args.file == ["x.yaml"]

@@ -1,0 +1,75 @@
+"""``uptrio export``: the account's resources in the apply format (docs/apply.md),
+so that ``uptrio apply`` of the output on an empty account makes
+them again.
+
+Each object keeps only its create fields (read-only fields such as ``id``, ``status`` and
+``created`` go), without the fields equal to their create default; references are names;
+``metadata.managed_by`` goes (apply sets it on what it creates). A channel secret, which
+the API only shows masked, is written as the mask and named on standard error: set it in the
+file before applying it elsewhere.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+import yaml
+
+from .account import read_account
+from .client import ApiClient
+from .format import KINDS, Kind
+
+__all__ = ["export_account", "exported"]
+
+
+def exported(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+    """One account object (references already names) as an apply file has it: ``name``
+    first, then the create fields that are not their default, in the model's order."""
+    defaults = kind.defaults()
+    out: dict[str, Any] = {"name": obj["name"]}
+    for key in kind.model.model_fields:
+        if key == "name" or key not in obj:
+            continue
+        value = obj[key]
+        if key == "metadata":
+            value = {k: v for k, v in value.items() if k != "managed_by"}
+        if key == "components":
+            value = [{k: v for k, v in c.items() if v is not None} for c in value]
+        if key in defaults and value == defaults[key]:
+            continue
+        out[key] = value
+    return out
+
+
+def _masked_secrets(kind: Kind, obj: dict[str, Any]) -> list[str]:
+    """The keys of a channel's config whose value the API masked (``…`` and 4 characters)."""
+    if kind.key != "notification_channels":
+        return []
+    config = obj.get("config") or {}
+    return [k for k, v in config.items() if isinstance(v, str) and v.startswith("…")]
+
+
+async def export_account(
+    api: ApiClient, out: TextIO | None = None, err: TextIO | None = None
+) -> None:
+    """Write the account's resources as one apply file on ``out`` (default stdout); each
+    masked secret on ``err`` (default stderr). Raises ApiError when a list fails."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    account = await read_account(api)
+    document: dict[str, list[dict[str, Any]]] = {}
+    for kind in KINDS:
+        items = []
+        for obj in account.objects.get(kind.path, []):
+            named = account.to_names(kind, obj)
+            for key in _masked_secrets(kind, named):
+                print(
+                    f"uptrio: {kind.key} {named['name']}: config.{key} is a secret the API "
+                    "shows masked: set it in the file before applying",
+                    file=err,
+                )
+            items.append(exported(kind, named))
+        if items:
+            document[kind.key] = items
+    out.write(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
