@@ -78,15 +78,18 @@ async def _all(api: Api, path: str) -> list[dict[str, Any]]:
 
 def test_shipped_schema_is_the_generated_one() -> None:
     """The shipped file is what the create models give (regenerate with ``python -m
-    web.process.cli.apply.format``); it is a valid schema and takes the docs' examples."""
+    web.process.cli.apply.format``); it is a valid schema and takes the examples of
+    docs/apply.md and of the README's "Configuration as code"."""
     shipped = Path(__file__).parents[2] / "web/process/cli/apply" / SCHEMA_FILE
     assert shipped.read_text() == render_schema()
     Draft202012Validator.check_schema(load_schema())
     validator = Draft202012Validator(load_schema())
     validator.validate(yaml.safe_load(FILES))
-    docs = (Path(__file__).parents[2] / "docs/apply.md").read_text()
+    root = Path(__file__).parents[2]
+    readme = (root / "README.md").read_text().split("## Configuration as code\n")[1]
+    docs = (root / "docs/apply.md").read_text() + readme.split("\n## ")[0]
     examples = [block.split("```", 1)[0] for block in docs.split("```yaml\n")[1:]]
-    assert examples
+    assert len(examples) == 2
     for example in examples:
         validator.validate(yaml.safe_load(example))
 
