@@ -42,6 +42,9 @@ notification_channels:
     config:
       url: https://hooks.example.com/uptrio
       secret: whsec_0123456789abcdefghijklmnopqrstuvwxyz
+heartbeats:
+  - name: nightly backup
+    period_seconds: 86400
 status_pages:
   - name: Example status
     slug: example-status
@@ -106,6 +109,7 @@ async def test_apply_creates_then_is_unchanged_then_updates(
                 "create notification_channel ops hook",
                 "create monitor api",
                 "create monitor site",
+                "create heartbeat nightly backup",
                 "create status_page Example status",
             ]
             monitors = {m["name"]: m for m in await _all(api, "/monitors")}
@@ -121,7 +125,7 @@ async def test_apply_creates_then_is_unchanged_then_updates(
             status, lines, _ = await _apply(http, files)
             assert status == 0
             assert all(line.startswith("unchanged ") for line in lines), lines
-            assert len(lines) == 4
+            assert len(lines) == 5
             assert {m["id"]: m["updated"] for m in await _all(api, "/monitors")} == before
 
             files.write_text(FILES.replace("interval_seconds: 60", "interval_seconds: 300"))
@@ -176,7 +180,7 @@ async def test_invalid_file_names_file_line_and_field(
             files.write_text(FILES + "  - name: Example status\n    slug: again-status\n")
             status, _, err = await _apply(http, files)
             assert status == 2
-            assert f"{files}:23: status_pages Example status: name: given twice" in err
+            assert f"{files}:26: status_pages Example status: name: given twice" in err
             files.write_text(FILES.replace("depends_on: [api]", "depends_on: [nope]"))
             status, _, err = await _apply(http, files)
             assert status == 2
@@ -209,7 +213,7 @@ async def test_export_then_apply_into_a_fresh_account(
             status, lines, _ = await _apply(
                 http, _write(tmp_path, "{}\n", "empty.yaml"), prune=True
             )
-            assert (status, len(lines)) == (0, 4)
+            assert (status, len(lines)) == (0, 5)
         assert err.getvalue() == (
             "uptrio: notification_channels ops hook: config.secret is a secret the API shows "
             "masked: set it in the file before applying\n"
