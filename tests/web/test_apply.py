@@ -67,6 +67,13 @@ async def _apply(http: httpx.AsyncClient, files: Path, **flags: bool) -> tuple[i
     return status, out.getvalue().splitlines(), err.getvalue()
 
 
+async def _applied(http: httpx.AsyncClient, files: Path, **flags: bool) -> list[str]:
+    """The lines of an apply that succeeds quietly."""
+    status, lines, err = await _apply(http, files, **flags)
+    assert (status, err) == (0, "")
+    return lines
+
+
 def _write(tmp_path: Path, text: str, name: str = "uptrio.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text)
@@ -92,7 +99,7 @@ def test_shipped_schema_is_the_generated_one() -> None:
     readme = (root / "README.md").read_text().split("## Configuration as code\n")[1]
     docs = (root / "docs/apply.md").read_text() + readme.split("\n## ")[0]
     examples = [block.split("```", 1)[0] for block in docs.split("```yaml\n")[1:]]
-    assert len(examples) == 2
+    assert len(examples) == 3
     for example in examples:
         validator.validate(yaml.safe_load(example))
 
@@ -103,9 +110,7 @@ async def test_apply_creates_then_is_unchanged_then_updates(
     files = _write(tmp_path, FILES)
     with trio.fail_after(30):
         async with _served(deps, await make_token()) as http:
-            status, lines, err = await _apply(http, files)
-            assert (status, err) == (0, "")
-            assert lines == [
+            assert await _applied(http, files) == [
                 "create notification_channel ops hook",
                 "create monitor api",
                 "create monitor site",
@@ -244,3 +249,65 @@ def test_command_line_has_the_flags(flag: str) -> None:
 
     args = build_parser().parse_args(["apply", "-f", "x.yaml", flag])
     assert args.file == ["x.yaml"]
+
+
+ON_CALL = """\
+notification_channels:
+  - name: ops hook
+    type: webhook
+    config: {url: "https://hooks.example.com/uptrio"}
+members:
+  - name: Ada
+    email: ada@example.com
+    contact_channels: [ops hook]
+escalation_policies:
+  - name: on-call
+    steps:
+      - delay_seconds: 0
+        targets: [{channel: ops hook}]
+      - delay_seconds: 600
+        targets: [{member: Ada}]
+monitors:
+  - name: api
+    url: https://api.example.com/health
+    type: http
+    escalation_policy: on-call
+"""
+
+
+async def test_members_and_escalation_policies_by_name(
+    deps: Dependencies, make_token: MakeToken, api: Api, tmp_path: Path
+) -> None:
+    """Step targets and contact channels name channels and members; a monitor names its
+    policy; a second apply is all unchanged, and export gives the names back."""
+    files = _write(tmp_path, ON_CALL)
+    with trio.fail_after(30):
+        async with _served(deps, await make_token()) as http:
+            assert await _applied(http, files) == [
+                "create notification_channel ops hook",
+                "create member Ada",
+                "create escalation_policy on-call",
+                "create monitor api",
+            ]
+            channel = (await _all(api, "/notification-channels"))[0]
+            member = (await _all(api, "/members"))[0]
+            policy = (await _all(api, "/escalation-policies"))[0]
+            assert member["contact_channels"] == [channel["id"]]
+            assert [s["targets"] for s in policy["steps"]] == [
+                [{"type": "channel", "id": channel["id"]}],
+                [{"type": "member", "id": member["id"]}],
+            ]
+            assert (await _all(api, "/monitors"))[0]["escalation_policy"] == policy["id"]
+            status, lines, _ = await _apply(http, files)
+            assert all(line.startswith("unchanged ") for line in lines), lines
+            out = io.StringIO()
+            await export_account(ApiClient(http), out=out, err=io.StringIO())
+        exported = yaml.safe_load(out.getvalue())
+        assert exported["escalation_policies"][0]["steps"][1]["targets"] == [{"member": "Ada"}]
+        assert exported["members"][0]["contact_channels"] == ["ops hook"]
+        assert exported["monitors"][0]["escalation_policy"] == "on-call"
+        bad = _write(tmp_path, ON_CALL.replace("{member: Ada}", "{member: Bob}"), "bad.yaml")
+        async with _served(deps, await make_token()) as http:
+            status, _, err = await _apply(http, bad)
+        assert status == 2
+        assert f"{bad}:11: escalation_policies on-call: steps: no members named 'Bob'" in err

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client import ApiClient, ApiError
-from .format import KINDS, Kind, Reference
+from .format import KINDS, STEPS, TARGET_PATHS, Kind, Reference
 
 __all__ = ["Account", "read_account"]
 
@@ -48,12 +48,37 @@ class Account:
     def to_names(self, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` with each reference's id replaced by the name it has (an id the account
         does not know stays as it is)."""
-        return _swap(kind.references, obj, lambda path, value: self.names[path].get(value, value))
+        out = _swap(kind.references, obj, lambda path, value: self.names[path].get(value, value))
+        if isinstance(out.get(STEPS), list):
+            out[STEPS] = [
+                {
+                    **step,
+                    "targets": [
+                        {t["type"]: self.names[TARGET_PATHS[t["type"]]].get(t["id"], t["id"])}
+                        for t in step.get("targets", [])
+                    ],
+                }
+                for step in out[STEPS]
+            ]
+        return out
 
     def to_ids(self, kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
         """``fields`` with each reference's name replaced by the id; ApiError for a name
         the account does not have (once or more than once)."""
-        return _swap(kind.references, fields, self.id_of)
+        out = _swap(kind.references, fields, self.id_of)
+        if kind.key == "escalation_policies" and isinstance(out.get(STEPS), list):
+            out[STEPS] = [
+                {
+                    **step,
+                    "targets": [
+                        {"type": type_, "id": self.id_of(TARGET_PATHS[type_], name)}
+                        for target in step["targets"]
+                        for type_, name in target.items()
+                    ],
+                }
+                for step in out[STEPS]
+            ]
+        return out
 
 
 def _swap(references: tuple[Reference, ...], obj: dict[str, Any], swap: Any) -> dict[str, Any]:
@@ -82,6 +107,7 @@ async def read_account(api: ApiClient) -> Account:
     ApiError when a list fails."""
     account = Account()
     paths = {kind.path for kind in KINDS} | {r.target for k in KINDS for r in k.references}
+    paths |= set(TARGET_PATHS.values())
     for path in sorted(paths):
         account.objects[path] = await api.list_all(path)
         for obj in account.objects[path]:

@@ -22,7 +22,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from ....api.escalation_policies import PolicyCreate, TargetIn
 from ....api.heartbeats import HeartbeatCreate
+from ....api.members import MemberCreate
 from ....api.monitors import MonitorCreate
 from ....api.notification_channels import ChannelCreate
 from ....api.status_pages import ComponentIn, StatusPageCreate
@@ -31,6 +33,7 @@ __all__ = [
     "KINDS",
     "MANAGED_BY",
     "SCHEMA_FILE",
+    "TARGET_PATHS",
     "Kind",
     "Reference",
     "build_schema",
@@ -56,6 +59,16 @@ class Reference:
     target: str
     many: bool = False
     item: str | None = None
+
+
+TARGET_PATHS = {"member": "/members", "schedule": "/schedules", "channel": "/notification-channels"}
+"""The API path of each type of an escalation step's target. A file writes a target as
+``{channel: ops hook}`` (one key, the type, naming the resource); the API as ``{"type":
+"channel", "id": "nch_..."}`` (docs/apply.md, "Files")."""
+
+STEPS = "steps"
+"""The field of an escalation policy whose steps' ``targets`` name members, schedules and
+channels (:data:`TARGET_PATHS`)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,14 @@ _POLICY = Reference("escalation_policy", "/escalation-policies")
 
 KINDS: tuple[Kind, ...] = (
     Kind("notification_channels", "notification_channel", "/notification-channels", ChannelCreate),
+    Kind(
+        "members",
+        "member",
+        "/members",
+        MemberCreate,
+        (Reference("contact_channels", "/notification-channels", many=True),),
+    ),
+    Kind("escalation_policies", "escalation_policy", "/escalation-policies", PolicyCreate),
     Kind(
         "monitors",
         "monitor",
@@ -152,6 +173,18 @@ def build_schema() -> dict[str, Any]:
             "description": f"The account's {kind.key.replace('_', ' ')}, unique by name.",
             "items": {"$ref": ref},
         }
+    defs[TargetIn.__name__] = {
+        "description": "Who a step tells: one key, the type, naming the resource.",
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {type_: _NAME_REF},
+                "required": [type_],
+                "additionalProperties": False,
+            }
+            for type_ in TARGET_PATHS
+        ],
+    }
     component = defs[ComponentIn.__name__]["properties"]
     component["monitor"] = {**_NAME_REF, "description": "The name of a monitor."}
     return {

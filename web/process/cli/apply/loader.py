@@ -72,8 +72,8 @@ def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int]) -> None:
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode):
-                out[(*path, key.value)] = key.start_mark.line + 1
                 _lines(value, (*path, key.value), out)
+                out[(*path, key.value)] = key.start_mark.line + 1  # the key's, not the value's
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _lines(item, (*path, index), out)

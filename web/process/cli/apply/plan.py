@@ -17,7 +17,7 @@ from typing import Any
 from engine import mask_config
 
 from .account import Account
-from .format import KINDS, MANAGED_BY, Kind
+from .format import KINDS, MANAGED_BY, STEPS, TARGET_PATHS, Kind
 from .loader import Desired, InvalidFiles, Resource
 
 __all__ = ["Action", "make_plan"]
@@ -125,6 +125,14 @@ def _ordered(kind: Kind, resources: list[Resource]) -> list[Resource]:
 def _check_references(desired: Desired, account: Account) -> None:
     """InvalidFiles for a reference to a name neither the files nor the account have."""
     problems: list[str] = []
+
+    def check(resource: Resource, field_name: str, target: str, name: str) -> None:
+        if name not in in_files.get(target, set()) and not account.ids[target].get(name):
+            problems.append(
+                f"{resource.at(field_name)}: no {target.strip('/')} named {name!r} "
+                "in the files or the account"
+            )
+
     in_files = {k.path: {r.name for r in desired.of(k.key)} for k in KINDS}
     for kind in KINDS:
         for resource in desired.of(kind.key):
@@ -137,13 +145,13 @@ def _check_references(desired: Desired, account: Account) -> None:
                 else:
                     names = value if ref.many else [value]
                 for name in names:
-                    if name not in in_files.get(ref.target, set()) and not account.ids[
-                        ref.target
-                    ].get(name):
-                        problems.append(
-                            f"{resource.at(ref.field)}: no {ref.target.strip('/')} named "
-                            f"{name!r} in the files or the account"
-                        )
+                    check(resource, ref.field, ref.target, name)
+            for step in (
+                resource.fields.get(STEPS) or [] if kind.key == "escalation_policies" else []
+            ):
+                for target in step["targets"]:
+                    for type_, name in target.items():
+                        check(resource, STEPS, TARGET_PATHS[type_], name)
     if problems:
         raise InvalidFiles(problems)
 
