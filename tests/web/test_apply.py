@@ -260,11 +260,18 @@ members:
   - name: Ada
     email: ada@example.com
     contact_channels: [ops hook]
+schedules:
+  - name: primary
+    time_zone: Europe/Paris
+    layers:
+      - name: weekly
+        members: [Ada]
+        rotation: {type: weekly, handoff: "2026-12-07T09:00"}
 escalation_policies:
   - name: on-call
     steps:
       - delay_seconds: 0
-        targets: [{channel: ops hook}]
+        targets: [{channel: ops hook}, {schedule: primary}]
       - delay_seconds: 600
         targets: [{member: Ada}]
 monitors:
@@ -286,15 +293,21 @@ async def test_members_and_escalation_policies_by_name(
             assert await _applied(http, files) == [
                 "create notification_channel ops hook",
                 "create member Ada",
+                "create schedule primary",
                 "create escalation_policy on-call",
                 "create monitor api",
             ]
             channel = (await _all(api, "/notification-channels"))[0]
             member = (await _all(api, "/members"))[0]
             policy = (await _all(api, "/escalation-policies"))[0]
+            schedule = (await _all(api, "/schedules"))[0]
+            assert schedule["layers"][0]["members"] == [member["id"]]
             assert member["contact_channels"] == [channel["id"]]
             assert [s["targets"] for s in policy["steps"]] == [
-                [{"type": "channel", "id": channel["id"]}],
+                [
+                    {"type": "channel", "id": channel["id"]},
+                    {"type": "schedule", "id": schedule["id"]},
+                ],
                 [{"type": "member", "id": member["id"]}],
             ]
             assert (await _all(api, "/monitors"))[0]["escalation_policy"] == policy["id"]
@@ -305,9 +318,11 @@ async def test_members_and_escalation_policies_by_name(
         exported = yaml.safe_load(out.getvalue())
         assert exported["escalation_policies"][0]["steps"][1]["targets"] == [{"member": "Ada"}]
         assert exported["members"][0]["contact_channels"] == ["ops hook"]
+        assert exported["schedules"][0]["layers"][0]["members"] == ["Ada"]
+        assert "length_seconds" not in exported["schedules"][0]["layers"][0]["rotation"]
         assert exported["monitors"][0]["escalation_policy"] == "on-call"
         bad = _write(tmp_path, ON_CALL.replace("{member: Ada}", "{member: Bob}"), "bad.yaml")
         async with _served(deps, await make_token()) as http:
             status, _, err = await _apply(http, bad)
         assert status == 2
-        assert f"{bad}:11: escalation_policies on-call: steps: no members named 'Bob'" in err
+        assert f"{bad}:18: escalation_policies on-call: steps: no members named 'Bob'" in err

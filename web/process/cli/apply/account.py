@@ -89,10 +89,13 @@ def _swap(references: tuple[Reference, ...], obj: dict[str, Any], swap: Any) -> 
         if value is None:
             continue
         if ref.item is not None:
+            key = ref.item
+
+            def one(value: Any, target: str = ref.target, many: bool = ref.item_many) -> Any:
+                return [swap(target, v) for v in value] if many else swap(target, value)
+
             out[ref.field] = [
-                {**item, ref.item: swap(ref.target, item[ref.item])}
-                if item.get(ref.item) is not None
-                else item
+                {**item, key: one(item[key])} if item.get(key) is not None else item
                 for item in value
             ]
         elif ref.many:

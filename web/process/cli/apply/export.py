@@ -34,12 +34,22 @@ def exported(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
         value = obj[key]
         if key == "metadata":
             value = {k: v for k, v in value.items() if k != "managed_by"}
-        if key == "components":
-            value = [{k: v for k, v in c.items() if v is not None} for c in value]
+        if isinstance(value, list):
+            value = [_without_nulls(element) for element in value]
         if key in defaults and value == defaults[key]:
             continue
         out[key] = value
     return out
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` without the null keys of the objects in it (a component's ``group``, a
+    rotation's ``length_seconds``): the create models take them left out."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _masked_secrets(kind: Kind, obj: dict[str, Any]) -> list[str]:

@@ -27,6 +27,7 @@ from ....api.heartbeats import HeartbeatCreate
 from ....api.members import MemberCreate
 from ....api.monitors import MonitorCreate
 from ....api.notification_channels import ChannelCreate
+from ....api.schedules import LayerIn, ScheduleCreate
 from ....api.status_pages import ComponentIn, StatusPageCreate
 
 __all__ = [
@@ -52,13 +53,24 @@ SCHEMA_FILE = "uptrio-apply.schema.json"
 @dataclass(frozen=True)
 class Reference:
     """A field of a kind that names another resource: ``field`` on the object (or, with
-    ``item``, the key ``item`` of each element of the list ``field``), ``many`` when the
-    field is a list of names, ``target``: the API path of the resource named."""
+    ``item``, the key ``item`` of each element of the list ``field``, a list of names with
+    ``item_many``), ``many`` when the field is a list of names, ``target``: the API path of
+    the resource named."""
 
     field: str
     target: str
     many: bool = False
     item: str | None = None
+    item_many: bool = False
+
+    def names(self, value: Any) -> list[Any]:
+        """The names ``value`` (the field's value in a file) holds."""
+        if self.item is None:
+            return list(value) if self.many else [value]
+        held = [element.get(self.item) for element in value]
+        if self.item_many:
+            return [name for names in held for name in names or []]
+        return held
 
 
 TARGET_PATHS = {"member": "/members", "schedule": "/schedules", "channel": "/notification-channels"}
@@ -103,6 +115,13 @@ KINDS: tuple[Kind, ...] = (
         "/members",
         MemberCreate,
         (Reference("contact_channels", "/notification-channels", many=True),),
+    ),
+    Kind(
+        "schedules",
+        "schedule",
+        "/schedules",
+        ScheduleCreate,
+        (Reference("layers", "/members", many=True, item="members", item_many=True),),
     ),
     Kind("escalation_policies", "escalation_policy", "/escalation-policies", PolicyCreate),
     Kind(
@@ -185,6 +204,8 @@ def build_schema() -> dict[str, Any]:
             for type_ in TARGET_PATHS
         ],
     }
+    layer = defs[LayerIn.__name__]["properties"]
+    layer["members"] = {**layer["members"], "items": _NAME_REF, "description": "Member names."}
     component = defs[ComponentIn.__name__]["properties"]
     component["monitor"] = {**_NAME_REF, "description": "The name of a monitor."}
     return {

@@ -140,11 +140,7 @@ def _check_references(desired: Desired, account: Account) -> None:
                 value = resource.fields.get(ref.field)
                 if value is None:
                     continue
-                if ref.item is not None:
-                    names = [item.get(ref.item) for item in value]
-                else:
-                    names = value if ref.many else [value]
-                for name in names:
+                for name in ref.names(value):
                     check(resource, ref.field, ref.target, name)
             for step in (
                 resource.fields.get(STEPS) or [] if kind.key == "escalation_policies" else []
