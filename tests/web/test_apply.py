@@ -45,6 +45,11 @@ notification_channels:
 heartbeats:
   - name: nightly backup
     period_seconds: 86400
+maintenance_windows:
+  - title: Database upgrade
+    monitors: [api, nightly backup]
+    starts_at: 4102444800
+    ends_at: 4102448400
 status_pages:
   - name: Example status
     slug: example-status
@@ -116,11 +121,15 @@ async def test_apply_creates_then_is_unchanged_then_updates(
                 "create monitor site",
                 "create heartbeat nightly backup",
                 "create status_page Example status",
+                "create maintenance_window Database upgrade",
             ]
             monitors = {m["name"]: m for m in await _all(api, "/monitors")}
             assert monitors["site"]["depends_on"] == [monitors["api"]["id"]]
             assert monitors["site"]["metadata"] == {"team": "web", "managed_by": "uptrio-apply"}
             page = (await _all(api, "/status-pages"))[0]
+            window = (await _all(api, "/maintenance-windows"))[0]
+            heartbeat = (await _all(api, "/heartbeats"))[0]
+            assert window["monitors"] == [monitors["api"]["id"], heartbeat["id"]]
             assert [c["monitor"] for c in page["components"]] == [
                 monitors["api"]["id"],
                 monitors["site"]["id"],
@@ -130,7 +139,7 @@ async def test_apply_creates_then_is_unchanged_then_updates(
             status, lines, _ = await _apply(http, files)
             assert status == 0
             assert all(line.startswith("unchanged ") for line in lines), lines
-            assert len(lines) == 5
+            assert len(lines) == 6
             assert {m["id"]: m["updated"] for m in await _all(api, "/monitors")} == before
 
             files.write_text(FILES.replace("interval_seconds: 60", "interval_seconds: 300"))
@@ -185,7 +194,7 @@ async def test_invalid_file_names_file_line_and_field(
             files.write_text(FILES + "  - name: Example status\n    slug: again-status\n")
             status, _, err = await _apply(http, files)
             assert status == 2
-            assert f"{files}:26: status_pages Example status: name: given twice" in err
+            assert f"{files}:31: status_pages Example status: name: given twice" in err
             files.write_text(FILES.replace("depends_on: [api]", "depends_on: [nope]"))
             status, _, err = await _apply(http, files)
             assert status == 2
@@ -218,7 +227,7 @@ async def test_export_then_apply_into_a_fresh_account(
             status, lines, _ = await _apply(
                 http, _write(tmp_path, "{}\n", "empty.yaml"), prune=True
             )
-            assert (status, len(lines)) == (0, 5)
+            assert (status, len(lines)) == (0, 6)
         assert err.getvalue() == (
             "uptrio: notification_channels ops hook: config.secret is a secret the API shows "
             "masked: set it in the file before applying\n"

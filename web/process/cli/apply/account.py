@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client import ApiClient, ApiError
-from .format import KINDS, STEPS, TARGET_PATHS, Kind, Reference
+from .format import KINDS, NAME_FIELDS, STEPS, TARGET_PATHS, Kind, Reference
 
 __all__ = ["Account", "read_account"]
 
@@ -36,9 +36,22 @@ class Account:
             raise ApiError(f"{path}: {what} named {name!r} in the account")
         return found[0]
 
+    def has(self, ref: Reference, name: str) -> bool:
+        """Whether an object of one of ``ref``'s paths is named ``name``."""
+        return any(self.ids[path].get(name) for path in ref.paths)
+
+    def _id(self, ref: Reference, name: str) -> str:
+        """The id ``name`` stands for in ``ref``: at its first path that has the name."""
+        path = next((p for p in ref.paths if self.ids[p].get(name)), ref.target)
+        return self.id_of(path, name)
+
+    def _name(self, ref: Reference, id: str) -> str:
+        """The name of the object ``id`` of one of ``ref``'s paths (the id for none)."""
+        return next((self.names[p][id] for p in ref.paths if id in self.names[p]), id)
+
     def by_name(self, kind: Kind, name: str) -> dict[str, Any] | None:
         """The object of ``kind`` named ``name``; None for none; ApiError for several."""
-        found = [o for o in self.objects.get(kind.path, []) if o.get("name") == name]
+        found = [o for o in self.objects.get(kind.path, []) if o.get(kind.name_field) == name]
         if len(found) > 1:
             raise ApiError(
                 f"{len(found)} {kind.key} are named {name!r} in the account: rename all but one"
@@ -48,7 +61,7 @@ class Account:
     def to_names(self, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` with each reference's id replaced by the name it has (an id the account
         does not know stays as it is)."""
-        out = _swap(kind.references, obj, lambda path, value: self.names[path].get(value, value))
+        out = _swap(kind.references, obj, self._name)
         if isinstance(out.get(STEPS), list):
             out[STEPS] = [
                 {
@@ -65,7 +78,7 @@ class Account:
     def to_ids(self, kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
         """``fields`` with each reference's name replaced by the id; ApiError for a name
         the account does not have (once or more than once)."""
-        out = _swap(kind.references, fields, self.id_of)
+        out = _swap(kind.references, fields, self._id)
         if kind.key == "escalation_policies" and isinstance(out.get(STEPS), list):
             out[STEPS] = [
                 {
@@ -82,7 +95,8 @@ class Account:
 
 
 def _swap(references: tuple[Reference, ...], obj: dict[str, Any], swap: Any) -> dict[str, Any]:
-    """A copy of ``obj`` with ``swap(path, value)`` applied to each reference's values."""
+    """A copy of ``obj`` with ``swap(reference, value)`` applied to each reference's
+    values."""
     out = dict(obj)
     for ref in references:
         value = out.get(ref.field)
@@ -91,17 +105,17 @@ def _swap(references: tuple[Reference, ...], obj: dict[str, Any], swap: Any) -> 
         if ref.item is not None:
             key = ref.item
 
-            def one(value: Any, target: str = ref.target, many: bool = ref.item_many) -> Any:
-                return [swap(target, v) for v in value] if many else swap(target, value)
+            def one(value: Any, ref: Reference = ref) -> Any:
+                return [swap(ref, v) for v in value] if ref.item_many else swap(ref, value)
 
             out[ref.field] = [
                 {**item, key: one(item[key])} if item.get(key) is not None else item
                 for item in value
             ]
         elif ref.many:
-            out[ref.field] = [swap(ref.target, item) for item in value]
+            out[ref.field] = [swap(ref, item) for item in value]
         else:
-            out[ref.field] = swap(ref.target, value)
+            out[ref.field] = swap(ref, value)
     return out
 
 
@@ -114,5 +128,5 @@ async def read_account(api: ApiClient) -> Account:
     for path in sorted(paths):
         account.objects[path] = await api.list_all(path)
         for obj in account.objects[path]:
-            account.add(path, str(obj.get("name")), obj["id"])
+            account.add(path, str(obj.get(NAME_FIELDS.get(path, "name"))), obj["id"])
     return account

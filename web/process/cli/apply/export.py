@@ -27,9 +27,9 @@ def exported(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
     """One account object (references already names) as an apply file has it: ``name``
     first, then the create fields that are not their default, in the model's order."""
     defaults = kind.defaults()
-    out: dict[str, Any] = {"name": obj["name"]}
+    out: dict[str, Any] = {kind.name_field: obj[kind.name_field]}
     for key in kind.model.model_fields:
-        if key == "name" or key not in obj:
+        if key == kind.name_field or key not in obj:
             continue
         value = obj[key]
         if key == "metadata":
@@ -75,8 +75,8 @@ async def export_account(
             named = account.to_names(kind, obj)
             for key in _masked_secrets(kind, named):
                 print(
-                    f"uptrio: {kind.key} {named['name']}: config.{key} is a secret the API "
-                    "shows masked: set it in the file before applying",
+                    f"uptrio: {kind.key} {named[kind.name_field]}: config.{key} is a secret the "
+                    "API shows masked: set it in the file before applying",
                     file=err,
                 )
             items.append(exported(kind, named))

@@ -24,6 +24,7 @@ from pydantic.json_schema import models_json_schema
 
 from ....api.escalation_policies import PolicyCreate, TargetIn
 from ....api.heartbeats import HeartbeatCreate
+from ....api.maintenance_windows import WindowCreate
 from ....api.members import MemberCreate
 from ....api.monitors import MonitorCreate
 from ....api.notification_channels import ChannelCreate
@@ -33,6 +34,7 @@ from ....api.status_pages import ComponentIn, StatusPageCreate
 __all__ = [
     "KINDS",
     "MANAGED_BY",
+    "NAME_FIELDS",
     "SCHEMA_FILE",
     "TARGET_PATHS",
     "Kind",
@@ -55,13 +57,20 @@ class Reference:
     """A field of a kind that names another resource: ``field`` on the object (or, with
     ``item``, the key ``item`` of each element of the list ``field``, a list of names with
     ``item_many``), ``many`` when the field is a list of names, ``target``: the API path of
-    the resource named."""
+    the resource named (``also``: a second one, tried when the first has no such name)."""
 
     field: str
     target: str
     many: bool = False
     item: str | None = None
     item_many: bool = False
+    also: str | None = None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Where a name is looked for: ``target``, then ``also`` (a window's ``monitors``
+        name monitors, else heartbeats)."""
+        return (self.target,) if self.also is None else (self.target, self.also)
 
     def names(self, value: Any) -> list[Any]:
         """The names ``value`` (the field's value in a file) holds."""
@@ -87,13 +96,15 @@ channels (:data:`TARGET_PATHS`)."""
 class Kind:
     """One top-level key of the format: ``key`` (``monitors``), ``singular`` (what the
     output lines call it: ``monitor``), the API ``path`` (``/monitors``), the ``model`` of
-    its create body, and its ``references``."""
+    its create body, its ``references``, and the field that names it (``name``; a
+    maintenance window's ``title``)."""
 
     key: str
     singular: str
     path: str
     model: type[BaseModel]
     references: tuple[Reference, ...] = ()
+    name_field: str = "name"
 
     def defaults(self) -> dict[str, Any]:
         """The create model's defaults by field (fields with none are left out)."""
@@ -139,9 +150,21 @@ KINDS: tuple[Kind, ...] = (
         StatusPageCreate,
         (Reference("components", "/monitors", many=True, item="monitor"),),
     ),
+    Kind(
+        "maintenance_windows",
+        "maintenance_window",
+        "/maintenance-windows",
+        WindowCreate,
+        (Reference("monitors", "/monitors", many=True, also="/heartbeats"),),
+        name_field="title",
+    ),
 )
 """The kinds ``uptrio apply`` knows, in the order it creates them (a kind only names kinds
 before it, or itself); ``--prune`` deletes in the reverse order."""
+
+
+NAME_FIELDS = {kind.path: kind.name_field for kind in KINDS}
+"""The field naming the objects at each API path of :data:`KINDS` (``name`` elsewhere)."""
 
 
 def kind_named(key: str) -> Kind:

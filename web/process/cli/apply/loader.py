@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, ValidationError
 
-from .format import KINDS, load_schema
+from .format import KINDS, kind_named, load_schema
 
 __all__ = ["Desired", "InvalidFiles", "Resource", "load_paths", "load_text"]
 
@@ -144,7 +144,8 @@ def _error_line(error: ValidationError, data: Any, lines: dict[Path_, int], file
         return f"{file}:{line}: {error.message}"
     kind, index = str(path[0]), path[1]
     item = data[kind][index] if isinstance(index, int) else None
-    name = item.get("name") if isinstance(item, dict) else None
+    name_field = kind_named(kind).name_field if kind in {k.key for k in KINDS} else "name"
+    name = item.get(name_field) if isinstance(item, dict) else None
     who = f"{kind} {name}" if isinstance(name, str) else f"{kind} #{int(index) + 1}"
     where = [str(p) if isinstance(p, str) else f"[{p}]" for p in (*path[2:], *culprit)]
     field_name = ".".join(where).replace(".[", "[")
@@ -172,13 +173,14 @@ def load_text(text: str, file: str, desired: Desired, seen: dict[tuple[str, str]
         for index, item in enumerate(data[kind.key]):
             line = lines.get((kind.key, index), 1)
             here = f"{file}:{line}"
-            first = seen.setdefault((kind.key, item["name"]), here)
+            name = item[kind.name_field]
+            first = seen.setdefault((kind.key, name), here)
             if first != here:
                 problems.append(
-                    f"{here}: {kind.key} {item['name']}: name: given twice (first at {first})"
+                    f"{here}: {kind.key} {name}: {kind.name_field}: given twice (first at {first})"
                 )
             field_lines = {k: lines.get((kind.key, index, k), line) for k in item}
-            target.append(Resource(kind.key, item["name"], item, file, line, field_lines))
+            target.append(Resource(kind.key, name, item, file, line, field_lines))
     if problems:
         raise InvalidFiles(problems)
 

@@ -103,12 +103,7 @@ def _ordered(kind: Kind, resources: list[Resource]) -> list[Resource]:
         if state.get(resource.name) == "done":
             return
         if state.get(resource.name) == "visiting":
-            raise InvalidFiles(
-                [
-                    f"{resource.file}:{resource.line}: {kind.key} {resource.name}: "
-                    f"{own[0].field}: a cycle of references"
-                ]
-            )
+            raise InvalidFiles([f"{resource.at(own[0].field)}: a cycle of references"])
         state[resource.name] = "visiting"
         for ref in own:
             for name in resource.fields.get(ref.field) or []:
@@ -126,11 +121,11 @@ def _check_references(desired: Desired, account: Account) -> None:
     """InvalidFiles for a reference to a name neither the files nor the account have."""
     problems: list[str] = []
 
-    def check(resource: Resource, field_name: str, target: str, name: str) -> None:
-        if name not in in_files.get(target, set()) and not account.ids[target].get(name):
+    def check(resource: Resource, field_name: str, paths: tuple[str, ...], name: str) -> None:
+        if not any(name in in_files.get(p, set()) or account.ids[p].get(name) for p in paths):
+            what = " or ".join(p.strip("/") for p in paths)
             problems.append(
-                f"{resource.at(field_name)}: no {target.strip('/')} named {name!r} "
-                "in the files or the account"
+                f"{resource.at(field_name)}: no {what} named {name!r} in the files or the account"
             )
 
     in_files = {k.path: {r.name for r in desired.of(k.key)} for k in KINDS}
@@ -141,13 +136,13 @@ def _check_references(desired: Desired, account: Account) -> None:
                 if value is None:
                     continue
                 for name in ref.names(value):
-                    check(resource, ref.field, ref.target, name)
+                    check(resource, ref.field, ref.paths, name)
             for step in (
                 resource.fields.get(STEPS) or [] if kind.key == "escalation_policies" else []
             ):
                 for target in step["targets"]:
                     for type_, name in target.items():
-                        check(resource, STEPS, TARGET_PATHS[type_], name)
+                        check(resource, STEPS, (TARGET_PATHS[type_],), name)
     if problems:
         raise InvalidFiles(problems)
 
@@ -163,7 +158,7 @@ def make_plan(desired: Desired, account: Account, prune: bool) -> list[Action]:
     actions: list[Action] = []
     for kind in KINDS:
         for resource in _ordered(kind, desired.of(kind.key)):
-            fields = {k: v for k, v in resource.fields.items() if k != "name"}
+            fields = {k: v for k, v in resource.fields.items() if k != kind.name_field}
             current = account.by_name(kind, resource.name)
             if current is None:
                 actions.append(Action("create", kind, resource.name, None, fields))
@@ -176,6 +171,7 @@ def make_plan(desired: Desired, account: Account, prune: bool) -> list[Action]:
             wanted = {r.name for r in desired.of(kind.key)}
             for obj in account.objects.get(kind.path, []):
                 managed = (obj.get("metadata") or {}).get("managed_by") == MANAGED_BY
-                if managed and obj.get("name") not in wanted:
-                    actions.append(Action("delete", kind, str(obj.get("name")), obj["id"]))
+                name = str(obj.get(kind.name_field))
+                if managed and name not in wanted:
+                    actions.append(Action("delete", kind, name, obj["id"]))
     return actions

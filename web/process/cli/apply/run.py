@@ -28,7 +28,7 @@ async def carry_out(api: ApiClient, account: Account, actions: list[Action]) -> 
         kind = action.kind
         if action.verb == "create":
             body = account.to_ids(kind, action.fields)
-            body["name"] = action.name
+            body[kind.name_field] = action.name
             body["metadata"] = {**body.get("metadata", {}), "managed_by": MANAGED_BY}
             created = await api.create(kind.path, body)
             account.add(kind.path, action.name, created["id"])
