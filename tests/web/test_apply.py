@@ -252,12 +252,29 @@ async def test_export_then_apply_into_a_fresh_account(
             assert json.dumps(pages[0]["components"]).count('"group": "Public"') == 1
 
 
-@pytest.mark.parametrize("flag", ["--dry-run", "--prune"])
-def test_command_line_has_the_flags(flag: str) -> None:
+def test_the_commands_exit_1_when_the_service_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``uptrio apply`` and ``uptrio export`` as the console script parses and runs them
+    (the logging left as the suite has it): nothing listens on port 1 of 127.0.0.1, so the
+    first request fails (exit 1, the request named); an invalid file is refused before any
+    request (exit 2)."""
     from web.process.cli import build_parser
 
-    args = build_parser().parse_args(["apply", "-f", "x.yaml", flag])
-    assert args.file == ["x.yaml"]
+    def main(argv: list[str]) -> int:
+        args = build_parser().parse_args(argv)
+        return int(args.run(args, argv))
+
+    monkeypatch.setenv("UPTRIO_TOKEN", "token")
+    files = _write(tmp_path, FILES)
+    url = "http://127.0.0.1:1"
+    assert main(["apply", "-f", str(files), "--dry-run", "--prune", "--api-url", url]) == 1
+    assert main(["export", "--api-url", url]) == 1
+    err = capsys.readouterr().err
+    assert err.count("uptrio: GET /") == 2 and "ConnectError" in err
+    files.write_text("monitors:\n  - name: x\n    type: http\n")
+    assert main(["apply", "-f", str(tmp_path), "--api-url", url]) == 2
+    assert f"{files}:2: monitors x: url: 'url' is a required property" in capsys.readouterr().err
 
 
 ON_CALL = """\
