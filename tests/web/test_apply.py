@@ -236,8 +236,11 @@ async def test_export_then_apply_into_a_fresh_account(
         monitors = {m["name"]: m for m in exported["monitors"]}
         assert monitors["site"]["depends_on"] == ["api"]
         assert monitors["site"]["metadata"] == {"team": "web"}
-        assert "id" not in monitors["api"]
-        assert "metadata" not in monitors["api"]
+        assert monitors["api"] == {
+            "name": "api",
+            "url": "https://api.example.com/health",
+            "type": "http",
+        }, "no read-only field, no default, no managed_by"
         secret = "whsec_0123456789abcdefghijklmnopqrstuvwxyz"
         copy = _write(tmp_path, out.getvalue().replace("…wxyz", secret), "copy.yaml")
         async with _served(deps, await make_token(account="fresh")) as http:

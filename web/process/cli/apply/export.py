@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from ....routes.monitors import default_tls_expiry_days
 from .account import read_account
 from .client import ApiClient
 from .format import KINDS, Kind
@@ -36,10 +37,27 @@ def exported(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
             value = {k: v for k, v in value.items() if k != "managed_by"}
         if isinstance(value, list):
             value = [_without_nulls(element) for element in value]
-        if key in defaults and value == defaults[key]:
+        if key in defaults and value in (defaults[key], _service_default(kind, key, obj)):
             continue
         out[key] = value
     return out
+
+
+def _service_default(kind: Kind, key: str, obj: dict[str, Any]) -> Any:
+    """What the service stores for a field a create left out whose create default is null:
+    an http monitor's method (GET), expected status (200), headers ({}), assertions ([]),
+    TLS verification (true) and TLS expiry days (14 for an https url), as the create in
+    web/routes/monitors.py fills them; None for other fields and kinds."""
+    if kind.key != "monitors" or obj.get(key) is None:
+        return None
+    return {
+        "method": "GET",
+        "expected_status_code": 200,
+        "request_headers": {},
+        "assertions": [],
+        "tls_verify": True,
+        "tls_expiry_days": default_tls_expiry_days(str(obj.get("url", ""))),
+    }.get(key)
 
 
 def _without_nulls(value: Any) -> Any:
