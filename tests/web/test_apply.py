@@ -230,7 +230,7 @@ async def test_export_then_apply_into_a_fresh_account(
             assert (status, len(lines)) == (0, 6)
         assert err.getvalue() == (
             "uptrio: notification_channels ops hook: config.secret is a secret the API shows "
-            "masked: set it in the file before applying\n"
+            "masked: left out, add it to the file before applying\n"
         )
         exported = yaml.safe_load(out.getvalue())
         monitors = {m["name"]: m for m in exported["monitors"]}
@@ -241,8 +241,13 @@ async def test_export_then_apply_into_a_fresh_account(
             "url": "https://api.example.com/health",
             "type": "http",
         }, "no read-only field, no default, no managed_by"
-        secret = "whsec_0123456789abcdefghijklmnopqrstuvwxyz"
-        copy = _write(tmp_path, out.getvalue().replace("…wxyz", secret), "copy.yaml")
+        assert exported["notification_channels"][0]["config"] == {
+            "url": "https://hooks.example.com/uptrio"
+        }
+        exported["notification_channels"][0]["config"]["secret"] = yaml.safe_load(FILES)[
+            "notification_channels"
+        ][0]["config"]["secret"]
+        copy = _write(tmp_path, yaml.safe_dump(exported, allow_unicode=True), "copy.yaml")
         async with _served(deps, await make_token(account="fresh")) as http:
             status, lines, err = await _apply(http, copy)
             assert (status, err) == (0, "")

@@ -5,8 +5,8 @@ them again.
 Each object keeps only its create fields (read-only fields such as ``id``, ``status`` and
 ``created`` go), without the fields equal to their create default; references are names;
 ``metadata.managed_by`` goes (apply sets it on what it creates). A channel secret, which
-the API only shows masked, is written as the mask and named on standard error: set it in the
-file before applying it elsewhere.
+the API only shows masked, is left out and named on standard error: add it to the file before
+applying it elsewhere (a webhook's signing secret left out is one the service makes anew).
 """
 
 from __future__ import annotations
@@ -71,18 +71,19 @@ def _without_nulls(value: Any) -> Any:
 
 
 def _masked_secrets(kind: Kind, obj: dict[str, Any]) -> list[str]:
-    """The keys of a channel's config whose value the API masked (``…`` and 4 characters)."""
+    """The keys of a channel's config whose value the API masked (``…`` and 4 characters);
+    ``obj["config"]`` is a copy the caller may change."""
     if kind.key != "notification_channels":
         return []
-    config = obj.get("config") or {}
-    return [k for k, v in config.items() if isinstance(v, str) and v.startswith("…")]
+    obj["config"] = dict(obj.get("config") or {})
+    return [k for k, v in obj["config"].items() if isinstance(v, str) and v.startswith("…")]
 
 
 async def export_account(
     api: ApiClient, out: TextIO | None = None, err: TextIO | None = None
 ) -> None:
     """Write the account's resources as one apply file on ``out`` (default stdout); each
-    masked secret on ``err`` (default stderr). Raises ApiError when a list fails."""
+    masked secret left out, named on ``err`` (default stderr). Raises ApiError when a list fails."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     account = await read_account(api)
@@ -92,9 +93,10 @@ async def export_account(
         for obj in account.objects.get(kind.path, []):
             named = account.to_names(kind, obj)
             for key in _masked_secrets(kind, named):
+                del named["config"][key]
                 print(
                     f"uptrio: {kind.key} {named[kind.name_field]}: config.{key} is a secret the "
-                    "API shows masked: set it in the file before applying",
+                    "API shows masked: left out, add it to the file before applying",
                     file=err,
                 )
             items.append(exported(kind, named))
