@@ -292,7 +292,7 @@ notification_channels:
     config: {url: "https://hooks.example.com/uptrio"}
 members:
   - name: Ada
-    email: ada@example.com
+    email: Ada@Example.COM
     contact_channels: [ops hook]
 schedules:
   - name: primary

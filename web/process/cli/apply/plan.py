@@ -12,7 +12,9 @@ monitor's ``depends_on``); deletes come last, in the reverse order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from engine import mask_config
 
@@ -61,6 +63,20 @@ def _matches(desired: Any, current: Any) -> bool:
     return bool(type(desired) is type(current) and desired == current)
 
 
+def _as_stored(kind: Kind, key: str, value: Any) -> Any:
+    """``value`` of the text field ``key`` as the create model stores it (a member's email
+    address normalized, as web/api/members.py does); the value itself for other fields, for
+    references, and for a value the model refuses (the API will say why)."""
+    info = kind.model.model_fields.get(key)
+    if info is None or not isinstance(value, str) or any(r.field == key for r in kind.references):
+        return value
+    form: Any = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    try:
+        return TypeAdapter(form).validate_python(value)
+    except ValidationError:
+        return value
+
+
 def _changed(kind: Kind, fields: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """The fields of ``fields`` (the file's, name left out) that ``current`` (the
     account's object, references as names) does not have; merged objects keep only the
@@ -68,6 +84,8 @@ def _changed(kind: Kind, fields: dict[str, Any], current: dict[str, Any]) -> dic
     out: dict[str, Any] = {}
     for key, value in fields.items():
         have = current.get(key)
+        if _as_stored(kind, key, value) == have and have is not None:
+            continue
         if key == "metadata" or (kind.key == "notification_channels" and key == "config"):
             if key == "config":
                 value_seen = mask_config(str(current.get("type")), value)
