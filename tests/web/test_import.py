@@ -20,6 +20,8 @@ import yaml
 from tests.web.helpers import CLI, ROOT, service_env
 from tests.web.import_helpers import assert_api_accepts
 from web.process.cli import build_parser
+from web.process.cli.apply.format import kind_named
+from web.process.cli.apply.loader import Desired, load_text
 
 SAMPLES = Path(__file__).parent / "import_samples"
 KUMA = SAMPLES / "kuma-backup.json"
@@ -240,3 +242,20 @@ def test_the_command_exits_0_and_prints_yaml() -> None:
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(done.stdout)["monitors"][0]["name"] == "website"
     assert "line 12: alerting provider 'gotify'" in done.stderr
+
+
+@pytest.mark.parametrize(("source", "sample"), [("uptime-kuma", KUMA), ("gatus", GATUS)])
+def test_what_an_importer_prints_is_what_apply_loads(
+    capsys: pytest.CaptureFixture[str], source: str, sample: Path
+) -> None:
+    """The printed document passes ``uptrio apply``'s own loader: the shipped JSON Schema
+    of the format and one name per kind (docs/apply.md), as ``uptrio apply -f`` reads it."""
+    status, out, _ = _run(capsys, "import", source, str(sample))
+    assert status == 0
+    desired = Desired()
+    load_text(out, f"{source}.yaml", desired, {})
+    printed = yaml.safe_load(out)
+    for kind, items in printed.items():
+        assert [r.name for r in desired.by_kind[kind]] == [
+            i[kind_named(kind).name_field] for i in items
+        ]
