@@ -58,7 +58,15 @@ from ..http.errors import ApiError, error_body
 from ..http.page_cache import MISSING, Rendered, RenderFailed
 from .status_view import format_percent, summary
 
-__all__ = ["CSP", "HTML", "TEMPLATES", "add_status_page_routes", "render_page"]
+__all__ = [
+    "CACHE_CONTROL",
+    "CSP",
+    "HTML",
+    "TEMPLATES",
+    "add_status_page_routes",
+    "json_error",
+    "render_page",
+]
 
 CACHE_CONTROL = "public, max-age=10"
 CSP = (
@@ -213,10 +221,10 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
             error = ApiError(
                 "status_page_unavailable", "the page cannot be read right now; retry later"
             )
-            return _error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
+            return json_error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
         if not page.found:
             error = ApiError("resource_missing", "no such status page", param="slug")
-            return _error(error, {**cors, "Cache-Control": CACHE_CONTROL})
+            return json_error(error, {**cors, "Cache-Control": CACHE_CONTROL})
         return answer(
             page.json,
             page.json_gzip,
@@ -227,7 +235,8 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
         )
 
 
-def _error(error: ApiError, headers: dict[str, str]) -> Response:
-    """``error`` in the API's error shape, with ``headers``."""
+def json_error(error: ApiError, headers: dict[str, str]) -> Response:
+    """``error`` in the API's error shape (``application/json``), with ``headers``; the
+    public surfaces' error response (status pages' ``summary.json``, badges)."""
     body = json.dumps(error_body(error, g.request_id), separators=(",", ":"))
     return Response(body, status=error.status, headers=headers, content_type="application/json")
