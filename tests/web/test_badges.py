@@ -22,6 +22,14 @@ from tests.store.helpers import known_history
 from tests.web.helpers import assert_error, expect
 from tests.web.status_helpers import Clock, fetch, status_deps
 from web.http.deps import Dependencies
+from web.public.badge_svg import (
+    badge,
+    format_ms,
+    format_uptime,
+    response_time_colour,
+    text_width,
+    uptime_colour,
+)
 
 HOUR = 3600
 NOW = int(time.time())
@@ -156,3 +164,40 @@ async def test_bad_days_and_permissions(
         other = await api_for(account="other")
         assert_error(await other.post(f"/monitors/{mid}/badge-key"), 404, "resource_missing")
         assert expect(await api.get(f"/monitors/{mid}"))["badge_key"] == key
+
+
+@pytest.mark.parametrize(
+    ("percent", "shown", "colour"),
+    [
+        (100.0, "100%", "#4c1"),
+        (99.999, "99.99%", "#4c1"),
+        (99.9, "99.90%", "#4c1"),
+        (99.89, "99.89%", "#97ca00"),
+        (98.5, "98.50%", "#a4a61d"),
+        (97.0, "97.00%", "#dfb317"),
+        (95.0, "95.00%", "#fe7d37"),
+        (94.99, "94.99%", "#e05d44"),
+        (None, "no data", "#9f9f9f"),
+    ],
+)
+def test_uptime_is_cut_and_coloured_by_the_documented_thresholds(
+    percent: float | None, shown: str, colour: str
+) -> None:
+    assert (format_uptime(percent), uptime_colour(percent)) == (shown, colour)
+
+
+def test_p95_colours_and_text_widths() -> None:
+    shown = [(format_ms(ms), response_time_colour(ms)) for ms in (200, 499.6, 1000, 2000, 2500)]
+    assert shown == [
+        ("200 ms", "#4c1"),
+        ("500 ms", "#97ca00"),
+        ("1.00 s", "#dfb317"),
+        ("2.00 s", "#fe7d37"),
+        ("2.50 s", "#e05d44"),
+    ]
+    assert (format_ms(None), response_time_colour(None)) == ("no data", "#9f9f9f")
+    # wider letters make a wider badge; a long name is cut to 60 characters
+    assert text_width("WWW") > text_width("iii") > 0
+    long = badge("x" * 200, "up", "#4c1")
+    assert len(long.label) == 60 and long.label.endswith("…")
+    assert badge("a\x01b", "up", "#4c1").label == "a?b"  # XML cannot hold \x01

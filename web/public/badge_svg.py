@@ -28,6 +28,8 @@ __all__ = [
     "STATUS_COLOURS",
     "Badge",
     "badge",
+    "format_ms",
+    "format_uptime",
     "render_badge",
     "response_time_colour",
     "text_width",
