@@ -11,7 +11,7 @@ import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
@@ -21,6 +21,7 @@ from tests.api import Api, EngineLike
 from tests.store.helpers import known_history
 from tests.web.helpers import assert_error, expect
 from tests.web.status_helpers import Clock, fetch, status_deps
+from tests.web.test_status_public_hostile import down_client
 from web.http.deps import Dependencies
 from web.public.badge_svg import (
     badge,
@@ -30,6 +31,11 @@ from web.public.badge_svg import (
     text_width,
     uptime_colour,
 )
+
+if TYPE_CHECKING:
+    from quart.typing import TestClientProtocol
+
+__all__ = ["down_client"]  # the app on a database that is not there (a fixture)
 
 HOUR = 3600
 NOW = int(time.time())
@@ -201,3 +207,19 @@ def test_p95_colours_and_text_widths() -> None:
     long = badge("x" * 200, "up", "#4c1")
     assert len(long.label) == 60 and long.label.endswith("…")
     assert badge("a\x01b", "up", "#4c1").label == "a?b"  # XML cannot hold \x01
+
+
+async def test_with_the_database_down_a_badge_is_a_503(down_client: TestClientProtocol) -> None:
+    with trio.fail_after(30):
+        for path in ("status.svg", "uptime.svg?days=7", "response-time.svg"):
+            response = await down_client.get(f"/badges/{'a' * 32}/{path}")
+            body = json.loads(await response.get_data())
+            assert_error(
+                (response.status_code, body, response.headers),
+                503,
+                "badge_unavailable",
+                param=None,
+                type="api_error",
+            )
+            assert response.headers["Retry-After"] == "5"
+            assert response.headers["Cache-Control"] == "no-store"
