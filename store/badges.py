@@ -61,20 +61,24 @@ BadgeAvailability = tuple[BadgeMonitor, Availability]
 
 async def set_badge_key(
     connection: Connection, account_id: str, monitor_id: str, key: str | None, now: int
-) -> MonitorRecord | None:
+) -> tuple[MonitorRecord, str | None] | None:
     """Store ``key`` (a new key from :func:`new_badge_key`, or None: badges off) as the
     monitor's badge key, ``updated`` = ``now`` (epoch seconds); the previous key stops
-    working when this commits. No event (module docstring). None when the account has no
-    such monitor."""
-    found = await connection.fetchval(
-        "UPDATE monitors SET badge_key = $3, updated = $4 "
-        "WHERE id = $1 AND account_id = $2 RETURNING id",
+    working when this commits. No event (module docstring). Returns the monitor and its
+    previous key (None: it had none), or None when the account has no such monitor. Run
+    it in a transaction (the row is locked between the two statements)."""
+    previous = await connection.fetchrow(
+        "SELECT badge_key FROM monitors WHERE id = $1 AND account_id = $2 FOR UPDATE",
         monitor_id,
         account_id,
-        key,
-        now,
     )
-    return None if found is None else await get_monitor(connection, account_id, monitor_id)
+    if previous is None:
+        return None
+    await connection.execute(
+        "UPDATE monitors SET badge_key = $2, updated = $3 WHERE id = $1", monitor_id, key, now
+    )
+    record = await get_monitor(connection, account_id, monitor_id)
+    return None if record is None else (record, previous["badge_key"])
 
 
 async def badge_monitor(connection: Connection, key: str) -> BadgeMonitor | None:

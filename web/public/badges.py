@@ -22,8 +22,9 @@ Errors, in the API's error shape (``application/json``):
   or given twice; checked before the key is looked up;
 - 404 ``resource_missing`` (``param`` ``badge_key``) for a key that names no monitor:
   never set, rotated, deleted, or malformed (that costs no query); the same body
-  whichever (its ``request_id`` aside), cached 10 s. A rotated or deleted key's cached
-  badges are served until their copy is 10 s old, then it is a 404;
+  whichever (its ``request_id`` aside), cached 10 s. Rotating or deleting a key drops
+  its badges from the cache of the node that answered (:mod:`web.routes.badge_keys`): a
+  404 there at once, on other nodes once their copy is 10 s old;
 - 503 ``badge_unavailable`` (``Retry-After: 5``, ``Cache-Control: no-store``) when the
   database cannot be read and no copy is cached.
 
@@ -42,7 +43,7 @@ from store import StoreError, badges
 from ..http.conditional import answer
 from ..http.deps import Dependencies
 from ..http.errors import ApiError
-from ..http.page_cache import MISSING, Rendered, RenderFailed
+from ..http.page_cache import MISSING, Rendered, RenderFailed, badge_prefix
 from .badge_svg import (
     STATUS_COLOURS,
     format_ms,
@@ -115,8 +116,9 @@ def add_badge_routes(app: QuartTrio, deps: Dependencies) -> None:
         try:
             if not badges.valid_badge_key(key):
                 badge = MISSING
-            else:  # a badge key is hex: the ':' keeps these apart from status page slugs
-                badge = await deps.status_cache.get(f"badge:{key}:{name}", lambda _: render())
+            else:
+                slug = badge_prefix(key) + name
+                badge = await deps.status_cache.get(slug, lambda _: render())
         except (RenderFailed, StoreError):
             error = ApiError("badge_unavailable", "the badge cannot be read right now; retry later")
             return json_error(error, {**headers, "Retry-After": "5", "Cache-Control": "no-store"})

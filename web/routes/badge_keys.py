@@ -1,9 +1,10 @@
 """A monitor's badge key (docs/badges.md; the extensions' part 12, "Badges"):
 ``POST /monitors/:id/badge-key`` creates or rotates it, ``DELETE
 /monitors/:id/badge-key`` turns the monitor's badges off. Both need ``monitors.update``
-and answer 200 with the monitor (its ``badge_key`` the new key, or null); the old key's
-badges are 404s once the public cache's copies of them expire (at most 10 s later:
-:mod:`web.http.page_cache`), like a status page's changes. The public badges themselves, which need
+and answer 200 with the monitor (its ``badge_key`` the new key, or null). The old key's
+badges are dropped from this process's public cache (:mod:`web.http.page_cache`), so they
+are 404s here from the moment either answers, and on other nodes once their cached copy
+is 10 s old. The public badges themselves, which need
 no token, are :mod:`web.public.badges`.
 """
 
@@ -15,6 +16,7 @@ from store import badges
 
 from ..api.common import EmptyBody
 from ..api.monitors import MonitorObject, monitor_object
+from ..http.page_cache import badge_prefix
 from ..http.pipeline import ApiResponse, RequestContext, Route
 from .common import not_found, now, path_id
 from .monitors import RESOURCE as MONITORS
@@ -23,14 +25,17 @@ __all__ = ["RESOURCE"]
 
 
 async def _set(ctx: RequestContext, key: str | None) -> ApiResponse:
-    """Store ``key`` as the monitor's badge key; 200 with the monitor, 404 when the
-    account has no such monitor."""
+    """Store ``key`` as the monitor's badge key and drop the previous key's cached
+    badges; 200 with the monitor, 404 when the account has no such monitor."""
     monitor_id = path_id(ctx, MONITORS)
-    record = await ctx.deps.db.transaction(
+    found = await ctx.deps.db.transaction(
         badges.set_badge_key, ctx.account_id, monitor_id, key, now()
     )
-    if record is None:
+    if found is None:
         raise not_found(MONITORS, monitor_id)
+    record, previous = found
+    if previous is not None:
+        ctx.deps.status_cache.forget(badge_prefix(previous))
     return ApiResponse(200, monitor_object(record))
 
 
