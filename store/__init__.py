@@ -10,6 +10,7 @@ asyncio coroutines taking the connection first; run them with :meth:`Database.ru
 from . import (
     accounts,
     alerts,
+    badges,
     checks,
     coverage,
     dependencies,
@@ -140,6 +141,7 @@ __all__ = [
     "accounts",
     "alerts",
     "apply_migrations",
+    "badges",
     "check_created",
     "checks",
     "coverage",

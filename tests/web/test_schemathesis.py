@@ -203,7 +203,7 @@ def test_every_operation_conforms_to_the_document(api_schema: Any, auth: dict[st
     # notification channels 6 (the test send included), escalation policies 5,
     # maintenance windows 7 (end and cancel included), schedules 11 (CRUD, the calendar
     # key, overrides 3, who is on call, shifts), regions 1
-    assert len(operations) == 79
+    assert len(operations) == 81
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 

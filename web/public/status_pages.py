@@ -65,6 +65,7 @@ __all__ = [
     "PAGE_HEADERS",
     "TEMPLATES",
     "add_status_page_routes",
+    "json_error",
     "missing_page",
     "render_page",
     "unavailable_page",
@@ -214,10 +215,10 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
             error = ApiError(
                 "status_page_unavailable", "the page cannot be read right now; retry later"
             )
-            return _error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
+            return json_error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
         if not page.found:
             error = ApiError("resource_missing", "no such status page", param="slug")
-            return _error(error, {**cors, "Cache-Control": CACHE_CONTROL})
+            return json_error(error, {**cors, "Cache-Control": CACHE_CONTROL})
         return answer(
             page.json,
             page.json_gzip,
@@ -243,7 +244,8 @@ def unavailable_page() -> Response:
     return Response(_UNAVAILABLE_HTML, status=503, headers=headers, content_type=HTML)
 
 
-def _error(error: ApiError, headers: dict[str, str]) -> Response:
-    """``error`` in the API's error shape, with ``headers``."""
+def json_error(error: ApiError, headers: dict[str, str]) -> Response:
+    """``error`` in the API's error shape (``application/json``), with ``headers``; the
+    public surfaces' error response (status pages' ``summary.json``, badges)."""
     body = json.dumps(error_body(error, g.request_id), separators=(",", ":"))
     return Response(body, status=error.status, headers=headers, content_type="application/json")
