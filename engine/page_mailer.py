@@ -54,6 +54,8 @@ If it was not you, ignore this mail: nothing more is sent without a confirmation
 NOTICE_TEXT = _TEXT.from_string(
     """{{ body }}
 
+The status page: {{ page_url }}
+
 You receive this because you subscribed to the status page "{{ page }}".
 Unsubscribe: {{ url }}
 """
@@ -67,6 +69,7 @@ HTML = _HTML.from_string(
 <p><a href="{{ url }}">Confirm the subscription</a></p>
 <p>If it was not you, ignore this mail: nothing more is sent without a confirmation.</p>
 {% else %}<pre style="font-family: inherit; white-space: pre-wrap">{{ body }}</pre>
+<p><a href="{{ page_url }}">Open the status page</a></p>
 <p style="color: #555">You receive this because you subscribed to the status page
 &ldquo;{{ page }}&rdquo;. <a href="{{ url }}">Unsubscribe</a></p>{% endif %}
 </body></html>
@@ -76,14 +79,22 @@ HTML = _HTML.from_string(
 
 def compose_page_mail(mail: ClaimedMail, sender: str, public_url: str) -> EmailMessage:
     """The email of a claimed subscriber mail (module docstring): a plain-text and an HTML
-    part; its link is ``public_url`` + the mail's path. A ``notice`` carries the
+    part; its link is ``public_url`` + the mail's path. A ``notice`` links to the page
+    (``/status/<slug>``, the first part of that path) and carries the
     unsubscribe link in both parts and ``List-Unsubscribe`` with
     ``List-Unsubscribe-Post: List-Unsubscribe=One-Click`` (RFC 8058: the client POSTs to
     that URL). Pure."""
     url = public_url.rstrip("/") + mail.link_path
     confirm = mail.kind == "confirm"
     subject = f"Confirm your subscription to {mail.page_name}" if confirm else mail.subject
-    values = {"page": mail.page_name, "url": url, "body": mail.body, "subject": subject}
+    page_url = public_url.rstrip("/") + "/".join(mail.link_path.split("/")[:3])
+    values = {
+        "page": mail.page_name,
+        "url": url,
+        "page_url": page_url,
+        "body": mail.body,
+        "subject": subject,
+    }
     out = EmailMessage()
     out["Subject"] = subject
     out["From"] = sender

@@ -3,8 +3,7 @@
 
 - :func:`subscribe` records a subscription request and writes its confirmation mail in the
   same transaction; :func:`confirm` and :func:`unsubscribe` follow the mail's links.
-- :func:`enqueue_page_mails` writes one mail per confirmed subscriber of the pages a change
-  touches, in the caller's transaction (an incident's update: ``store.incidents``).
+- ``store.page_notices`` writes the later mails (incidents) into the same outbox.
 - :func:`claim_due` and :func:`record_attempt` are the page mailer's
   (``engine.page_mailer``): claimed ``FOR UPDATE SKIP LOCKED``, leased, settled with the
   back-off of the other outboxes (``store.deliveries.retry_outcome``) for at most
@@ -40,7 +39,6 @@ __all__ = [
     "ClaimedMail",
     "claim_due",
     "confirm",
-    "enqueue_page_mails",
     "record_attempt",
     "subscribe",
     "subscription_of_key",
@@ -216,31 +214,6 @@ async def unsubscribe(connection: Connection, slug: str, key: str) -> bool:
     )
     await connection.execute("DELETE FROM page_subscribers WHERE id = $1", subscriber_id)
     return True
-
-
-async def enqueue_page_mails(
-    connection: Connection, monitor_ids: list[str], *, subject: str, body: str, now: int
-) -> int:
-    """Write one mail (``subject``, plain-text ``body``: only what the public page shows)
-    to every confirmed subscriber of every page with a component on one of
-    ``monitor_ids``, each with its unsubscribe link. Run it in the transaction of the
-    change it tells of. Returns how many were written."""
-    status = await connection.execute(
-        "INSERT INTO page_mails (subscriber_id, page_id, email, kind, subject, body, link_path, "
-        "next_attempt_at, give_up_at, created) "
-        "SELECT s.id, p.id, s.email, 'notice', "
-        "replace($2, '{page}', p.name), replace($3, '{page}', p.name), "
-        "'/status/' || p.slug || '/unsubscribe/' || s.unsubscribe_key, $4::float8, $5, $4 "
-        "FROM status_pages p JOIN page_subscribers s ON s.page_id = p.id "
-        "WHERE s.status = 'confirmed' AND EXISTS (SELECT 1 FROM jsonb_array_elements("
-        "p.components) c WHERE c ->> 'monitor' = ANY($1::text[]))",
-        monitor_ids,
-        subject,
-        body,
-        now,
-        now + GIVE_UP_SECONDS,
-    )
-    return int(status.rsplit(" ", 1)[-1])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -198,3 +198,72 @@ async def _confirm_mails(connection: Any, address: str) -> int:
 
 async def _confirm_all(connection: Any) -> None:
     await connection.execute("UPDATE page_subscribers SET status = 'confirmed'")
+
+
+async def _confirmed(client: TestClientProtocol, found: Relay, address: str) -> None:
+    """Subscribe ``address`` to ``acme-status`` and follow its confirmation link."""
+    assert (await subscribe(client, address)).status_code == 202
+    mail = (await mails(found, len(found.mails) + 1))[-1]
+    assert (await client.post(link_of(mail), form={})).status_code == 200
+
+
+async def test_incident_mails_carry_one_click_unsubscribe(
+    client: TestClientProtocol, api: Api, db: Database
+) -> None:
+    with trio.fail_after(30):
+        monitor = await page(api)
+        async with mailer(db) as found:
+            await _confirmed(client, found, ADDRESS)
+            incident = expect(
+                await api.post(
+                    "/incidents",
+                    json={
+                        "title": "Slow checkout",
+                        "description": "secret-description-77",
+                        "monitors": [monitor],
+                        "severity": "minor",
+                    },
+                ),
+                201,
+            )
+            path = f"/incidents/{incident['id']}"
+            body = {"message": "A fix is rolling out", "status": "monitoring"}
+            expect(await api.post(path + "/updates", json=body), 201)
+            resolution = {"resolution_message": "All good again"}
+            expect(await api.post(path + "/resolve", json=resolution))
+            created, updated, resolved = (await mails(found, 4))[1:]
+        assert created["Subject"] == "Acme: New incident: Slow checkout"
+        assert updated["Subject"] == "Acme: Slow checkout"
+        assert resolved["Subject"] == "Acme: Resolved: Slow checkout"
+        texts = [m.get_body(("plain",)).get_content() for m in (created, updated, resolved)]
+        assert "Status: Investigating" in texts[0] and "Affected: Website" in texts[0]
+        assert "A fix is rolling out" in texts[1] and "Status: Monitoring" in texts[1]
+        assert "All good again" in texts[2] and "Status: Resolved" in texts[2]
+        for mail, text in zip((created, updated, resolved), texts, strict=True):
+            whole = mail.as_string()
+            assert "secret-description-77" not in whole and "secret-name-1" not in whole
+            assert monitor not in whole
+            lines = text.splitlines()
+            assert f"The status page: {PUBLIC}/status/acme-status" in lines
+            assert mail["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+            unsubscribe = mail["List-Unsubscribe"].strip("<>")
+            assert unsubscribe.startswith(f"{PUBLIC}/status/acme-status/unsubscribe/")
+            assert f"Unsubscribe: {unsubscribe}" in lines
+        # RFC 8058: the mail client POSTs List-Unsubscribe=One-Click to the header's URL
+        one_click = created["List-Unsubscribe"].strip("<>")
+        path = urlsplit(one_click).path
+        assert (await client.get(path)).status_code == 200  # a GET changes nothing
+        assert await db.run(_status, ADDRESS) == "confirmed"
+        done = await client.post(path, form={"List-Unsubscribe": "One-Click"})
+        assert done.status_code == 200 and await db.run(_status, ADDRESS) is None
+        assert (await client.post(path, form={"List-Unsubscribe": "One-Click"})).status_code == 200
+        expect(await api.post("/incidents", json={"title": "Again", "monitors": [monitor]}), 201)
+        assert await db.run(_notices) == 3
+        # an incident on no monitor of the page mails no one
+        other = (await create_monitor(api, name="elsewhere"))["id"]
+        expect(await api.post("/incidents", json={"title": "Elsewhere", "monitors": [other]}), 201)
+        assert await db.run(_notices) == 3
+
+
+async def _notices(connection: Any) -> int:
+    return int(await connection.fetchval("SELECT count(*) FROM page_mails WHERE kind = 'notice'"))

@@ -1,0 +1,77 @@
+"""The mails status page subscribers receive about incidents (docs/status-pages.md,
+"Subscribers"): written into the page mailer's outbox (``page_mails``,
+:mod:`store.page_subscribers`) in the transaction of the timeline entry they tell of.
+
+:func:`incident_notice` is called for every entry an incident's timeline gains through
+``store.incidents`` (created, status moves, posted updates, resolved). One mail goes to
+every confirmed subscriber of every page of the incident's account that shows one of the
+incident's monitors, and says only what that page shows (docs/status-pages.md, "What is
+shown, and what never is"): the page's name, the incident's title (for one a monitor
+opened, ``"<display name> is down"`` from the page's component, never the engine's title
+written from the private name), status, severity, the entry's message (never the first
+entry's: the description), and the display names of the components it affects.
+"""
+
+from __future__ import annotations
+
+from .database import Connection
+from .page_subscribers import GIVE_UP_SECONDS
+from .records import IncidentRecord
+
+__all__ = ["incident_notice"]
+
+_WORDS = {
+    "investigating": "Investigating",
+    "identified": "Identified",
+    "monitoring": "Monitoring",
+    "resolved": "Resolved",
+}
+
+_INSERT = """
+INSERT INTO page_mails (subscriber_id, page_id, email, kind, subject, body, link_path,
+                        next_attempt_at, give_up_at, created)
+SELECT s.id, p.id, s.email, 'notice',
+       left(p.name || ': ' || $5 || t.title, 250),
+       $5 || t.title || E'\\n\\nStatus: ' || $6 || E'\\nSeverity: ' || $7
+           || coalesce(E'\\n\\n' || $8, '') || E'\\n\\nAffected: ' || t.affected,
+       '/status/' || p.slug || '/unsubscribe/' || s.unsubscribe_key, $9::float8, $10, $9
+FROM status_pages p
+CROSS JOIN LATERAL (SELECT
+    CASE WHEN $3::text IS NULL THEN $4
+         WHEN $3 LIKE 'hbt\\_%' THEN 'A background job is down'
+         ELSE coalesce((SELECT c ->> 'name' FROM jsonb_array_elements(p.components) c
+                        WHERE c ->> 'monitor' = $3 LIMIT 1), 'A monitored service')
+              || ' is down' END AS title,
+    (SELECT string_agg(DISTINCT c ->> 'name', ', ') FROM jsonb_array_elements(p.components) c
+     WHERE c ->> 'monitor' = ANY($2::text[])) AS affected) t
+JOIN page_subscribers s ON s.page_id = p.id AND s.status = 'confirmed'
+WHERE p.account_id = $1 AND t.affected IS NOT NULL
+"""
+
+
+async def incident_notice(
+    connection: Connection,
+    incident: IncidentRecord,
+    message: str | None,
+    created: int,
+    *,
+    first: bool = False,
+) -> None:
+    """Write the subscriber mails of one new timeline entry of ``incident`` (module
+    docstring): ``message`` is the entry's (the first entry's, the description, is never
+    sent: ``first``), ``created`` its time, epoch seconds. Run it in the entry's
+    transaction."""
+    heading = "New incident: " if first else ("Resolved: " if incident.status == "resolved" else "")
+    await connection.execute(
+        _INSERT,
+        incident.account_id,
+        incident.monitors or ([incident.monitor_id] if incident.monitor_id else []),
+        incident.monitor_id,
+        incident.title,
+        heading,
+        _WORDS.get(incident.status, incident.status),
+        incident.severity.capitalize(),
+        None if first else message,
+        float(created),
+        created + GIVE_UP_SECONDS,
+    )
