@@ -18,7 +18,39 @@ from .database import Connection
 from .page_subscribers import GIVE_UP_SECONDS
 from .records import IncidentRecord
 
-__all__ = ["incident_notice"]
+__all__ = ["ENGINE_NOTICES_CTE", "incident_notice"]
+
+ENGINE_NOTICES_CTE = f"""page_mailed AS (
+    INSERT INTO page_mails (subscriber_id, page_id, email, kind, subject, body, link_path,
+                            next_attempt_at, give_up_at, created)
+    SELECT s.id, p.id, s.email, 'notice',
+           left(p.name || ': ' || e.heading || t.name || ' is ' || e.state, 250),
+           e.heading || t.name || ' is ' || e.state || E'\\n\\nStatus: ' || initcap(e.status)
+               || E'\\nSeverity: ' || initcap(e.severity)
+               || coalesce(E'\\n\\n' || t.name || ' is up again after ' || e.took, '')
+               || E'\\n\\nAffected: ' || t.affected,
+           '/status/' || p.slug || '/unsubscribe/' || s.unsubscribe_key, e.at::float8,
+           e.at + {GIVE_UP_SECONDS}, e.at
+    FROM (SELECT account_id, monitor_id, monitors, status, severity, created AS at,
+                 'New incident: ' AS heading, 'down' AS state, NULL::text AS took
+          FROM opened
+          UNION ALL
+          SELECT account_id, monitor_id, monitors, status, severity, resolved_at,
+                 'Resolved: ', 'up again', human_duration(resolved_at - created)
+          FROM resolved) e
+    JOIN status_pages p ON p.account_id = e.account_id
+    CROSS JOIN LATERAL (SELECT
+        (SELECT c ->> 'name' FROM jsonb_array_elements(p.components) c
+         WHERE c ->> 'monitor' = e.monitor_id LIMIT 1) AS name,
+        (SELECT string_agg(DISTINCT c ->> 'name', ', ') FROM jsonb_array_elements(p.components) c
+         WHERE c ->> 'monitor' = ANY(e.monitors)) AS affected) t
+    JOIN page_subscribers s ON s.page_id = p.id AND s.status = 'confirmed'
+    WHERE t.name IS NOT NULL)"""
+"""A CTE of ``store.alerting``'s round: the subscriber mails of the incidents the round
+opened and resolved (CTEs ``opened`` and ``resolved``), to the pages showing their opener
+as a component (a heartbeat is never one): ``"<display name> is down"`` and
+``"<display name> is up again after <duration>"``, as the public page tells them
+(docs/status-pages.md, "Incidents a monitor or a heartbeat opened")."""
 
 _WORDS = {
     "investigating": "Investigating",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import email
 import email.policy
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +25,7 @@ from store import Database
 from tests.api import Api
 from tests.engine.test_channels_email import Relay
 from tests.web.helpers import create_monitor, expect
+from tests.web.status_helpers import move
 
 PUBLIC = "https://status.example.test"
 ADDRESS = "reader@example.com"
@@ -231,10 +233,10 @@ async def test_incident_mails_carry_one_click_unsubscribe(
             expect(await api.post(path + "/updates", json=body), 201)
             resolution = {"resolution_message": "All good again"}
             expect(await api.post(path + "/resolve", json=resolution))
-            created, updated, resolved = (await mails(found, 4))[1:]
-        assert created["Subject"] == "Acme: New incident: Slow checkout"
-        assert updated["Subject"] == "Acme: Slow checkout"
-        assert resolved["Subject"] == "Acme: Resolved: Slow checkout"
+            got = {m["Subject"]: m for m in (await mails(found, 4))[1:]}  # sent concurrently
+        created = got.pop("Acme: New incident: Slow checkout")
+        updated = got.pop("Acme: Slow checkout")
+        resolved = got.pop("Acme: Resolved: Slow checkout")
         texts = [m.get_body(("plain",)).get_content() for m in (created, updated, resolved)]
         assert "Status: Investigating" in texts[0] and "Affected: Website" in texts[0]
         assert "A fix is rolling out" in texts[1] and "Status: Monitoring" in texts[1]
@@ -267,3 +269,25 @@ async def test_incident_mails_carry_one_click_unsubscribe(
 
 async def _notices(connection: Any) -> int:
     return int(await connection.fetchval("SELECT count(*) FROM page_mails WHERE kind = 'notice'"))
+
+
+async def test_incidents_a_monitor_opens_and_resolves_are_told_by_display_name(
+    client: TestClientProtocol, api: Api, db: Database
+) -> None:
+    with trio.fail_after(30):
+        monitor = await page(api)
+        async with mailer(db) as found:
+            await _confirmed(client, found, ADDRESS)
+            at = int(time.time()) - 600
+            await move(db, monitor, "up", at)
+            await move(db, monitor, "down", at + 60, "secret-error-42")
+            await move(db, monitor, "up", at + 190)
+            got = {m["Subject"]: m for m in (await mails(found, 3))[1:]}  # sent concurrently
+        opened = got.pop("Acme: New incident: Website is down")
+        resolved = got.pop("Acme: Resolved: Website is up again")
+        text = resolved.get_body(("plain",)).get_content()
+        assert "Website is up again after 2m 10s" in text.splitlines(), text
+        for mail in (opened, resolved):
+            whole = mail.as_string()
+            assert "secret-name-1" not in whole and "secret-error-42" not in whole
+            assert mail["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
