@@ -1,4 +1,4 @@
-"""The mails status page subscribers receive about incidents (docs/status-pages.md,
+"""The mails status page subscribers receive about incidents and maintenance (docs/status-pages.md,
 "Subscribers"): written into the page mailer's outbox (``page_mails``,
 :mod:`store.page_subscribers`) in the transaction of the timeline entry they tell of.
 
@@ -14,11 +14,14 @@ entry's: the description), and the display names of the components it affects.
 
 from __future__ import annotations
 
+import time
+from typing import Protocol
+
 from .database import Connection
 from .page_subscribers import GIVE_UP_SECONDS
 from .records import IncidentRecord
 
-__all__ = ["ENGINE_NOTICES_CTE", "incident_notice"]
+__all__ = ["ENGINE_NOTICES_CTE", "incident_notice", "maintenance_notice"]
 
 ENGINE_NOTICES_CTE = f"""page_mailed AS (
     INSERT INTO page_mails (subscriber_id, page_id, email, kind, subject, body, link_path,
@@ -106,4 +109,68 @@ async def incident_notice(
         None if first else message,
         float(created),
         created + GIVE_UP_SECONDS,
+    )
+
+
+_MAINTENANCE = {
+    "scheduled": "Scheduled maintenance: ",
+    "started": "Maintenance in progress: ",
+    "ended": "Maintenance completed: ",
+}
+
+_MAINTENANCE_INSERT = f"""
+INSERT INTO page_mails (subscriber_id, page_id, email, kind, subject, body, link_path,
+                        next_attempt_at, give_up_at, created)
+SELECT s.id, p.id, s.email, 'notice', left(p.name || ': ' || $3, 250),
+       $3 || E'\\n\\n' || $4 || E'\\n\\nAffected: ' || t.affected,
+       '/status/' || p.slug || '/unsubscribe/' || s.unsubscribe_key, extract(epoch FROM now()),
+       extract(epoch FROM now()) + {GIVE_UP_SECONDS}, $5
+FROM status_pages p
+CROSS JOIN LATERAL (
+    SELECT string_agg(DISTINCT c ->> 'name', ', ') AS affected
+    FROM jsonb_array_elements(p.components) c WHERE c ->> 'monitor' = ANY($2::text[])) t
+JOIN page_subscribers s ON s.page_id = p.id AND s.status = 'confirmed'
+WHERE p.account_id = $1 AND t.affected IS NOT NULL
+"""
+
+
+def _utc(epoch: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(epoch))
+
+
+class Window(Protocol):
+    """What a maintenance notice reads of a window (``store.windows.WindowRecord``)."""
+
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def monitors(self) -> list[str]: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+
+
+async def maintenance_notice(
+    connection: Connection, window: Window, kind: str, starts_at: int, ends_at: int, at: int
+) -> None:
+    """Write the subscriber mails of an occurrence of ``window`` (``kind``: ``scheduled``,
+    ``started`` or ``ended``; times epoch seconds) to every confirmed subscriber of the
+    account's pages showing one of its monitors: the title,
+    description and times, which the public page shows too, and the display names of the
+    components it covers. Run it in the transaction of the change it tells of. The mails
+    are due at once (the database's clock), whatever ``at``: a walk that acts on an
+    occurrence late still tells it, for an hour of retries."""
+    times = f"From {_utc(starts_at)} to {_utc(ends_at)}"
+    if kind == "ended":
+        times = f"Completed at {_utc(at)}"
+    description = window.description
+    text = times + ("" if description is None else "\n\n" + description)
+    await connection.execute(
+        _MAINTENANCE_INSERT,
+        window.account_id,
+        window.monitors,
+        _MAINTENANCE[kind] + window.title,
+        text,
+        at,
     )

@@ -21,7 +21,7 @@ from aiosmtpd.smtp import SMTP
 from quart.typing import TestClientProtocol
 
 from engine import NotifierSettings, run_page_mailer
-from store import Database
+from store import Database, window_walk
 from tests.api import Api
 from tests.engine.test_channels_email import Relay
 from tests.web.helpers import create_monitor, expect
@@ -97,6 +97,8 @@ async def test_subscribe_mails_a_link_that_confirms_only_on_post(
             assert answer.status_code == 202, text
             assert "Check your inbox" in text and answer.headers["Cache-Control"] == "no-store"
             (mail,) = await mails(found, 1)
+            while await db.run(_mail_status) != "succeeded":  # the attempt is recorded
+                await trio.sleep(0.02)
         assert mail["To"] == ADDRESS and "Acme" in mail["Subject"]
         assert "List-Unsubscribe" not in mail  # nothing to unsubscribe from yet
         path = link_of(mail)
@@ -119,6 +121,10 @@ async def _status(connection: Any, address: str) -> str | None:
     return await connection.fetchval(
         "SELECT status FROM page_subscribers WHERE email = $1", address
     )
+
+
+async def _mail_status(connection: Any) -> str:
+    return str(await connection.fetchval("SELECT status FROM page_mails WHERE kind = 'confirm'"))
 
 
 async def _holds(connection: Any, token: str) -> bool:
@@ -291,3 +297,33 @@ async def test_incidents_a_monitor_opens_and_resolves_are_told_by_display_name(
             whole = mail.as_string()
             assert "secret-name-1" not in whole and "secret-error-42" not in whole
             assert mail["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+
+
+async def test_maintenance_scheduled_started_and_ended_are_mailed(
+    client: TestClientProtocol, api: Api, db: Database
+) -> None:
+    with trio.fail_after(30):
+        monitor = await page(api)
+        start = int(time.time()) + 3600
+        async with mailer(db) as found:
+            await _confirmed(client, found, ADDRESS)
+            window = {
+                "title": "Database upgrade",
+                "description": "Writes pause for a minute.",
+                "monitors": [monitor],
+                "starts_at": start,
+                "ends_at": start + 1800,
+            }
+            expect(await api.post("/maintenance-windows", json=window), 201)
+            await db.transaction(window_walk.walk_due, start, 10)
+            await db.transaction(window_walk.walk_due, start + 1800, 10)
+            got = {m["Subject"]: m for m in (await mails(found, 4))[1:]}  # sent concurrently
+        scheduled = got.pop("Acme: Scheduled maintenance: Database upgrade")
+        started = got.pop("Acme: Maintenance in progress: Database upgrade")
+        ended = got.pop("Acme: Maintenance completed: Database upgrade")
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start))
+        text = scheduled.get_body(("plain",)).get_content()
+        assert f"From {when}" in text and "Writes pause for a minute." in text
+        assert "Affected: Website" in text and "secret-name-1" not in scheduled.as_string()
+        assert "Maintenance in progress" in started.get_body(("plain",)).get_content()
+        assert ended["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
