@@ -91,6 +91,9 @@ async def test_subscribe_mails_a_link_that_confirms_only_on_post(
 ) -> None:
     with trio.fail_after(20):
         await page(api)
+        public = await client.get("/status/acme-status")  # the page's own form posts here
+        assert 'action="/status/acme-status/subscribe"' in await public.get_data(as_text=True)
+        assert "form-action 'self'" in public.headers["Content-Security-Policy"]
         async with mailer(db) as found:
             answer = await subscribe(client, " Reader@Example.com ")
             text = await answer.get_data(as_text=True)
