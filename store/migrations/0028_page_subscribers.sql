@@ -42,4 +42,6 @@ CREATE TABLE page_mails (
     created         bigint NOT NULL
 );
 CREATE INDEX page_mails_due ON page_mails (next_attempt_at) WHERE status = 'pending';
+-- the two limits (store/page_subscribers.py): confirmation mails per address, per page
 CREATE INDEX page_mails_confirm_by_email ON page_mails (email, created) WHERE kind = 'confirm';
+CREATE INDEX page_mails_confirm_by_page ON page_mails (page_id, created) WHERE kind = 'confirm';
