@@ -18,7 +18,8 @@ Responses:
   ``-gzip`` added for the gzip one), ``Cache-Control: public, max-age=10``; a request
   whose ``If-None-Match`` holds that ETag (or ``*``) gets a 304 with no body. The HTML
   carries a ``Content-Security-Policy`` that allows no script and nothing from
-  elsewhere (only its inline style).
+  elsewhere (only its inline style), and forms only to this service (the subscribe form,
+  :mod:`web.public.subscriptions`).
 - 404 for a slug that names no page: an HTML page, or the API's error object
   (``resource_missing``, ``param`` ``slug``) for ``summary.json``; cached 10 s too.
 - ``summary.json`` answers every response with ``Access-Control-Allow-Origin: *``.
@@ -74,7 +75,7 @@ __all__ = [
 CACHE_CONTROL = "public, max-age=10"
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; "
-    "form-action 'none'"
+    "form-action 'self'"
 )
 HTML = "text/html; charset=utf-8"
 PAGE_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
