@@ -13,7 +13,8 @@ and adds ``nodes`` (`cluster_section`):
   arrivals per monitor and grid slot: two nodes probing one monitor give a slot two
   arrivals (``monitors_with_duplicate_arrivals``; ``monitors_at_twice_expected``: as
   many arrivals as two nodes would send); the store is read for consecutive checks of
-  a monitor closer than half an interval (``stored_duplicates``). Each node's own count
+  a monitor closer than half an interval, whole-second rounding aside, or one
+  probe's row twice (``stored_duplicates``, `bench.nodes.stored_gaps`). Each node's own count
   of checks equals the arrivals at its monitors when it probed only those.
 - ``failover`` (``--kill-node``): the longest gap per monitor between two consecutive probes
   (arrivals at its target, the later one in the window, or to the window's end when it was

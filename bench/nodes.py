@@ -162,16 +162,27 @@ async def stored_gaps(
     """Per monitor index: consecutive stored checks closer than half ``interval``, the
     later one in the window or after it, and the same over the whole run; the longest
     gap (seconds) ending at a check of the window or later. With ``region``, only that
-    region's checks (``--regions``: each region probes every monitor)."""
+    region's checks (``--regions``: each region probes every monitor).
+
+    A check's ``created`` is whole seconds, so two checks of consecutive grid slots can
+    share a second (at a 1-s interval, a slot at .995 s and the next probe 10 ms late;
+    or a monitor taken over, checked at once and again at a grid point half an interval
+    later). A pair counts when its ``created`` seconds differ by less than half an
+    interval less one second (closer than half an interval whatever the rounding), or
+    when both rows have the same second and the same response time (one probe's row
+    written twice: two probes never take the same microseconds)."""
     index_of = {monitor_id: index for index, monitor_id in ids.items()}
     rows = await _rows(
         bench_db,
-        "SELECT monitor_id, count(*) FILTER (WHERE gap < $1::float8) AS close_all, "
-        "count(*) FILTER (WHERE gap < $1::float8 AND created >= $2) AS close, "
+        "SELECT monitor_id, count(*) FILTER (WHERE twice) AS close_all, "
+        "count(*) FILTER (WHERE twice AND created >= $2) AS close, "
         "max(gap) FILTER (WHERE created >= $2) AS longest FROM ("
-        " SELECT monitor_id, created, created - lag(created) OVER"
-        " (PARTITION BY monitor_id ORDER BY created) AS gap FROM checks"
-        " WHERE $3::text IS NULL OR region = $3) g "
+        " SELECT monitor_id, created, gap, gap < $1::float8 - 1"
+        "  OR (gap = 0 AND response_time_ms = previous_ms) AS twice FROM ("
+        "  SELECT monitor_id, created, response_time_ms,"
+        "   created - lag(created) OVER w AS gap, lag(response_time_ms) OVER w AS previous_ms"
+        "  FROM checks WHERE $3::text IS NULL OR region = $3"
+        "  WINDOW w AS (PARTITION BY monitor_id ORDER BY created, response_time_ms)) c) g "
         "GROUP BY monitor_id",
         interval / 2,
         math.ceil(window_start),

@@ -329,7 +329,8 @@ async def mint_tokens(
 ) -> list[str]:
     """``count`` API tokens with every permission for ``account``, each made by
     ``uptrio tokens create`` (60 s at most each, ``env`` added to the environment: the
-    nodes' shared ``UPTRIO_JWT_SECRET``), as an operator would.
+    nodes' shared ``UPTRIO_JWT_SECRET``), as an operator would: the first alone, the
+    others side by side once the database is migrated.
 
     Raises:
         subprocess.CalledProcessError: the command failed.
@@ -338,8 +339,9 @@ async def mint_tokens(
     command += ["--data-dir", str(data_dir)]
     if database_url:
         command += ["--database-url", database_url]
-    minted = []
-    for _ in range(count):
+    minted: list[str] = [""] * count
+
+    async def mint(k: int) -> None:
         with trio.fail_after(60):
             done = await trio.run_process(
                 command,
@@ -347,5 +349,11 @@ async def mint_tokens(
                 capture_stderr=True,
                 env={**os.environ, **(env or {})},
             )
-        minted.append(bytes(done.stdout).decode().strip())
+        minted[k] = bytes(done.stdout).decode().strip()
+
+    if count:
+        await mint(0)  # alone: it may migrate, or start the embedded server and stop it
+    async with trio.open_nursery() as nursery:
+        for k in range(1, count):
+            nursery.start_soon(mint, k)
     return minted

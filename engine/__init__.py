@@ -31,6 +31,7 @@ from .mailbox import Mailbox
 from .monitor import EngineStatistics, probe_spec
 from .notifier import NotifierSettings, run_notifier
 from .observer import CheckObserver
+from .page_mailer import run_page_mailer
 from .policy import TargetPolicy
 from .probes import (
     MAX_ASSERTIONS,
@@ -150,6 +151,7 @@ __all__ = [
     "run_leases",
     "run_listener",
     "run_notifier",
+    "run_page_mailer",
     "run_shift_reminders",
     "run_webhook_sender",
     "run_window_walk",

@@ -28,6 +28,8 @@ connection and in the same transaction:
   ``alert.triggered``, and, when the policy's first step waits 0 s, writes that step's
   notifications too; a move into ``up`` resolves the open alert (pending pages
   cancelled, acknowledge links dead, ``resolved`` notices, ``alert.resolved``);
+* writes the mails of status page subscribers about the incidents it opened and resolved
+  (``store.page_notices.ENGINE_NOTICES_CTE``; docs/status-pages.md, "Subscribers");
 * holds back the incident and the alert of a move into ``down`` at an instant inside an
   open occurrence of a maintenance window with ``suppress_alerts`` covering the resource
   (docs/maintenance.md, "Alerts held back"; the window is read in the round's own
@@ -57,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import alerts, quorum
+from . import alerts, page_notices, quorum
 from .coverage import in_maintenance_sql, open_windows_sql
 from .database import Connection
 
@@ -112,6 +114,7 @@ alert_closing AS (
 {resolve_alerts},
 {raise_alert},
 {remember},
+{page_mailed},
 written AS (
 INSERT INTO events (id, account_id, type, resource_id, created, object, previous)
 SELECT new_id('evt'), account_id, type, resource_id, created, object, previous FROM (
@@ -172,6 +175,7 @@ class MoveSource:
             raise_alert=alerts.RAISE_CTE,
             remember=self.remember,
             resolved_events=alerts.RESOLVED_EVENTS,
+            page_mailed=page_notices.ENGINE_NOTICES_CTE,
         )
 
 

@@ -106,7 +106,8 @@ class Family(Generic[ItemT, MoveT]):
 
 
 _FAMILIES: dict[str, Family[Any, Any]] = {}
-"""Every registered family by name, in registration order (filled at import)."""
+"""Every registered family by name (filled at import, in whatever order the modules are
+imported: nothing depends on it)."""
 
 
 def register(family: Family[ItemT, MoveT]) -> Family[ItemT, MoveT]:
@@ -136,7 +137,9 @@ class Part:
 
 
 def split(items: Iterable[Item], moves: Iterable[Move]) -> list[Part]:
-    """``items`` and ``moves`` grouped by family, in registration order (one pass).
+    """``items`` and ``moves`` grouped by family, the parts in the order of the families'
+    names (one pass), so every batch of every node writes its families in one order
+    whatever order their modules were imported in.
 
     Raises:
         KeyError: an item or a move of a family never registered (a bug).
@@ -148,8 +151,7 @@ def split(items: Iterable[Item], moves: Iterable[Move]) -> list[Part]:
         _part(parts, move.family).moves.append(move)
     if len(parts) < 2:
         return list(parts.values())
-    order = {name: rank for rank, name in enumerate(_FAMILIES)}
-    return sorted(parts.values(), key=lambda part: order[part.family.name])
+    return sorted(parts.values(), key=lambda part: part.family.name)
 
 
 def _part(parts: dict[str, Part], name: str) -> Part:

@@ -35,6 +35,7 @@ PREFIXES = frozenset(
         "mnt",
         "sch",
         "ovr",
+        "sub",
     }
 )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from . import page_notices
 from .database import Connection
 from .errors import TimelineFull
 from .events import EventCause, record_event
@@ -75,7 +76,7 @@ async def insert_incident(
         connection, table="incidents", columns=_COLUMNS, select=_SELECT, values=values
     )
     record = IncidentRecord.from_row(row)
-    await _append(connection, record, record.description, record.created)
+    await _append(connection, record, record.description, record.created, first=True)
     await record_event(
         connection,
         type="incident.created",
@@ -244,8 +245,17 @@ async def delete_incident(
 
 
 async def _append(
-    connection: Connection, incident: IncidentRecord, message: str | None, created: int
+    connection: Connection,
+    incident: IncidentRecord,
+    message: str | None,
+    created: int,
+    *,
+    first: bool = False,
 ) -> IncidentUpdateRecord:
+    """Append one timeline entry (``first``: the incident's first, its description) and,
+    in the same transaction, the mails it sends to status page subscribers
+    (``store.page_notices``)."""
+    await page_notices.incident_notice(connection, incident, message, created, first=first)
     row = await connection.fetchrow(
         "INSERT INTO incident_updates AS t (id, account_id, incident_id, status, message, "
         f"created) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_UPDATE_COLUMNS}",

@@ -49,18 +49,26 @@ _COLUMNS = (
     "suppressed_by",
     "regions",
     "region_quorum",
+    "badge_key",
 )
-_NOT_RUN_BY = ("status", "updated", "escalation_policy", "depends_on", "suppressed_by")
+_NOT_RUN_BY = (
+    "status",
+    "updated",
+    "escalation_policy",
+    "depends_on",
+    "suppressed_by",
+    "badge_key",
+)
 _SETTINGS_DIGEST = (
     "hashtextextended(row("
     + ", ".join(f"t.{c}" for c in _COLUMNS if c not in _NOT_RUN_BY)
     + f", {paused_until_sql('t.id')})::text, 0)"
 )
 """A 64-bit hash of what an actor runs by (every column but the ones the store moves on
-its own, status, ``updated`` and ``suppressed_by``, and the alerting's columns,
-``escalation_policy`` and ``depends_on``; and until when a maintenance window pauses its
-checks, so a reconciliation catches a pause whose notification was lost);
-``MonitorRecord.settings_digest``."""
+its own, status, ``updated`` and ``suppressed_by``, the alerting's columns,
+``escalation_policy`` and ``depends_on``, and ``badge_key``; and until when a maintenance
+window pauses its checks, so a reconciliation catches a pause whose notification was
+lost); ``MonitorRecord.settings_digest``."""
 
 
 def _select(region: str | None = None) -> str:

@@ -130,6 +130,9 @@ class MonitorRecord(_FromRow):
     """Each region's view (``up``, ``down``, ``pending`` or ``unknown``: not heard for
     more than two intervals and 10 s; ``store.quorum``), computed by the read; None
     without regions."""
+    badge_key: str | None = field(default=None, metadata={"internal": True})
+    """The secret of its public badge URLs (32 hex digits; ``store.badges``), or None:
+    badges off. Not part of an event's snapshot (events never carry it)."""
     in_maintenance: bool = False
     """Whether an occurrence of a maintenance window covers it now (``store.coverage``;
     computed by the read, not a column)."""

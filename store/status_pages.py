@@ -253,9 +253,13 @@ class PublicPage:
     maintenance: page_maintenance.PageMaintenance
 
 
-async def public_page(connection: Connection, slug: str, now: int) -> PublicPage | None:
+async def public_page(
+    connection: Connection, slug: str, now: int, *, bars: bool = True
+) -> PublicPage | None:
     """Everything the public page of ``slug`` shows at ``now`` (epoch seconds), or None
-    when no page has that slug (module docstring: six queries, no raw checks)."""
+    when no page has that slug (module docstring: six queries, no raw checks). With
+    ``bars`` False, query 3 is skipped and every day reads ``(0, 0)``: for what shows no
+    daily figures (the page's feeds, docs/status-pages.md, Feeds)."""
     row = await connection.fetchrow(f"SELECT {_SELECT} FROM status_pages t WHERE t.slug = $1", slug)
     if row is None:
         return None
@@ -284,19 +288,20 @@ async def public_page(connection: Connection, slug: str, now: int) -> PublicPage
     ids = list(monitors)
 
     days = {m: [(0, 0)] * DAYS for m in ids}
-    for r in await connection.fetch(
-        "SELECT monitor_id, hour - hour % 86400 AS day, sum(up_seconds)::bigint AS up, "
-        "sum(down_seconds)::bigint AS down FROM check_rollups "
-        "WHERE monitor_id = ANY($1::text[]) AND hour >= $2 GROUP BY 1, 2",
-        ids,
-        first,
-    ):
-        k = (int(r["day"]) - first) // DAY_SECONDS
-        if 0 <= k < DAYS:
-            days[r["monitor_id"]][k] = (int(r["up"]), int(r["down"]))
-    for monitor_id, monitor in monitors.items():
-        if monitor.status in ("up", "down"):
-            _add_open_period(days[monitor_id], monitor, first, counted[monitor_id])
+    if bars:  # the daily figures
+        for r in await connection.fetch(
+            "SELECT monitor_id, hour - hour % 86400 AS day, sum(up_seconds)::bigint AS up, "
+            "sum(down_seconds)::bigint AS down FROM check_rollups "
+            "WHERE monitor_id = ANY($1::text[]) AND hour >= $2 GROUP BY 1, 2",
+            ids,
+            first,
+        ):
+            k = (int(r["day"]) - first) // DAY_SECONDS
+            if 0 <= k < DAYS:
+                days[r["monitor_id"]][k] = (int(r["up"]), int(r["down"]))
+        for monitor_id, monitor in monitors.items():
+            if monitor.status in ("up", "down"):
+                _add_open_period(days[monitor_id], monitor, first, counted[monitor_id])
 
     rows = await connection.fetch(
         f"(SELECT {_INCIDENT_SELECT} FROM incidents t "

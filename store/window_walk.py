@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import page_notices
 from .alerting import HEARTBEAT_MOVES, MONITOR_MOVES, apply_moves
 from .database import Connection
 from .events import record_event
@@ -106,6 +107,9 @@ async def _event(connection: Connection, row: Any, type: str, at: int) -> list[s
     if record is None:  # deleted meanwhile: the rows went with it
         return []
     await record_event(connection, type=type, record=record, created=at, cause=None)
+    kind = type.rpartition(".")[2]
+    ends_at = int(row["ends_at"])
+    await page_notices.maintenance_notice(connection, record, kind, row["starts_at"], ends_at, at)
     return record.monitors
 
 

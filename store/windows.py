@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import page_notices
 from .database import Connection
 from .errors import StoreError
 from .events import EventCause
@@ -182,6 +183,17 @@ async def insert_window(
     await _materialize(connection, row["id"], _schedule(row), now, now + HORIZON_SECONDS)
     record = await get_window(connection, row["account_id"], row["id"])
     assert record is not None
+    first = await connection.fetchrow(
+        "SELECT starts_at, ends_at FROM maintenance_occurrences WHERE window_id = $1 "
+        "AND starts_at > $2 ORDER BY starts_at LIMIT 1",
+        record.id,
+        now,
+    )
+    if first is not None:  # subscribers hear of the next occurrence (docs/status-pages.md)
+        starts_at, ends_at = int(first["starts_at"]), int(first["ends_at"])
+        await page_notices.maintenance_notice(
+            connection, record, "scheduled", starts_at, ends_at, now
+        )
     return record
 
 

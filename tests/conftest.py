@@ -83,17 +83,31 @@ and ``make test`` runs them after the others (``-m "not alone"`` then ``-m alone
 second."""
 
 
+_LONG_FIRST = ("tests/web/test_schemathesis.py", "tests/web/test_permissions.py")
+"""Modules of the rest whose tests take the longest (40 s or more each module): handed out
+right after the two groups, so that none of them starts last and runs on alone while
+the other workers are done (the longest first is the usual rule for the shortest
+finish)."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the tests of :data:`_PROCESS_TESTS` in their ``xdist_group`` (a no-op without
     xdist) and mark those of :data:`_ALONE_TESTS` ``alone``; first, so that ``-m`` sees
-    the mark."""
+    the mark. Then order them: the groups' tests, :data:`_LONG_FIRST`, the rest, each
+    part in collection order (xdist hands out work in this order)."""
+    rank: dict[str, int] = {}
     for item in items:
+        rank[item.nodeid] = 2
         for group, prefixes in _PROCESS_TESTS.items():
             if item.nodeid.startswith(prefixes):
                 item.add_marker(pytest.mark.xdist_group(group))
+                rank[item.nodeid] = 0
+        if item.nodeid.startswith(_LONG_FIRST):
+            rank[item.nodeid] = 1
         if item.nodeid.startswith(_ALONE_TESTS):
             item.add_marker(pytest.mark.alone)
+    items.sort(key=lambda item: rank[item.nodeid])
 
 
 def _with_database(url: str, name: str) -> str:

@@ -8,6 +8,7 @@ email through the server's relay) and answers an `Attempt`; `validate_config` an
 `mask_config` serve the API of ``/notification-channels``.
 """
 
+from ._email import send_mail, sender_of
 from ._message import (
     Attempt,
     ChannelSettings,
@@ -27,6 +28,8 @@ __all__ = [
     "SmtpNotConfigured",
     "mask_config",
     "send",
+    "send_mail",
+    "sender_of",
     "shift_summary",
     "validate_config",
 ]

@@ -35,7 +35,7 @@ import trio_asyncio
 from ._channel_type import ChannelType, Key
 from ._message import Attempt, ChannelSettings, Message, facts, headline
 
-__all__ = ["EMAIL", "Relay", "compose", "parse_smtp_url"]
+__all__ = ["EMAIL", "Relay", "compose", "parse_smtp_url", "send_mail", "sender_of"]
 
 _TEMPLATES = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
 
@@ -129,13 +129,35 @@ async def deliver(
     """
     if settings.smtp_url is None:
         return Attempt.failed("smtp_not_configured: this server has no --smtp-url")
+    try:
+        relay = parse_smtp_url(settings.smtp_url)
+    except ValueError as exc:
+        return Attempt.failed(f"smtp_not_configured: {exc}")
+    mail = compose(config["address"], message, sender_of(settings, relay))
+    return await send_mail(mail, settings)
+
+
+def sender_of(settings: ChannelSettings, relay: Relay) -> str:
+    """The sender address of mails: ``--smtp-from``, else ``uptrio@<relay host>``."""
+    return settings.smtp_from or f"uptrio@{relay.host}"
+
+
+async def send_mail(mail: EmailMessage, settings: ChannelSettings) -> Attempt:
+    """Send ``mail`` (addressed already) through the relay of ``settings`` under
+    ``settings.timeout_seconds`` (module docstring); also the page mailer's
+    (``engine.page_mailer``).
+
+    Returns:
+        the `Attempt`, as :func:`deliver` tells. Never raises for the relay's doing;
+        `trio.Cancelled` passes.
+    """
+    if settings.smtp_url is None:
+        return Attempt.failed("smtp_not_configured: this server has no --smtp-url")
     started = time.perf_counter()
     try:
         relay = parse_smtp_url(settings.smtp_url)
     except ValueError as exc:
         return Attempt.failed(f"smtp_not_configured: {exc}")
-    sender = settings.smtp_from or f"uptrio@{relay.host}"
-    mail = compose(config["address"], message, sender)
     tls = settings.ssl_context if settings.ssl_context is not None else ssl.create_default_context()
     timeout = settings.timeout_seconds
 

@@ -79,7 +79,7 @@ async def test_restarts_under_load_lose_no_check_and_keep_every_phase(db: Databa
             assert ready.status_code == 200, ready.text
             listing = {s.name: s for s in service.supervisors()}
             assert {"root", "engine", "shard-0", "shard-3"} <= set(listing)
-            assert listing["root"].children == 10 and listing["engine"].children == 4
+            assert listing["root"].children == 11 and listing["engine"].children == 4
         # Left normally: web, engine, then the store flushed everything.
 
         produced = stats.checks

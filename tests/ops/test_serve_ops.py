@@ -211,9 +211,9 @@ async def _story_sigterm(
     status, out, err = await _uptrio("supervisors", "list", "--data-dir", str(data_dir))
     assert status == 0, err
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
-    # root: maintenance, store, leases, engine, listener, webhooks, notifier, escalations,
-    # windows, reminders, limits, idempotency, web
-    assert rows["root"][1:3] == ["running", "13"] and rows["engine"][1:3] == ["running", "8"]
+    # root: maintenance, store, leases, engine, listener, webhooks, notifier, page_mailer,
+    # escalations, windows, reminders, limits, idempotency, web
+    assert rows["root"][1:3] == ["running", "14"] and rows["engine"][1:3] == ["running", "8"]
     shards = [rows[f"shard-{i}"] for i in range(8)]
     # each shard's children: its monitor actors and its heartbeat group (engine.shard)
     assert sum(int(r[2]) for r in shards) == MONITORS + 8 and all(r[3] == "0" for r in shards)

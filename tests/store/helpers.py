@@ -227,3 +227,51 @@ async def new_window(
         "monitors": resources,
     } | fields
     return await db.transaction(windows.insert_window, values, now=now)
+
+
+async def known_history(
+    db: Database,
+    created: int,
+    *,
+    response_time_ms: float,
+    metadata: dict[str, str] | None = None,
+) -> str:
+    """A monitor of account acme (returns its id) created at ``created`` (epoch seconds):
+    up at ``created``, down 3000 s later, up again 600 s after that; a check every 300 s
+    for 2 h, ``response_time_ms`` each, written through the store's batch path (so over a
+    range holding those 2 h: 6600 s up, 600 s down, 24 checks, 2 failed)."""
+    record = await new_monitor(db, created=created, interval_seconds=300, metadata=metadata)
+    times = list(range(created, created + 2 * 3600, 300))
+    await db.run(checks.ensure_partitions, times[0], times[-1], 86_400)
+    down = range(created + 3000, created + 3600)
+    records = [
+        CheckRecord(
+            id=new_check_id(t),
+            monitor_id=record.id,
+            status="down" if t in down else "up",
+            response_time_ms=response_time_ms,
+            status_code=None,
+            error_code="timeout" if t in down else None,
+            error_message="late" if t in down else None,
+            created=t,
+        )
+        for t in times
+    ]
+    by_time = {r.created: r for r in records}
+    changes = [
+        StatusChange(
+            monitor_id=record.id,
+            check_id=by_time[t].id,
+            from_status=before,
+            to_status=after,
+            run_epoch=record.run_epoch,
+            created=t,
+        )
+        for t, before, after in (
+            (created, "pending", "up"),
+            (created + 3000, "up", "down"),
+            (created + 3600, "down", "up"),
+        )
+    ]
+    await db.transaction(checks.write_check_batch, records, changes)
+    return record.id

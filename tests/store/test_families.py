@@ -76,7 +76,7 @@ async def _write_notes(connection: Connection, items: Sequence[_Note], moves: Se
 NOTES = register(Family(name="test-notes", write=_write_notes))
 
 
-def test_a_family_registers_once_and_parts_follow_the_registration_order() -> None:
+def test_a_family_registers_once_and_parts_follow_the_families_names() -> None:
     with pytest.raises(ValueError, match="registered already"):
         register(Family(name="test-notes", write=_write_notes))
     note = _Note(resource_id="res_1", text="hello", queued_at=0.0)

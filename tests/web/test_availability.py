@@ -13,15 +13,11 @@ from typing import Any
 import trio
 
 from store import (
-    CheckRecord,
     Database,
-    StatusChange,
-    checks,
-    new_check_id,
 )
 from tests.api import Api
 from tests.conftest import MakeToken
-from tests.store.helpers import new_monitor, write_checks
+from tests.store.helpers import known_history, new_monitor, write_checks
 from tests.web.status_helpers import Clock
 from web.api.history import AvailabilityObject, CheckList
 from web.http.deps import Dependencies
@@ -33,44 +29,9 @@ _SECONDS = ("up_seconds", "down_seconds", "paused_seconds", "unknown_seconds")
 
 
 async def _history(db: Database, created: int) -> str:
-    """A monitor of account acme: up at ``created``, down 3000 s later, up again 600 s
-    after that; a check every 300 s, 1.5 ms each."""
-    record = await new_monitor(db, created=created, interval_seconds=300, metadata={"secret": "x"})
-    times = list(range(created, created + 2 * HOUR, 300))
-    await db.run(checks.ensure_partitions, times[0], times[-1], 86_400)
-    down = range(created + 3000, created + 3600)
-    records = [
-        CheckRecord(
-            id=new_check_id(t),
-            monitor_id=record.id,
-            status="down" if t in down else "up",
-            response_time_ms=1.5,
-            status_code=None,
-            error_code="timeout" if t in down else None,
-            error_message="late" if t in down else None,
-            created=t,
-        )
-        for t in times
-    ]
-    moves = [
-        (created, "pending", "up"),
-        (created + 3000, "up", "down"),
-        (created + 3600, "down", "up"),
-    ]
-    by_time = {r.created: r for r in records}
-    changes = [
-        StatusChange(
-            monitor_id=record.id,
-            check_id=by_time[t].id,
-            from_status=before,
-            to_status=after,
-            run_epoch=record.run_epoch,
-            created=t,
-        )
-        for t, before, after in moves
-    ]
-    await db.transaction(checks.write_check_batch, records, changes)
-    return record.id
+    """:func:`~tests.store.helpers.known_history` of 1.5 ms checks, with metadata that
+    must never leave."""
+    return await known_history(db, created, response_time_ms=1.5, metadata={"secret": "x"})
 
 
 async def test_availability_of_a_known_history(

@@ -57,7 +57,7 @@ async def raw_post(api: Api, path: str, data: bytes, method: str = "POST") -> tu
 
 MASS_ASSIGNED = [
     "id", "object", "status", "created", "updated", "account", "account_id",
-    "last_checked_at", "run_epoch", "admin",
+    "last_checked_at", "run_epoch", "admin", "badge_key",
 ]  # fmt: skip
 
 

@@ -47,6 +47,8 @@ ENDPOINTS: list[tuple[str, str, str | tuple[str, ...], str, Any, int]] = [
     ("PATCH", "/monitors/{mon}", "monitors.update", "update monitor", {"name": "n"}, 200),
     ("POST", "/monitors/{mon}/pause", "monitors.update", "pause monitor", None, 200),
     ("POST", "/monitors/{mon}/resume", "monitors.update", "resume monitor", None, 200),
+    ("POST", "/monitors/{mon}/badge-key", "monitors.update", "rotate badge key", None, 200),
+    ("DELETE", "/monitors/{mon}/badge-key", "monitors.update", "delete badge key", None, 200),
     ("DELETE", "/monitors/{mon}", "monitors.delete", "delete monitor", None, 204),
     ("GET", "/incidents", "incidents.read", "list incidents", None, 200),
     ("GET", "/incidents/{inc}", "incidents.read", "get incident", None, 200),

@@ -92,6 +92,7 @@ def _monitor(m: dict[str, Any], **changed: Any) -> dict[str, Any]:
         "suppressed_by": None,
         "in_maintenance": False,
         "last_checked_at": None,
+        "badge_key": None,
         "created": m["created"],
         "updated": m["updated"],
         "metadata": {"team": "core"},

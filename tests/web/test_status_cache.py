@@ -201,3 +201,19 @@ async def test_the_ttl_is_injectable(autojump_clock: trio.testing.MockClock, ttl
         await cache.get("acme", render)
         assert render.calls == 2
         assert isinstance(RenderFailed("x"), Exception)
+
+
+async def test_forget_drops_the_copies_of_a_prefix_and_their_bytes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(30):
+        cache, render = PageCache(clock=Clock(0.0)), Renderer(seconds=0.0)
+        for slug in ("badge:k1:status", "badge:k1:uptime-30", "badge:k2:status", "acme"):
+            await cache.get(slug, render)
+        before = cache.statistics().bytes
+        assert cache.forget("badge:k1:") == 2
+        after = cache.statistics()
+        assert after.entries == 2 and 0 < after.bytes < before
+        await cache.get("badge:k1:status", render)  # fresh copies were dropped: rendered again
+        await cache.get("badge:k2:status", render)  # the others kept theirs
+        assert render.calls == 5

@@ -179,7 +179,7 @@ async def down_client(deps: Dependencies, asyncio_loop: None) -> AsyncIterator[T
             yield test_app.test_client()
 
 
-async def test_with_the_database_down_and_nothing_cached_both_routes_answer_503(
+async def test_with_the_database_down_and_nothing_cached_the_routes_answer_503(
     down_client: TestClientProtocol,
 ) -> None:
     with trio.fail_after(30):
@@ -202,6 +202,11 @@ async def test_with_the_database_down_and_nothing_cached_both_routes_answer_503(
         assert headers["Content-Type"] == "text/html; charset=utf-8"
         assert "default-src 'none'" in headers["Content-Security-Policy"]
         assert parse(html).one("status-unavailable").attrs["data-state"] == "unavailable"
+        for feed in ("feed.atom", "feed.rss"):  # the page's 503 (docs/status-pages.md, Feeds)
+            got_status, got_headers, got_html = await fetch(down_client, f"/status/acme/{feed}")
+            assert (got_status, got_html) == (status, html)
+            for name in ("Retry-After", "Content-Type", "Cache-Control"):
+                assert got_headers[name] == headers[name]
 
 
 async def _page(api: Api) -> str:

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from store import IncidentRecord, status_pages
+from store import IncidentRecord, page_maintenance, status_pages
 from web.public.status_view import (
     component_state,
     day_level,
     format_percent,
     overall_state,
+    public_maintenance,
     public_message,
     public_title,
 )
@@ -159,3 +160,17 @@ def test_state_colours_meet_wcag_aa_contrast_as_text_and_behind_white_text() -> 
         assert _contrast(colour, palette["bg"]) >= 4.5, name
         assert _contrast(colour, "#ffffff") >= 4.5, name
     assert _contrast(palette["fg"], palette["bg"]) >= 7
+
+
+def test_an_occurrence_is_scheduled_in_progress_then_completed() -> None:
+    m = page_maintenance.PublicMaintenance(
+        title="Upgrade", description=None, starts_at=100, ends_at=200, monitors=["m2"], key="k"
+    )
+    components = [
+        {"monitor": "m1", "name": "Website", "group": None},
+        {"monitor": "m2", "name": "Database", "group": None},
+    ]
+    statuses = [public_maintenance(m, components, now)["status"] for now in (99, 100, 199, 200)]
+    assert statuses == ["scheduled", "in_progress", "in_progress", "completed"]
+    shown = public_maintenance(m, components, 150)
+    assert shown["components"] == ["Database"] and "key" not in shown

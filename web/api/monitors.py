@@ -209,6 +209,11 @@ class MonitorObject(BaseModel):
         description="Whether an occurrence of a maintenance window covers it now."
     )
     last_checked_at: int | None = Field(description="Epoch seconds of the latest check.")
+    badge_key: str | None = Field(
+        description="The secret of its public badges (`/badges/{badge_key}/status.svg`, "
+        "`uptime.svg`, `response-time.svg`; docs/badges.md), or null: badges off. Set or "
+        "rotated by `POST /monitors/{id}/badge-key`; events show it as null."
+    )
     created: int
     updated: int
     metadata: dict[str, str]

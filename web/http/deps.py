@@ -74,10 +74,10 @@ class WebSettings:
             trickled at a byte a second hold a connection for a minute; docs/api.md, Time
             limits on a connection); past it the answer is 408 ``body_timeout`` and the
             connection is closed.
-        public_url: the base of heartbeats' ``ping_url`` (``--public-url``, e.g.
-            ``https://uptrio.example.com``); None: the base URL each API request came to
-            (its scheme and ``Host``), and the address the service listens on in webhook
-            deliveries.
+        public_url: the base of heartbeats' ``ping_url`` and of the status page feeds'
+            links (``--public-url``, e.g. ``https://uptrio.example.com``); None: the base
+            URL each request came to (its scheme and ``Host``), and the address the
+            service listens on in webhook deliveries.
         pings_per_minute: pings one ping key may send per rolling minute
             (``--pings-per-minute``, default 60); past it a ping gets 429.
         status_cache_bytes: memory the cache of rendered public status pages may hold,

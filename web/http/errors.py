@@ -298,6 +298,11 @@ CODES: dict[str, tuple[int, str]] = {
         "A public status page's summary.json cannot be read right now (the database is "
         "down) and no copy of it is cached; retry after Retry-After seconds.",
     ),
+    "badge_unavailable": (
+        503,
+        "A public badge cannot be read right now (the database is down) and no copy of it "
+        "is cached; retry after Retry-After seconds.",
+    ),
 }
 """Every error code: its HTTP status and when it occurs (copied into docs/api.md, Error codes)."""
 

@@ -48,6 +48,7 @@ __all__ = [
     "PageCache",
     "RenderFailed",
     "Rendered",
+    "badge_prefix",
     "etag_of",
 ]
 
@@ -59,6 +60,13 @@ ENTRY_OVERHEAD_BYTES = 512
 objects holding them, so that unknown slugs (empty bodies) count too."""
 
 log = structlog.get_logger("uptrio.web")
+
+
+def badge_prefix(key: str) -> str:
+    """What the slugs of badge key ``key``'s badges start with in the cache
+    (:mod:`web.public.badges`; a key is hex, and the ``:`` keeps them apart from status
+    page slugs, which cannot hold one)."""
+    return f"badge:{key}:"
 
 
 def etag_of(body: bytes) -> str:
@@ -220,6 +228,15 @@ class PageCache:
         finally:
             del self._flights[slug]
             flight.done.set()
+
+    def forget(self, prefix: str) -> int:
+        """Drop every copy whose slug starts with ``prefix`` (a revoked badge key's
+        badges: docs/badges.md), so the next reader renders it again; returns how many.
+        A render already under way still stores what it read."""
+        dropped = [slug for slug in self._entries if slug.startswith(prefix)]
+        for slug in dropped:
+            self._bytes -= self._entries.pop(slug).size
+        return len(dropped)
 
     def _keep(self, slug: str, entry: _Entry) -> None:
         """Hold ``entry`` as the most recently read copy of ``slug``, then drop the least

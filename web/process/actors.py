@@ -23,6 +23,7 @@ from engine import (
     EngineHandle,
     EngineStatistics,
     Holding,
+    NotifierSettings,
     Prober,
     RestartType,
     WalkerSettings,
@@ -31,6 +32,7 @@ from engine import (
     run_leases,
     run_listener,
     run_notifier,
+    run_page_mailer,
     run_shift_reminders,
     run_webhook_sender,
     run_window_walk,
@@ -188,16 +190,23 @@ def _webhooks(p: Parts) -> ChildSpec:
     return ChildSpec(child_id="webhooks", start=start)
 
 
-def _notifier(p: Parts) -> ChildSpec:
+def _mail_settings(p: Parts) -> NotifierSettings:
+    """The notifier's settings with the base of its links: ``--public-url``, else the
+    first address the API listens on."""
     binds = p.server.binds if p.server is not None else []
     public_url = p.settings.web.public_url or (binds[0] if binds else "")
-    start = partial(
-        run_notifier,
-        p.db.with_deadline(NOTIFIER_DATABASE_DEADLINE_SECONDS),
-        replace(p.settings.notifier, public_url=public_url),
-        policy=p.settings.target_policy,
-    )
+    return replace(p.settings.notifier, public_url=public_url)
+
+
+def _notifier(p: Parts) -> ChildSpec:
+    db = p.db.with_deadline(NOTIFIER_DATABASE_DEADLINE_SECONDS)
+    start = partial(run_notifier, db, _mail_settings(p), policy=p.settings.target_policy)
     return ChildSpec(child_id="notifier", start=start)
+
+
+def _page_mailer(p: Parts) -> ChildSpec:
+    db = p.db.with_deadline(NOTIFIER_DATABASE_DEADLINE_SECONDS)
+    return ChildSpec(child_id="page_mailer", start=partial(run_page_mailer, db, _mail_settings(p)))
 
 
 def _walker(
@@ -261,6 +270,12 @@ ACTORS: tuple[Actor, ...] = (
         work="every node (notifications claimed FOR UPDATE SKIP LOCKED)",
         runs=lambda p: True,
         child=_notifier,
+    ),
+    Actor(
+        name="page_mailer",
+        work="every node (subscriber mails claimed FOR UPDATE SKIP LOCKED)",
+        runs=lambda p: True,
+        child=_page_mailer,
     ),
     Actor(
         name="escalations",

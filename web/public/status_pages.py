@@ -18,7 +18,8 @@ Responses:
   ``-gzip`` added for the gzip one), ``Cache-Control: public, max-age=10``; a request
   whose ``If-None-Match`` holds that ETag (or ``*``) gets a 304 with no body. The HTML
   carries a ``Content-Security-Policy`` that allows no script and nothing from
-  elsewhere (only its inline style).
+  elsewhere (only its inline style), and forms only to this service (the subscribe form,
+  :mod:`web.public.subscriptions`).
 - 404 for a slug that names no page: an HTML page, or the API's error object
   (``resource_missing``, ``param`` ``slug``) for ``summary.json``; cached 10 s too.
 - ``summary.json`` answers every response with ``Access-Control-Allow-Origin: *``.
@@ -58,14 +59,27 @@ from ..http.errors import ApiError, error_body
 from ..http.page_cache import MISSING, Rendered, RenderFailed
 from .status_view import format_percent, summary
 
-__all__ = ["CSP", "HTML", "TEMPLATES", "add_status_page_routes", "render_page"]
+__all__ = [
+    "CACHE_CONTROL",
+    "CSP",
+    "HTML",
+    "PAGE_HEADERS",
+    "TEMPLATES",
+    "add_status_page_routes",
+    "json_error",
+    "missing_page",
+    "render_page",
+    "unavailable_page",
+]
 
 CACHE_CONTROL = "public, max-age=10"
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; "
-    "form-action 'none'"
+    "form-action 'self'"
 )
 HTML = "text/html; charset=utf-8"
+PAGE_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
+"""Headers of every answer of ``GET /status/<slug>``, whatever its status."""
 
 
 def _utc(epoch: int) -> str:
@@ -178,29 +192,18 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
 
     @app.route("/status/<slug>", methods=["GET"], provide_automatic_options=False)
     async def status_page(slug: str) -> Response:
-        page_headers = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
         try:
             page = await rendered(slug)
         except (RenderFailed, StoreError):
-            return Response(
-                _UNAVAILABLE_HTML,
-                status=503,
-                headers={"Retry-After": "5", "Cache-Control": "no-store", **page_headers},
-                content_type=HTML,
-            )
+            return unavailable_page()
         if not page.found:
-            return Response(
-                _MISSING_HTML,
-                status=404,
-                headers={"Cache-Control": CACHE_CONTROL, **page_headers},
-                content_type=HTML,
-            )
+            return missing_page()
         return answer(
             page.html,
             page.html_gzip,
             page.html_etag,
             HTML,
-            page_headers,
+            PAGE_HEADERS,
             cache_control=CACHE_CONTROL,
         )
 
@@ -213,10 +216,10 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
             error = ApiError(
                 "status_page_unavailable", "the page cannot be read right now; retry later"
             )
-            return _error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
+            return json_error(error, {**cors, "Retry-After": "5", "Cache-Control": "no-store"})
         if not page.found:
             error = ApiError("resource_missing", "no such status page", param="slug")
-            return _error(error, {**cors, "Cache-Control": CACHE_CONTROL})
+            return json_error(error, {**cors, "Cache-Control": CACHE_CONTROL})
         return answer(
             page.json,
             page.json_gzip,
@@ -227,7 +230,23 @@ def add_status_page_routes(app: QuartTrio, deps: Dependencies) -> None:
         )
 
 
-def _error(error: ApiError, headers: dict[str, str]) -> Response:
-    """``error`` in the API's error shape, with ``headers``."""
+def missing_page() -> Response:
+    """The 404 page of a slug that names no status page (``main.status-missing``),
+    cached like a page (module docstring); also the answer of its feeds
+    (:mod:`web.public.status_feeds`)."""
+    headers = {"Cache-Control": CACHE_CONTROL, **PAGE_HEADERS}
+    return Response(_MISSING_HTML, status=404, headers=headers, content_type=HTML)
+
+
+def unavailable_page() -> Response:
+    """The 503 page (``main.status-unavailable``, ``Retry-After: 5``, never cached) of a
+    page that cannot be read and has no cached copy (module docstring)."""
+    headers = {"Retry-After": "5", "Cache-Control": "no-store", **PAGE_HEADERS}
+    return Response(_UNAVAILABLE_HTML, status=503, headers=headers, content_type=HTML)
+
+
+def json_error(error: ApiError, headers: dict[str, str]) -> Response:
+    """``error`` in the API's error shape (``application/json``), with ``headers``; the
+    public surfaces' error response (status pages' ``summary.json``, badges)."""
     body = json.dumps(error_body(error, g.request_id), separators=(",", ":"))
     return Response(body, status=error.status, headers=headers, content_type="application/json")

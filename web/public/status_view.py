@@ -76,6 +76,7 @@ __all__ = [
     "day_level",
     "format_percent",
     "overall_state",
+    "public_maintenance",
     "public_message",
     "public_title",
     "summary",
@@ -270,22 +271,24 @@ def summary(data: status_pages.PublicPage) -> dict[str, Any]:
             "resolved": [_incident(i, data, names) for i in data.incidents if i.resolved_at],
         },
         "scheduled_maintenances": [
-            _maintenance(m, components, data.now) for m in data.maintenance.listed
+            public_maintenance(m, components, data.now) for m in data.maintenance.listed
         ],
     }
 
 
-def _maintenance(
+def public_maintenance(
     m: page_maintenance.PublicMaintenance, components: list[dict[str, Any]], now: int
 ) -> dict[str, Any]:
     """One occurrence as the public sees it (see :func:`summary`): nothing of the window
     but its title, description and times; its components by display name, in the page's
-    order."""
+    order (``components``: the page's, as in its ``components`` field). ``status`` is
+    ``completed`` for one ended at ``now`` (epoch seconds; only the feeds list those)."""
     covered = set(m.monitors)
+    status = "scheduled" if now < m.starts_at else "in_progress" if now < m.ends_at else "completed"
     return {
         "title": m.title,
         "description": m.description,
-        "status": "in_progress" if m.starts_at <= now else "scheduled",
+        "status": status,
         "starts_at": m.starts_at,
         "ends_at": m.ends_at,
         "components": list(dict.fromkeys(c["name"] for c in components if c["monitor"] in covered)),

@@ -9,6 +9,7 @@ by :mod:`web.routes.openapi`) and :data:`PERMISSIONS`.
 
 from . import (
     alerts,
+    badge_keys,
     escalation_policies,
     events,
     heartbeats,
@@ -28,6 +29,7 @@ from .resource import Resource, permissions_of, routes_of
 RESOURCES: tuple[Resource, ...] = (
     monitors.RESOURCE,
     history.RESOURCE,
+    badge_keys.RESOURCE,
     incidents.RESOURCE,
     events.RESOURCE,
     webhooks.RESOURCE,

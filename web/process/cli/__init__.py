@@ -9,6 +9,10 @@ Commands:
 * ``uptrio supervisors list|restart NAME`` (:mod:`.supervisors`): the running service's
   supervision tree, through its admin socket (:mod:`web.process.admin`).
 * ``uptrio nodes list|forget NAME`` (:mod:`.nodes`): the nodes sharing the database.
+* ``uptrio apply -f PATH`` and ``uptrio export`` (:mod:`.apply`): configuration as code,
+  through the service's API (docs/apply.md).
+* ``uptrio import uptime-kuma|gatus FILE`` (:mod:`.imports`): another tool's
+  configuration printed in the apply format (docs/import.md).
 * Commands other distributions register in the entry-point group ``uptrio.commands``: each
   entry point names a function ``add_commands(subparsers)`` that adds its sub-commands and
   sets ``run=callable(args, argv) -> int`` as their default. ``uptrio bench`` (the
@@ -29,7 +33,7 @@ import sys
 from importlib.metadata import entry_points
 
 from ..logs import configure_logging
-from . import nodes, serve, supervisors, tokens
+from . import apply, imports, nodes, serve, supervisors, tokens
 from .flags import log_flags
 
 __all__ = ["COMMANDS", "COMMAND_GROUP", "build_parser", "main"]
@@ -37,7 +41,7 @@ __all__ = ["COMMANDS", "COMMAND_GROUP", "build_parser", "main"]
 COMMAND_GROUP = "uptrio.commands"
 """The entry-point group of the sub-commands that other packages add (``uptrio bench``)."""
 
-COMMANDS = (serve, tokens, supervisors, nodes)
+COMMANDS = (serve, tokens, supervisors, nodes, apply, imports)
 """The commands of ``uptrio``, one module each, in the order ``uptrio --help`` lists them:
 each has ``add_command(commands, common)``, which adds its parser (``common``: the log
 flags every command takes) with ``run(args, argv) -> exit status`` as its default."""

@@ -377,8 +377,8 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         type=parse_public_url,
         default=None,
         help="the service's address as its users reach it, the base of heartbeats' "
-        "ping_url (e.g. https://uptrio.example.com; default: the address each API "
-        "request came to)",
+        "ping_url and of the status page feeds' links (e.g. https://uptrio.example.com; "
+        "default: the address each request came to)",
     )
     serve.add_argument(
         "--dns-nameserver",
