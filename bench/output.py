@@ -172,7 +172,9 @@ def print_table(report: dict[str, Any], console: Console | None = None) -> None:
     for name in ("service", "baseline"):
         profile = (report.get(name) or {}).get("profile")
         if profile and profile.get("leaf"):
-            console.print(f"[bold]{name} profile[/] ({profile['samples']} samples), top leaves:")
+            parts = ", ".join(f"{part} {share:g} %" for share, part in profile.get("split", []))
+            console.print(f"[bold]{name} profile[/] ({profile['samples']} samples): {parts}")
+            console.print("top leaves:")
             for share, function in profile["leaf"][:12]:
                 console.print(f"  {share:5.1f} %  {function}", highlight=False)
     if report["missing"]:
