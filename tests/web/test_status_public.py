@@ -142,6 +142,12 @@ async def test_daily_bars_come_from_rollups_plus_the_open_period_split_by_day(
                 up_s,
                 down_s,
             )
+        await sql(  # the daily seconds the store's writes keep beside them
+            db,
+            "INSERT INTO daily_rollups (monitor_id, day, up_seconds, down_seconds) "
+            "SELECT monitor_id, hour - hour % 86400, sum(up_seconds), sum(down_seconds) "
+            "FROM check_rollups GROUP BY 1, 2",
+        )
         for monitor_id in (up, down):  # both checked a minute ago: still watched
             await sql(
                 db,
