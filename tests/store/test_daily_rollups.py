@@ -207,3 +207,14 @@ async def test_0029_backfills_the_days_from_the_hourly_rollups(empty_database_ur
         ("mon_1", D, 0, 0, 3600),
         ("mon_2", D, 1800, 1800, 0),
     ]
+
+
+async def test_a_deleted_monitor_takes_its_days_with_it(db: Database) -> None:
+    with trio.fail_after(10):
+        monitor_id = await _history(db)
+        account = await db.run(
+            lambda c: c.fetchval("SELECT account_id FROM monitors WHERE id = $1", monitor_id)
+        )
+        assert await _days(db, monitor_id)
+        assert await db.transaction(monitors.delete_monitor, account, monitor_id, D + DAY)
+        assert await _days(db, monitor_id) == {}
