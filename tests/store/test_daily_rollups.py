@@ -21,6 +21,7 @@ from store import (
     new_id,
 )
 from store.maintenance import MaintenanceSettings, maintain
+from tests.store import test_quorum as quorum_tests
 from tests.store.helpers import new_monitor
 
 DAY = 86_400
@@ -218,3 +219,19 @@ async def test_a_deleted_monitor_takes_its_days_with_it(db: Database) -> None:
         assert await _days(db, monitor_id)
         assert await db.transaction(monitors.delete_monitor, account, monitor_id, D + DAY)
         assert await _days(db, monitor_id) == {}
+
+
+async def test_a_monitor_with_regions_keeps_the_quorum_seconds_by_day(db: Database) -> None:
+    with trio.fail_after(20):
+        monitor_id = await quorum_tests._monitor(db)  # three regions, quorum 2
+        write = quorum_tests._write
+        for region in quorum_tests.REGIONS:
+            await write(db, monitor_id, region, "up", D - 30, moved_from="pending")
+        await write(db, monitor_id, "eu-west", "down", D - 20, moved_from="up")
+        await write(db, monitor_id, "us-east", "down", D - 10, moved_from="up")  # 2 of 3
+        await write(db, monitor_id, "ap-south", "up", D + 2)
+        await write(db, monitor_id, "eu-west", "up", D + 5, moved_from="down")  # 1 of 3
+        days = await _days(db, monitor_id)
+        hourly = await _hourly_by_day(db, monitor_id)
+        assert days == {k: v for k, v in hourly.items() if v != (0, 0, 0)}
+        assert days[D - DAY][0] > 0 and days[D - DAY][1] > 0 and days[D][1] > 0, days
