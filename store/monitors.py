@@ -413,6 +413,7 @@ _MONITORS: EventedTable[MonitorRecord] = EventedTable(
         ("checks", "monitor_id"),
         ("status_changes", "monitor_id"),
         ("check_rollups", "monitor_id"),
+        ("daily_rollups", "monitor_id"),
         ("maintenance_window_resources", "resource_id"),
         ("monitor_regions", "monitor_id"),
         ("region_moves", "monitor_id"),

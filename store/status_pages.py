@@ -16,8 +16,11 @@ one connection, never reading raw checks (docs/status-pages.md, Built for the st
 2. its components' monitors that still exist in the account: current status and since
    when (``status_since``, or ``created``: for a ``down`` one, its first failed check),
    their interval and last check (the newest ``last_check`` of their rollups);
-3. their hourly rollups of the last :data:`DAYS` UTC days summed per day: up and down
-   seconds of closed status periods (``store.rollups``);
+3. their daily seconds of the last :data:`DAYS` UTC days (``daily_rollups``: one row per
+   monitor and day, kept in the statements that write the hourly rollups, today's
+   included; ``store.rollups``, Daily seconds): up and down seconds of closed status
+   periods. They are the sums of the hourly rows, so the bars are those the hourly rows
+   give (``tests/web/test_status_daily.py`` renders both);
 4. incidents of the account whose ``monitors`` overlap the page's monitors (GIN index
    ``incidents_by_monitors``): the open ones and those resolved in the last
    :data:`RESOLVED_WINDOW_SECONDS`, at most :data:`MAX_INCIDENTS` of each;
@@ -290,9 +293,8 @@ async def public_page(
     days = {m: [(0, 0)] * DAYS for m in ids}
     if bars:  # the daily figures
         for r in await connection.fetch(
-            "SELECT monitor_id, hour - hour % 86400 AS day, sum(up_seconds)::bigint AS up, "
-            "sum(down_seconds)::bigint AS down FROM check_rollups "
-            "WHERE monitor_id = ANY($1::text[]) AND hour >= $2 GROUP BY 1, 2",
+            "SELECT monitor_id, day, up_seconds AS up, down_seconds AS down "
+            "FROM daily_rollups WHERE monitor_id = ANY($1::text[]) AND day >= $2",
             ids,
             first,
         ):

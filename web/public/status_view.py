@@ -232,6 +232,7 @@ def summary(data: status_pages.PublicPage) -> dict[str, Any]:
     open_incidents = [i for i in data.incidents if i.resolved_at is None]
     in_open = {m for i in open_incidents for m in i.monitors}
     in_maintenance = data.maintenance.under_maintenance
+    dates = [_iso_date(start) for start in data.day_starts]  # once for every component
     shown: list[dict[str, Any]] = []
     for c in components:
         monitor = data.monitors[c["monitor"]]
@@ -239,12 +240,10 @@ def summary(data: status_pages.PublicPage) -> dict[str, Any]:
             monitor.status, c["monitor"] in in_open, c["monitor"] in in_maintenance
         )
         days, up_total, down_total = [], 0, 0
-        for start, (up, down) in zip(data.day_starts, data.days[c["monitor"]], strict=True):
+        for date, (up, down) in zip(dates, data.days[c["monitor"]], strict=True):
             level, percent = day_level(up, down)
             up_total, down_total = up_total + up, down_total + down
-            days.append(
-                {"date": _iso_date(start), "uptime_percent": _round(percent), "level": level}
-            )
+            days.append({"date": date, "uptime_percent": _round(percent), "level": level})
         shown.append(
             {
                 "name": c["name"],
