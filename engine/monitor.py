@@ -13,8 +13,10 @@ once, one started by a (re)load waits for its grid point. Every probe waits for 
 the global ``CapacityLimiter`` (file descriptors are finite), then runs under its own
 timeout inside :meth:`engine.probes.Prober.probe`.
 
-The inbox belongs to the engine and outlives an incarnation: a restarted actor reads the
-same inbox, and ignores the results of probes started by an earlier incarnation.
+The inbox (a :class:`~engine.mailbox.Mailbox`: a tenth of a memory channel's memory, for
+an actor that waits most of its life) belongs to the engine and outlives an incarnation: a
+restarted actor reads the same inbox, and ignores the results of probes started by an
+earlier incarnation.
 
 Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
 probe cut short is not a result). A :class:`Drain` (the graceful stop, docs/operations.md,
@@ -44,6 +46,7 @@ from store import (
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check, starting_status
 from .leases import Holding
+from .mailbox import Mailbox
 from .observer import CheckObserver
 from .probes import (
     Prober,
@@ -364,7 +367,7 @@ def _missed_in_hand_over(state: _Monitor, latest: float, now: float) -> bool:
 async def run_monitor(
     monitor: MonitorRecord,
     ref: ActorRef[MonitorMessage],
-    inbox: trio.MemoryReceiveChannel[MonitorMessage],
+    inbox: Mailbox[MonitorMessage],
     deps: MonitorDeps,
     *,
     check_now: bool,
