@@ -13,8 +13,10 @@ once, one started by a (re)load waits for its grid point. Every probe waits for 
 the global ``CapacityLimiter`` (file descriptors are finite), then runs under its own
 timeout inside :meth:`engine.probes.Prober.probe`.
 
-The inbox belongs to the engine and outlives an incarnation: a restarted actor reads the
-same inbox, and ignores the results of probes started by an earlier incarnation.
+The inbox (a :class:`~engine.mailbox.Mailbox`: a tenth of a memory channel's memory, for
+an actor that waits most of its life) belongs to the engine and outlives an incarnation: a
+restarted actor reads the same inbox, and ignores the results of probes started by an
+earlier incarnation.
 
 Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
 probe cut short is not a result). A :class:`Drain` (the graceful stop, docs/operations.md,
@@ -44,6 +46,7 @@ from store import (
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check, starting_status
 from .leases import Holding
+from .mailbox import Mailbox
 from .observer import CheckObserver
 from .probes import (
     Prober,
@@ -217,6 +220,20 @@ async def _probe(
 class _Monitor:
     """The state of one incarnation; methods are called from the actor's loop only."""
 
+    __slots__ = (
+        "clock_offset",
+        "config",
+        "deps",
+        "health",
+        "in_flight",
+        "incarnation",
+        "lease_epoch",
+        "lease_region",
+        "phase",
+        "slot",
+        "spec",
+    )
+
     def __init__(self, monitor: MonitorRecord, deps: MonitorDeps) -> None:
         self.config = monitor
         self.spec = probe_spec(monitor, deps.prober.tls)
@@ -230,8 +247,7 @@ class _Monitor:
         self.in_flight: _Ticket | None = None
         holding, regions = deps.holding, monitor.regions
         slot = None if holding is None else holding.slot_of(monitor.id, regions)
-        self.slot = -1 if slot is None else slot
-        """Its lease slot (``store.leases.slot_of``); -1: none of this node's."""
+        self.slot = -1 if slot is None else slot  # its lease slot; -1: none of this node's
         self.lease_epoch = None if holding is None else holding.held.get(self.slot, -1)
         self.lease_region = None if holding is None or regions is None else holding.region
 
@@ -351,16 +367,17 @@ def _missed_in_hand_over(state: _Monitor, latest: float, now: float) -> bool:
 async def run_monitor(
     monitor: MonitorRecord,
     ref: ActorRef[MonitorMessage],
-    inbox: trio.MemoryReceiveChannel[MonitorMessage],
+    inbox: Mailbox[MonitorMessage],
     deps: MonitorDeps,
     *,
     check_now: bool,
     catch_up: bool = False,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[ActorRef[MonitorMessage]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run ``monitor`` until cancelled (pause, delete, shutdown) or its inbox closes.
 
-    ``ref`` is the send side of ``inbox`` (probe tasks post their results there).
+    ``ref`` is the send side of ``inbox`` (probe tasks post their results there); it is
+    also the value given to ``task_status.started`` (a supervisor's shutdown hook gets it).
     ``check_now`` runs the first check at once (create, resume) instead of at the grid
     point. ``catch_up`` (a bucket taken over from another node) runs it at once when the
     latest grid point has no stored check and the newest one (``last_checked_at``) is at
@@ -383,7 +400,7 @@ async def run_monitor(
     draining = False  # told to Drain: waits only for the probe in flight
     try:
         async with trio.open_nursery() as nursery:
-            task_status.started()
+            task_status.started(ref)
             while True:
                 # One cancel scope per deadline, not per message: results and
                 # reconfigurations are handled inside it. Only a result the store cannot
