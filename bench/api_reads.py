@@ -19,6 +19,11 @@ Figures per route: requests/s over all rounds, p50 and the worst p99 (wrk's, mil
 answers other than 2xx/3xx and socket errors, and each route's share of ``/healthz``'s
 requests/s against its goal. Black-box: the ``uptrio`` command and HTTP only. The report
 goes to ``<output>/report.json`` and stdout. Times: take them on a quiet machine.
+
+With ``--profile``, each route then gets one more wrk run (not counted in the figures)
+while py-spy samples the service (`bench.profile`): ``profile-<route>.txt`` (collapsed
+stacks) and the functions' shares of the samples under ``profiles`` in the report, for a
+relative split of where a request's time goes.
 """
 
 from __future__ import annotations
@@ -34,8 +39,15 @@ import trio
 
 from .api import TokenPool, create_monitors
 from .plan import BenchParams, TargetPorts, make_plan
+from .profile import record_profile, summarize
 from .service import mint_tokens, run_service_process, serve_command
-from .status_pages import WrkOptions, print_wrk_table, shares_of_healthz, wrk_in_turns
+from .status_pages import (
+    WrkOptions,
+    print_wrk_table,
+    run_wrk,
+    shares_of_healthz,
+    wrk_in_turns,
+)
 
 __all__ = ["GOALS", "print_api_reads", "run_api_reads_bench"]
 
@@ -46,7 +58,32 @@ _DISCARD = TargetPorts(http=9, refused=9, tcp=9, dns=9)
 """Where the monitors would probe (the discard port): the service runs without engine."""
 
 
-async def run_api_reads_bench(params: BenchParams, wrk: WrkOptions, output: Path) -> dict[str, Any]:
+async def _profile_routes(
+    pid: int, urls: dict[str, str], wrk: WrkOptions, auth: list[str], output: Path
+) -> dict[str, Any]:
+    """One wrk run per route of ``urls`` while py-spy samples process ``pid``; each
+    route's profile summary (or why there is none)."""
+    profiles: dict[str, Any] = {}
+    for name, url in urls.items():
+        path = output / f"profile-{name}.txt"
+        failure: list[str | None] = []
+
+        async def sample(path: Path = path, failure: list[str | None] = failure) -> None:
+            failure.append(await record_profile(pid, wrk.seconds, path))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sample)
+            headers = auth if name != "healthz" else []
+            await run_wrk(url, wrk.seconds, wrk.connections, wrk.threads, headers)
+        profiles[name] = (
+            {"error": failure[0]} if failure[0] else {"file": str(path), **summarize(path, 25)}
+        )
+    return profiles
+
+
+async def run_api_reads_bench(
+    params: BenchParams, wrk: WrkOptions, output: Path, profile: bool = False
+) -> dict[str, Any]:
     """The whole benchmark (module docstring) with ``params.monitors`` monitors; returns the
     report, also written to ``output/report.json``.
 
@@ -71,6 +108,9 @@ async def run_api_reads_bench(params: BenchParams, wrk: WrkOptions, output: Path
             }
             auth = [f"Authorization: Bearer {token}"]
             runs = await wrk_in_turns(urls, wrk, {"monitor": auth, "list_100": auth})
+            profiles = (
+                await _profile_routes(service.pid, urls, wrk, auth, output) if profile else None
+            )
             service.terminate()
             await service.wait_stopped()
     finally:
@@ -91,6 +131,7 @@ async def run_api_reads_bench(params: BenchParams, wrk: WrkOptions, output: Path
             }
             for name, goal in GOALS.items()
         },
+        "profiles": profiles,
     }
     await trio.Path(output / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
@@ -118,3 +159,9 @@ def print_api_reads(report: dict[str, Any]) -> None:
         for name, goal in report["goals"].items()
     )
     print(f"goals: {goals}")
+    for name, summary in (report["profiles"] or {}).items():
+        if "error" in summary:
+            print(f"profile of {_LABELS[name]}: none ({summary['error']})")
+            continue
+        top = ", ".join(f"{function} {share}%" for share, function in summary["leaf"][:6])
+        print(f"profile of {_LABELS[name]} ({summary['samples']} samples), leaves: {top}")

@@ -211,7 +211,8 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     output.add_argument(
         "--profile",
         action="store_true",
-        help="sample the service (and baseline) with py-spy during the window",
+        help="sample the service (and baseline) with py-spy during the window; api: "
+        "during one more wrk run per route",
     )
     output.add_argument("--seed", type=int, default=1)
     past = bench.add_argument_group("history")

@@ -214,7 +214,7 @@ def _api(args: argparse.Namespace, stamp: str) -> int:
     if params is None:
         return 2
     wrk = WrkOptions(args.wrk_seconds, args.wrk_rounds, args.wrk_connections, args.wrk_threads)
-    print_api_reads(trio.run(run_api_reads_bench, params[0], wrk, base))
+    print_api_reads(trio.run(run_api_reads_bench, params[0], wrk, base, args.profile))
     print(f"report: {base / 'report.json'}")
     return 0
 

@@ -34,3 +34,4 @@ def test_bench_api_reports_each_route_against_healthz(tmp_path: Path) -> None:
         assert goal["share_of_healthz"] == figures[name]["ratio_to_healthz"]
         assert isinstance(goal["met"], bool)
     assert report["goals"]["monitor"]["share_of_healthz_min"] == 0.6
+    assert report["profiles"] is None  # only with --profile
