@@ -67,6 +67,18 @@ async def _init_connection(connection: Connection) -> None:
         )
 
 
+async def _keep_session(connection: Connection) -> None:
+    """What a pooled connection's release does beyond asyncpg's own clean-up (which rolls
+    back a transaction left open and forgets listeners): nothing. asyncpg's default runs
+    ``SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`` on every release,
+    a round trip to the server per unit of work, undoing session state that the store
+    never leaves behind: its advisory locks are transaction-scoped
+    (``pg_advisory_xact_lock``) but the migrations' lock, which they release themselves
+    (:mod:`store.migrate`); it runs ``SET LOCAL`` only, declares no cursor, listens to
+    nothing. A unit cut off midway has its connection terminated (:mod:`store.bridge`), so
+    its session is never reused."""
+
+
 def _translate(exc: Exception) -> StoreError | None:
     """Map an asyncpg or socket error to a store error; None for anything else."""
     if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
@@ -325,6 +337,10 @@ async def open_database(
     have fired: at 100 requests/s and 30 s that held about 14 KB of RSS per monitor in the
     benchmark (bench/RESULTS.md).
 
+    A connection goes back to the pool without asyncpg's reset statement (`_keep_session`):
+    that is a round trip to the server after every unit of work, as many as the unit's own
+    for a one-row read.
+
     Raises:
         DatabaseUnavailable: the server could not be reached.
     """
@@ -341,6 +357,7 @@ async def open_database(
             # for why a timer per unit of work costs memory here).
             max_inactive_connection_lifetime=0,
             init=_init_connection,
+            reset=_keep_session,
         )
 
     pool = await setup._cross(create, deadline_seconds)

@@ -32,7 +32,11 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     ``duplicate_header``."""
     if ctx.route.permission is None:
         return await call_next(ctx)
-    token_id = verify_token(ctx.deps.jwt_secret, bearer_token(ctx.header("Authorization")))
+    token_id = verify_token(
+        ctx.deps.jwt_secret,
+        bearer_token(ctx.header("Authorization")),
+        cache=ctx.deps.token_claims,
+    )
     token = await ctx.deps.db.run(accounts.token_context, token_id)
     if token is None:
         raise ApiError("invalid_token", "invalid token: unknown token")
