@@ -32,7 +32,7 @@ PARTS: tuple[tuple[str, tuple[str, ...], frozenset[str] | None], ...] = (
     ("collector", ("/engine/heap.py", "<gc>"), None),
     ("metrics and logging", ("/prometheus_client/", "/structlog/", "/logging/"), None),
     ("probe: connect", ("/engine/probes/",), frozenset({"connect", "connect_tcp", "_connect"})),
-    ("probe: close", ("/engine/probes/",), frozenset({"close", "aclose", "_close"})),
+    ("probe: close", ("/engine/probes/",), frozenset({"close", "aclose", "_real_close"})),
     ("probe: send, receive, parse", ("/engine/probes/",), None),
     (
         "store actor and database bridge",
@@ -55,8 +55,9 @@ PARTS: tuple[tuple[str, tuple[str, ...], frozenset[str] | None], ...] = (
 )
 """The parts of a check's path a sample is counted in, tried in this order: ``(part,
 path fragments, function names or None for any)``. A sample counts in the first part
-any of its frames matches; a part with function names needs a frame of those names at
-or below (nearer the leaf than) the frame of the path. So a probe's ``connect`` counts
+any of its frames matches; a part with function names needs a frame of those names
+(the last part of a qualified name: ``socket._real_close``) at or below (nearer the leaf
+than) the first frame of the path. So a probe's ``connect`` counts
 as "probe: connect" (py-spy without ``--native`` shows the kernel's share in the
 Python function that made the system call), logging from the store as "metrics and
 logging", and what matches nothing as "other". (The process's own start, ``web/process/``
@@ -115,14 +116,16 @@ def _function(frame: str) -> str:
 def part_of(frames: list[str]) -> str:
     """The part of `PARTS` one sample's stack (py-spy frames ``name (path:line)``, root
     first) counts in; ``"other"`` when none matches."""
+    # py-spy writes a path relative to its ``sys.path`` entry (``trio/_run.py``) or
+    # absolute: "/" before it lets a fragment match either way.
+    split_frames = [frame.partition(" (") for frame in frames]
+    names_of = [name.rsplit(".", 1)[-1] for name, _, _ in split_frames]
+    places = ["/" + place for _, _, place in split_frames]
     for part, fragments, names in PARTS:
-        for depth, frame in enumerate(frames):
-            if not any(fragment in frame for fragment in fragments):
+        for depth, place in enumerate(places):
+            if not any(fragment in place for fragment in fragments):
                 continue
-            if names is None:
-                return part
-            below = frames[depth:]
-            if any(f.partition(" (")[0] in names for f in below):
+            if names is None or not names.isdisjoint(names_of[depth:]):
                 return part
             break
     return "other"
