@@ -22,21 +22,15 @@ def _stack(*frames: str) -> list[str]:
 def test_each_frame_shape_counts_in_its_part() -> None:
     monitor = "run_monitor (engine/monitor.py:380)"
     probe = "probe (engine/probes/_http.py:150)"
-    assert part_of(_stack(monitor, probe, "connect (trio/_socket.py:700)")) == (
-        "probe: connect"
-    )
-    assert part_of(_stack(monitor, probe, "socket._real_close (socket.py:500)")) == (
-        "probe: close"
-    )
+    assert part_of(_stack(monitor, probe, "connect (trio/_socket.py:700)")) == ("probe: connect")
+    assert part_of(_stack(monitor, probe, "socket._real_close (socket.py:500)")) == ("probe: close")
     assert part_of(_stack(monitor, probe, "next_event (h11/_connection.py:400)")) == (
         "probe: send, receive, parse"
     )
     assert part_of(_stack(monitor, "record (engine/monitor.py:280)")) == (
         "state machine and check record"
     )
-    assert part_of(_stack(monitor, "sleep_until (trio/_timeouts.py:60)")) == (
-        "actor and its timer"
-    )
+    assert part_of(_stack(monitor, "sleep_until (trio/_timeouts.py:60)")) == ("actor and its timer")
     store = "run (store/actor.py:120)"
     assert part_of(_stack(store, "execute (asyncpg/connection.py:300)")) == (
         "store actor and database bridge"
@@ -44,9 +38,7 @@ def test_each_frame_shape_counts_in_its_part() -> None:
     logged = _stack(store, "info (structlog/_native.py:40)")
     assert part_of(logged) == "metrics and logging"  # before the store: its own part
     assert part_of(_stack("keep_heap_frozen (engine/heap.py:55)")) == "collector"
-    assert part_of(_stack("handle (hypercorn/protocol/h11.py:90)")) == (
-        "web (API reads, /metrics)"
-    )
+    assert part_of(_stack("handle (hypercorn/protocol/h11.py:90)")) == ("web (API reads, /metrics)")
     assert part_of(_stack("epoll_wait (trio/_core/_io_epoll.py:220)")) == (
         "trio scheduler and I/O wait"
     )
