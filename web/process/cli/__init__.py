@@ -21,11 +21,13 @@ Commands:
 ``--log-format`` and ``--log-level`` go before the command or after it.
 
 The parser is built on every start, so each command module imports, at its top, only
-``argparse`` and :mod:`.flags`: a command imports its heavy parts (the store, the engine,
-the API, the service) when it runs, and ``uptrio serve``'s flags, whose defaults come from
-the settings of every package, are added only when ``serve`` is parsed
-(:class:`.flags.CommandParser`). ``uptrio --help`` and ``uptrio tokens create`` so start
-without importing the service (tests/web/test_cli_imports.py).
+``argparse`` and :mod:`.flags`, and a command imports its heavy parts when it runs: the
+store (``tokens``, ``nodes``), the permission list of ``web.routes`` (``tokens create``),
+the API client (``apply``), the engine's rules (``import``), the whole service (``serve``).
+``uptrio serve``'s flags, whose defaults come from the settings of every package, are
+added only when ``serve`` is parsed (:class:`.flags.CommandParser`), and logging
+(structlog) is configured once the arguments are parsed. ``uptrio --help`` so imports none
+of them (tests/web/test_cli_imports.py).
 
 Configuration: flags, else environment (``UPTRIO_DATABASE_URL``, ``UPTRIO_DATA_DIR``,
 ``UPTRIO_JWT_SECRET``), else the settings' defaults.
