@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import trio
+from markupsafe import escape
 
 from store import CheckRecord, Database, checks, monitors, new_check_id, status_pages
 from tests.api import Api
 from tests.web import test_status_public
 from tests.web.helpers import create_monitor, expect, set_times
 from tests.web.status_helpers import Clock, fetch, move
-from web.public.status_pages import _render
+from web.public.status_pages import _groups, _render
+from web.public.status_view import format_percent, summary
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol
@@ -44,6 +47,20 @@ async def _checked(db: Database, monitor_id: str, status: str, at: int) -> None:
         created=at,
     )
     await db.transaction(checks.write_check_batch, [check], [])
+
+
+def _bar_by_bar(days: list[dict[str, Any]]) -> str:
+    """A component's bars as the page writes them (docs/status-pages.md, HTML hooks), each
+    bar built and escaped on its own: what the builder, which escapes each distinct
+    level, label and date once a page, must give byte for byte."""
+    parts = []
+    for d in days:
+        percent = d["uptime_percent"]
+        label = f"{d['date']}: {format_percent(percent)}" + ("" if percent is None else " uptime")
+        parts.append(
+            f'<li class="bar" data-level="{escape(d["level"])}"><span>{escape(label)}</span></li>'
+        )
+    return "".join(parts)
 
 
 async def _hourly_by_day(db: Database, first: int) -> dict[tuple[str, int], tuple[int, int]]:
@@ -174,3 +191,10 @@ async def test_the_page_from_daily_seconds_is_the_page_from_hourly_rollups(
             "paused",
             "unknown",
         ]
+
+        # the bars, bar by bar, and the summary as json.dumps writes it
+        written = re.findall(r'<ol class="bars"[^>]*>\s*(.*?)\s*</ol>', new.html.decode(), re.S)
+        grouped = [c for group in _groups(shown) for c in group["components"]]
+        assert written == [_bar_by_bar(c["days"]) for c in grouped]
+        dumped = json.dumps(summary(data), separators=(",", ":"), ensure_ascii=False)
+        assert new.json == dumped.encode()
