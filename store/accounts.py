@@ -10,9 +10,14 @@ takes effect on the next request. Nor is the signing secret: only its fingerprin
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 from .database import Connection
 from .ids import new_id
 from .records import AccountRecord, TokenContext, TokenRecord
+
+T = TypeVar("T")
 
 _TOKEN = "id, account_id, name, permissions, created, expires_at, revoked_at"
 
@@ -134,6 +139,24 @@ async def token_context(connection: Connection, token_id: str) -> TokenContext |
         token_id,
     )
     return None if row is None else TokenContext.from_row(row)
+
+
+async def token_context_then(
+    connection: Connection,
+    token_id: str,
+    then: Callable[[Connection, TokenContext], Awaitable[T]],
+) -> tuple[TokenContext | None, T | None]:
+    """:func:`token_context`, then ``then(connection, token)`` on the same connection when
+    the token is known: two reads in one unit of work (one crossing of the bridge, one
+    pooled connection), the token's read first, so a revocation committed before it
+    counts. ``then`` decides from the token whether to read anything (the web layer's
+    read of an authenticated GET: ``web.http.middleware.authenticate``). Returns the
+    token (None when unknown, and then ``then`` is not called) and what ``then``
+    returned."""
+    token = await token_context(connection, token_id)
+    if token is None:
+        return None, None
+    return token, await then(connection, token)
 
 
 async def recorded_fingerprint(connection: Connection, secret: str, fingerprint: str) -> str:

@@ -12,7 +12,7 @@ from store import has_prefix
 
 from ..api.common import MAX_METADATA_KEYS, EmptyBody, merge_metadata
 from ..http.errors import ApiError
-from ..http.pipeline import ApiResponse, Handler, RequestContext, Route
+from ..http.pipeline import ApiResponse, Handler, PlannedRead, RequestContext, Route
 from .resource import Resource
 
 PAGE_QUERY = (
@@ -57,11 +57,23 @@ async def get_owned(
     Raises:
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
-    row_id = path_id(ctx, resource)
-    record = await ctx.deps.db.run(get, ctx.account_id, row_id)
+    planned = owned_read(ctx, resource, get)
+    record = await ctx.read(planned)
     if record is None:
-        raise not_found(resource, row_id)
+        raise not_found(resource, planned.args[0])
     return ApiResponse(200, to_object(record))
+
+
+def owned_read(
+    ctx: RequestContext, resource: Resource, get: Callable[..., Awaitable[Any]]
+) -> PlannedRead:
+    """The read of :func:`get_owned`: ``get(connection, account_id, id)`` of the path's id
+    (what a route's ``prefetch`` returns).
+
+    Raises:
+        ApiError: 404 ``resource_missing`` for an id that is not one of ``resource``.
+    """
+    return PlannedRead(get, (path_id(ctx, resource),))
 
 
 async def delete_owned(
