@@ -11,7 +11,7 @@ takes effect on the next request. Nor is the signing secret: only its fingerprin
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .database import Connection
 from .ids import new_id
@@ -139,6 +139,30 @@ async def token_context(connection: Connection, token_id: str) -> TokenContext |
         token_id,
     )
     return None if row is None else TokenContext.from_row(row)
+
+
+_TOKEN_FIELDS = tuple(TokenContext.__dataclass_fields__)
+
+
+def with_token_sql(resource_select: str) -> str:
+    """One statement reading the token ``$1`` as :func:`token_context` does, its columns
+    named ``token_<field>``, beside the row ``resource_select`` reads (a ``SELECT`` that
+    may name the token's account as ``tk.account_id``; its own parameters from ``$2``
+    on), NULLs when it reads none: the token and an authenticated GET's resource in one
+    round trip. No row when the token is unknown. Read it with :func:`token_of_row`."""
+    return (
+        "SELECT tk.id AS token_id, tk.account_id AS token_account_id, "
+        "a.name AS token_account_name, a.api_version AS token_api_version, "
+        "tk.permissions AS token_permissions, tk.expires_at AS token_expires_at, "
+        "tk.revoked_at AS token_revoked_at, r.* "
+        "FROM api_tokens tk JOIN accounts a ON a.id = tk.account_id "
+        f"LEFT JOIN LATERAL ({resource_select}) r ON true WHERE tk.id = $1"
+    )
+
+
+def token_of_row(row: Any) -> TokenContext:
+    """The token of a row read with :func:`with_token_sql`."""
+    return TokenContext(**{name: row[f"token_{name}"] for name in _TOKEN_FIELDS})
 
 
 async def token_context_then(

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import dependencies, quorum
+from . import accounts, dependencies, quorum
 from .coverage import NOW_SQL, in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
 from .pagination import Page, PageRequest, fetch_page
-from .records import MonitorRecord
+from .records import MonitorRecord, TokenContext
 from .rollups import CLOSE_PERIODS, known_end_sql, last_check_sql
 
 _COLUMNS = (
@@ -160,6 +160,26 @@ async def get_monitor(
             account_id,
         )
     return None if row is None else MonitorRecord.from_row(row)
+
+
+async def get_monitor_with_token(
+    connection: Connection, token_id: str, monitor_id: str
+) -> tuple[TokenContext | None, MonitorRecord | None]:
+    """The token ``token_id`` (:func:`store.accounts.token_context`) and the monitor
+    ``monitor_id`` of its account (:func:`get_monitor`), in one statement: (None, None)
+    for an unknown token. The monitor is read whatever the token's state: the caller
+    hands it to no one before the token passed (``web.http.middleware.authenticate``)."""
+    row = await connection.fetchrow(
+        accounts.with_token_sql(
+            f"SELECT {_SELECT} FROM monitors t WHERE t.id = $2 AND t.account_id = tk.account_id"
+        ),
+        token_id,
+        monitor_id,
+    )
+    if row is None:
+        return None, None
+    monitor = None if row["id"] is None else MonitorRecord.from_row(row)
+    return accounts.token_of_row(row), monitor
 
 
 async def list_monitors(

@@ -42,6 +42,12 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     planned = _planned_read(ctx)
     if planned is None:
         token = await ctx.deps.db.run(accounts.token_context, token_id)
+    elif planned.with_token is not None:  # what it read reaches the handler only if
+        # the token passes the chain, as a read in the handler would
+        token, result = await ctx.deps.db.run(
+            planned.with_token, token_id, *planned.args, **planned.kwargs
+        )
+        ctx.prefetched = (planned, result)
     else:
         token, ctx.prefetched = await ctx.deps.db.run(
             accounts.token_context_then, token_id, _read_ahead(planned, ctx.route.permission)

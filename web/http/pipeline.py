@@ -51,6 +51,10 @@ class PlannedRead:
     fn: Callable[..., Awaitable[Any]]
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    with_token: Callable[..., Awaitable[tuple[TokenContext | None, Any]]] | None = None
+    """The same read joined to the token's in one statement, where the store has one:
+    ``with_token(connection, token_id, *args, **kwargs) -> (token or None, result)``
+    (``store.monitors.get_monitor_with_token``): one round trip instead of two."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -183,7 +183,9 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
 
 async def get_monitor(ctx: RequestContext) -> ApiResponse:
     """GET /monitors/:id."""
-    return await get_owned(ctx, RESOURCE, monitors.get_monitor, monitor_object)
+    return await get_owned(
+        ctx, RESOURCE, monitors.get_monitor, monitor_object, monitors.get_monitor_with_token
+    )
 
 
 def _get_read(ctx: RequestContext) -> PlannedRead:
@@ -192,7 +194,7 @@ def _get_read(ctx: RequestContext) -> PlannedRead:
     Raises:
         ApiError: 404 ``resource_missing`` for a path id that is no monitor's.
     """
-    return owned_read(ctx, RESOURCE, monitors.get_monitor)
+    return owned_read(ctx, RESOURCE, monitors.get_monitor, monitors.get_monitor_with_token)
 
 
 async def list_monitors(ctx: RequestContext) -> ApiResponse:
