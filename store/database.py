@@ -25,7 +25,8 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from json.scanner import make_scanner
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import asyncpg
 import structlog
@@ -59,7 +60,9 @@ _UNAVAILABLE = (
 )
 
 
-_scan_json = json.JSONDecoder().scan_once
+_scan_json: Callable[[str, int], tuple[Any, int]] = make_scanner(
+    cast(Any, json.JSONDecoder())  # typeshed types make_scanner's argument as itself
+)
 
 
 def decode_json(text: str) -> Any:
