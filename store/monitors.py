@@ -15,7 +15,7 @@ from .coverage import NOW_SQL, in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
-from .pagination import Page, PageRequest, fetch_page
+from .pagination import Page, PageRequest, fetch_first_page_with_token, fetch_page
 from .records import MonitorRecord, TokenContext
 from .rollups import CLOSE_PERIODS, known_end_sql, last_check_sql
 
@@ -197,6 +197,53 @@ async def list_monitors(
     Raises:
         CursorNotFound: the page's cursor names no monitor of the account.
     """
+    rows, has_more = await fetch_page(
+        connection,
+        table="monitors",
+        select=_SELECT,
+        account_id=account_id,
+        filters=_list_filters(status, type, search),
+        page=page,
+    )
+    return Page([MonitorRecord.from_row(r) for r in rows], has_more)
+
+
+async def list_monitors_with_token(
+    connection: Connection,
+    token_id: str,
+    page: PageRequest,
+    *,
+    status: str | None = None,
+    type: str | None = None,
+    search: str | None = None,
+) -> tuple[TokenContext | None, Page[MonitorRecord] | None]:
+    """The token ``token_id`` (:func:`store.accounts.token_context`) and the first page
+    of its account's monitors (:func:`list_monitors`), in one statement; (None, None) for
+    an unknown token. The page is read whatever the token's state: the caller hands it
+    to no one before the token passed (``web.http.middleware.authenticate``).
+
+    Raises:
+        ValueError: ``page`` has a cursor (:func:`store.pagination.fetch_first_page_with_token`).
+    """
+    first, rows, has_more = await fetch_first_page_with_token(
+        connection,
+        accounts.with_token_sql,
+        token_id,
+        table="monitors",
+        select=_SELECT,
+        filters=_list_filters(status, type, search),
+        page=page,
+    )
+    if first is None:
+        return None, None
+    monitors = [MonitorRecord.from_row(r) for r in rows]
+    return accounts.token_of_row(first), Page(monitors, has_more)
+
+
+def _list_filters(
+    status: str | None, type: str | None, search: str | None
+) -> list[tuple[str, object]]:
+    """The conditions of :func:`list_monitors` (:func:`store.pagination.fetch_page`)."""
     filters: list[tuple[str, object]] = []
     if status is not None:
         filters.append(("t.status = {}", status))
@@ -205,15 +252,7 @@ async def list_monitors(
     if search is not None:
         escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         filters.append(("t.name ILIKE {}", f"%{escaped}%"))
-    rows, has_more = await fetch_page(
-        connection,
-        table="monitors",
-        select=_SELECT,
-        account_id=account_id,
-        filters=filters,
-        page=page,
-    )
-    return Page([MonitorRecord.from_row(r) for r in rows], has_more)
+    return filters
 
 
 async def update_monitor(

@@ -70,6 +70,17 @@ async def test_answers_stay_those_of_a_read_in_the_handler(
             "unknown_parameter",
         )
         assert_error(await api.get("/monitors?limit=500"), 400, "invalid_parameter")
+        # a value the database refuses is refused first by the chain, as before
+        assert_error(await api.get("/monitors?search=a%00b"), 400, "invalid_parameter")
+        # a page after a cursor, and a page of another account's monitors
+        created = [monitor, await create_monitor(api, name="second")]
+        status, page, _ = await api.get("/monitors?limit=1")
+        assert status == 200 and page["has_more"] and page["data"][0]["id"] == created[1]["id"]
+        status, page, _ = await api.get(f"/monitors?limit=1&starting_after={created[1]['id']}")
+        assert status == 200 and [m["id"] for m in page["data"]] == [monitor["id"]]
+        assert not page["has_more"]
+        status, page, _ = await other.get("/monitors")
+        assert status == 200 and page["data"] == [] and not page["has_more"]
         # a token without the permission reads nothing ahead: a 403, in one crossing
         narrow = Api(client, await make_token(permissions=["incidents.read"]))
         crossings.clear()

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from store import Connection, TokenContext, accounts
+from store import Connection, DatabaseUnavailable, TokenContext, accounts
 
 from .auth import bearer_token, expired, granted, require_permission, verify_token
 from .errors import ApiError
@@ -44,10 +44,16 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
         token = await ctx.deps.db.run(accounts.token_context, token_id)
     elif planned.with_token is not None:  # what it read reaches the handler only if
         # the token passes the chain, as a read in the handler would
-        token, result = await ctx.deps.db.run(
-            planned.with_token, token_id, *planned.args, **planned.kwargs
-        )
-        ctx.prefetched = (planned, result)
+        try:
+            token, result = await ctx.deps.db.run(
+                planned.with_token, token_id, *planned.args, **planned.kwargs
+            )
+        except DatabaseUnavailable:
+            raise
+        except Exception:  # as in _read_ahead: the handler meets it in its own place
+            token = await ctx.deps.db.run(accounts.token_context, token_id)
+        else:
+            ctx.prefetched = (planned, result)
     else:
         token, ctx.prefetched = await ctx.deps.db.run(
             accounts.token_context_then, token_id, _read_ahead(planned, ctx.route.permission)

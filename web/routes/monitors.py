@@ -219,7 +219,13 @@ def _list_read(ctx: RequestContext) -> PlannedRead:
             "search": text(200),
         },
     )
-    return PlannedRead(monitors.list_monitors, (query.page,), query.filters)
+    first = query.page.starting_after is None and query.page.ending_before is None
+    return PlannedRead(
+        monitors.list_monitors,
+        (query.page,),
+        query.filters,
+        with_token=monitors.list_monitors_with_token if first else None,
+    )
 
 
 async def update_monitor(ctx: RequestContext) -> ApiResponse:
