@@ -141,28 +141,43 @@ async def token_context(connection: Connection, token_id: str) -> TokenContext |
     return None if row is None else TokenContext.from_row(row)
 
 
-_TOKEN_FIELDS = tuple(TokenContext.__dataclass_fields__)
+_TOKEN_COLUMNS = (
+    ("tk.id", "id"),
+    ("tk.account_id", "account_id"),
+    ("a.name", "account_name"),
+    ("a.api_version", "api_version"),
+    ("tk.permissions", "permissions"),
+    ("tk.expires_at", "expires_at"),
+    ("tk.revoked_at", "revoked_at"),
+)
 
 
-def with_token_sql(resource_select: str) -> str:
+def with_token_sql(resource_select: str, *, once: str | None = None) -> str:
     """One statement reading the token ``$1`` as :func:`token_context` does, its columns
-    named ``token_<field>``, beside the row ``resource_select`` reads (a ``SELECT`` that
-    may name the token's account as ``tk.account_id``; its own parameters from ``$2``
-    on), NULLs when it reads none: the token and an authenticated GET's resource in one
-    round trip. No row when the token is unknown. Read it with :func:`token_of_row`."""
+    named ``token_<field>``, beside the row(s) ``resource_select`` reads (a ``SELECT``
+    that may name the token's account as ``tk.account_id``; its own parameters from
+    ``$2`` on), one row of NULLs when it reads none: the token and an authenticated
+    GET's resource in one round trip. No row when the token is unknown. Read the token
+    with :func:`token_of_row`.
+
+    ``once``: for several rows, an SQL condition on the resource's row ``r`` true on one
+    of them (or on the row of NULLs): only that row carries the token, the others NULLs
+    (its permissions are not sent and decoded a hundred times for a page).
+    """
+    columns = ", ".join(
+        f"{expression if once is None else f'CASE WHEN {once} THEN {expression} END'}"
+        f" AS token_{name}"
+        for expression, name in _TOKEN_COLUMNS
+    )
     return (
-        "SELECT tk.id AS token_id, tk.account_id AS token_account_id, "
-        "a.name AS token_account_name, a.api_version AS token_api_version, "
-        "tk.permissions AS token_permissions, tk.expires_at AS token_expires_at, "
-        "tk.revoked_at AS token_revoked_at, r.* "
-        "FROM api_tokens tk JOIN accounts a ON a.id = tk.account_id "
+        f"SELECT {columns}, r.* FROM api_tokens tk JOIN accounts a ON a.id = tk.account_id "
         f"LEFT JOIN LATERAL ({resource_select}) r ON true WHERE tk.id = $1"
     )
 
 
 def token_of_row(row: Any) -> TokenContext:
     """The token of a row read with :func:`with_token_sql`."""
-    return TokenContext(**{name: row[f"token_{name}"] for name in _TOKEN_FIELDS})
+    return TokenContext(**{name: row[f"token_{name}"] for _, name in _TOKEN_COLUMNS})
 
 
 async def token_context_then(

@@ -142,7 +142,7 @@ def _page_of(rows: list[Any], page: PageRequest, forward: bool) -> tuple[list[ob
 
 async def fetch_first_page_with_token(
     connection: Connection,
-    token_sql: Callable[[str], str],
+    token_sql: Callable[..., str],
     token_id: str,
     *,
     table: str,
@@ -151,10 +151,10 @@ async def fetch_first_page_with_token(
     page: PageRequest,
 ) -> tuple[Any, list[object], bool]:
     """:func:`fetch_page` of a page without a cursor, for the account of token
-    ``token_id``, in the statement ``token_sql(page_select)`` that reads the token too
-    (``store.accounts.with_token_sql``: the token is ``$1`` and ``tk``): one round trip.
-    Returns the first row, which carries the token's columns (None when the token is
-    unknown), the page's rows and ``has_more``.
+    ``token_id``, in the statement ``token_sql(page_select, once=...)`` that reads the
+    token too (``store.accounts.with_token_sql``: the token is ``$1`` and ``tk``; only the
+    row ``once`` names carries it): one round trip. Returns the row that carries the
+    token's columns (None when the token is unknown), the page's rows and ``has_more``.
 
     Raises:
         ValueError: ``page`` has a cursor (read it with :func:`fetch_page`).
@@ -167,15 +167,20 @@ async def fetch_first_page_with_token(
         args.append(value)
         where.append(condition.format(f"${len(args)}"))
     direction = "DESC" if page.descending else "ASC"
+    numbered = (  # the one row that carries the token: any one, numbered 1
+        "SELECT p.*, row_number() OVER () AS page_row "
+        f"FROM ({_page_select(table, select, where, page, page.descending)}) p"
+    )
     rows = await connection.fetch(
-        token_sql(_page_select(table, select, where, page, page.descending))
+        token_sql(numbered, once="r.page_row IS NULL OR r.page_row = 1")
         + f" ORDER BY r.{page.sort} {direction}, r.page_seq {direction}",
         *args,
     )
     if not rows:
         return None, [], False
+    first = next(r for r in rows if r["page_row"] is None or r["page_row"] == 1)
     found, has_more = _page_of([r for r in rows if r["page_seq"] is not None], page, True)
-    return rows[0], found, has_more
+    return first, found, has_more
 
 
 async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> None:
