@@ -25,7 +25,8 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from json.scanner import make_scanner
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import asyncpg
 import structlog
@@ -59,11 +60,37 @@ _UNAVAILABLE = (
 )
 
 
+_scan_json: Callable[[str, int], tuple[Any, int]] = make_scanner(
+    cast(Any, json.JSONDecoder())  # typeshed types make_scanner's argument as itself
+)
+
+
+def decode_json(text: str) -> Any:
+    """``json.loads(text)``, faster on what Postgres sends for ``jsonb`` (one JSON value,
+    no whitespace around it): the standard library's scanner alone, without the layers
+    of ``json.loads`` around it (a fifth of the time on a small object; a page of 100
+    monitors decodes several values a row). Anything else, whitespace around the value
+    (a ``json`` column keeps its text as written) or text that is not JSON, goes
+    through ``json.loads``: same values, same errors.
+
+    Raises:
+        json.JSONDecodeError: ``text`` is not one JSON value.
+    """
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
+
+
 async def _init_connection(connection: Connection) -> None:
-    """Decode ``jsonb`` and ``json`` as Python objects on every pooled connection."""
+    """Decode ``jsonb`` and ``json`` as Python objects on every pooled connection
+    (:func:`decode_json`)."""
     for name in ("jsonb", "json"):
         await connection.set_type_codec(
-            name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+            name, encoder=json.dumps, decoder=decode_json, schema="pg_catalog"
         )
 
 

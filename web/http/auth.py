@@ -281,12 +281,19 @@ def expired(expires_at: int | None, now: float) -> bool:
     return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 
+def granted(permissions: list[str], needed: str | tuple[str, ...]) -> bool:
+    """Whether ``needed`` is among ``permissions`` (a tuple: one of them)."""
+    if isinstance(needed, str):
+        return needed in permissions
+    return any(p in permissions for p in needed)
+
+
 def require_permission(permissions: list[str], needed: str | tuple[str, ...]) -> None:
     """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted (a
     tuple: unless one of them is)."""
-    if isinstance(needed, str):
-        needed = (needed,)
-    if not any(p in permissions for p in needed):
+    if not granted(permissions, needed):
+        if isinstance(needed, str):
+            needed = (needed,)
         raise ApiError(
             "missing_permission", f"this token lacks the permission {' or '.join(needed)}"
         )
