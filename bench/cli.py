@@ -24,6 +24,8 @@ when they are missing::
                  [--wrk-seconds 10] [--wrk-rounds 3] [--wrk-connections 32] ...
     uptrio bench limits [--node-counts 1,2,4] [--limit 1000] [--over 0.1] [--senders 8]
                  [--wrk-seconds 10] [--wrk-connections 8] ...
+    uptrio bench api [--monitors 1000] [--wrk-seconds 10] [--wrk-rounds 3]
+                 [--wrk-connections 32] [--wrk-threads 1]
     uptrio bench oncall [--requests 2000] [--week-requests 300] [--quarter-requests 50]
                  [--warmup-requests 200] [--schedule-members 50] [--overrides 100]
 
@@ -82,6 +84,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
             "limits",
             "windows",
             "oncall",
+            "api",
         ),
         default="run",
         help="run (default): one run; sweep: one run per --counts value; history: "
@@ -93,7 +96,9 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         "--heartbeats heartbeats held; limits: the rate limits' overshoot and cost per "
         "request with --node-counts nodes; windows: CPU per check with --windows "
         "maintenance windows open and with none, in alternating phases of one run; oncall: "
-        "who is on call and the shifts of a 5-layer schedule through the API, against /healthz",
+        "who is on call and the shifts of a 5-layer schedule through the API, against /healthz; "
+        "api: GET /monitors/:id and GET /monitors?limit=100 against /healthz (wrk) with "
+        "--monitors monitors",
     )
     load = bench.add_argument_group("load")
     load.add_argument("--monitors", type=int, default=1000, help="monitors (default 1000)")
@@ -206,7 +211,8 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
     output.add_argument(
         "--profile",
         action="store_true",
-        help="sample the service (and baseline) with py-spy during the window",
+        help="sample the service (and baseline) with py-spy during the window; api: "
+        "during one more wrk run per route",
     )
     output.add_argument("--seed", type=int, default=1)
     past = bench.add_argument_group("history")
@@ -228,7 +234,7 @@ def add_commands(commands: Any) -> argparse.ArgumentParser:
         help="cover every monitor with a daily 1-hour maintenance window that excludes "
         "its time from availability",
     )
-    pages = bench.add_argument_group("status-pages (with --days of history)")
+    pages = bench.add_argument_group("status-pages (with --days of history), heartbeats, api")
     pages.add_argument(
         "--components", type=int, default=100, help="components of a page (default 100)"
     )

@@ -1,6 +1,6 @@
 """Running a parsed ``uptrio bench`` command: `main` dispatches on its action (one run,
 ``sweep``, ``history``, ``status-pages``, ``webhooks``, ``alerts``, ``windows``, ``heartbeats``,
-``limits``, ``oncall``;
+``limits``, ``oncall``, ``api``;
 docs/benchmarks.md, "`uptrio bench`" and "The other benchmarks") and turns the
 arguments into each benchmark's parameters (`params_from_args` for the runs of
 ``uptrio bench`` itself, the options of the others).
@@ -196,6 +196,29 @@ def _oncall(args: argparse.Namespace, stamp: str) -> int:
     return 0
 
 
+def _api(args: argparse.Namespace, stamp: str) -> int:
+    """``uptrio bench api`` (bench.api_reads)."""
+    import trio
+
+    from .api_reads import print_api_reads, run_api_reads_bench
+    from .status_pages import WrkOptions
+
+    base = args.output or Path("bench-results") / f"{stamp}-api"
+    if args.monitors < 1 or args.wrk_rounds < 1 or args.wrk_seconds < 1:
+        print(
+            "uptrio bench: --monitors, --wrk-rounds and --wrk-seconds (wrk's) at least 1",
+            file=sys.stderr,
+        )
+        return 2
+    params = _params(args, [(args.monitors, base)])
+    if params is None:
+        return 2
+    wrk = WrkOptions(args.wrk_seconds, args.wrk_rounds, args.wrk_connections, args.wrk_threads)
+    print_api_reads(trio.run(run_api_reads_bench, params[0], wrk, base, args.profile))
+    print(f"report: {base / 'report.json'}")
+    return 0
+
+
 def _pair(args: argparse.Namespace, argv: list[str], stamp: str) -> int:
     """``uptrio bench webhooks`` (bench.webhooks) or ``uptrio bench alerts``
     (bench.alerts): two runs side by side."""
@@ -300,6 +323,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         return _limits(args, stamp)
     if args.action == "oncall":
         return _oncall(args, stamp)
+    if args.action == "api":
+        return _api(args, stamp)
     if args.action in ("webhooks", "alerts"):
         return _pair(args, argv, stamp)
     if args.action == "windows":

@@ -59,7 +59,13 @@ from .service import (
     run_service_process,
     serve_command,
 )
-from .status_pages import run_wrk, wrk_totals
+from .status_pages import (
+    WrkOptions,
+    print_wrk_table,
+    run_wrk,
+    shares_of_healthz,
+    wrk_in_turns,
+)
 
 __all__ = ["GOALS", "HeartbeatBenchOptions", "print_heartbeats", "run_heartbeats_bench"]
 
@@ -146,12 +152,10 @@ async def _throughput(
         async with httpx.AsyncClient(base_url=service.base_url, headers=headers) as client:
             beat = await _create_heartbeat(client)
             urls = {"healthz": f"{service.base_url}/healthz", "ping": beat["ping_url"]}
-            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in urls}
-            for _ in range(options.wrk_rounds):
-                for name, url in urls.items():
-                    runs[name].append(
-                        await run_wrk(url, options.seconds, options.connections, options.threads)
-                    )
+            wrk = WrkOptions(
+                options.seconds, options.wrk_rounds, options.connections, options.threads
+            )
+            runs = await wrk_in_turns(urls, wrk)
             metrics = (await client.get("/metrics")).text
         service.terminate()
         exit_status = await service.wait_stopped()
@@ -170,11 +174,7 @@ async def _throughput(
         ]
         service.terminate()
         await service.wait_stopped()
-    figures = {name: wrk_totals(rounds) for name, rounds in runs.items()}
-    for name in ("ping", "ping_committed"):
-        figures[name]["ratio_to_healthz"] = round(
-            figures[name]["requests_per_second"] / figures["healthz"]["requests_per_second"], 3
-        )
+    figures = shares_of_healthz(runs)
     return {
         "heartbeat": beat["id"],
         "wrk": {
@@ -359,14 +359,7 @@ def print_heartbeats(report: dict[str, Any]) -> None:
         f"throughput: wrk -t{wrk['threads']} -c{wrk['connections']}, {wrk['rounds']} rounds "
         f"of {wrk['seconds']:g} s per route, in turns"
     )
-    print("  route          | requests/s | vs /healthz | p50 ms | p99 ms | errors")
-    for name, row in throughput["figures"].items():
-        errors = row["non_2xx_3xx"] + row["socket_errors"]
-        print(
-            f"  {name:<14} | {row['requests_per_second']:>10,.0f} | "
-            f"{row.get('ratio_to_healthz', 1.0):>10.0%} | {row['p50_ms']:>6} | "
-            f"{row['p99_ms']:>6} | {errors}"
-        )
+    print_wrk_table(throughput["figures"])
     delay = throughput["commit_delay"]
     print(
         f"  pings answered 200 {throughput['answered']:,}, stored {throughput['stored']:,}; "

@@ -101,6 +101,13 @@ async def load_history(
         first_hour,
         now - now % 3600,
     )
+    await step(  # what the store's writes keep beside the hourly rows (store.rollups)
+        "daily rollups",
+        "INSERT INTO daily_rollups (monitor_id, day, up_seconds, down_seconds, "
+        "paused_seconds) SELECT monitor_id, hour - hour % 86400, sum(up_seconds)::int, "
+        "sum(down_seconds)::int, sum(paused_seconds)::int FROM check_rollups "
+        "WHERE monitor_id LIKE 'mon_hist%' GROUP BY 1, 2",
+    )
     await step(
         "status moves",
         "INSERT INTO status_changes (monitor_id, check_id, from_status, to_status, created) "

@@ -53,6 +53,15 @@ def table_console() -> Console:
     return console if console.is_terminal else Console(width=130)
 
 
+def _machine_state(machine: dict[str, Any]) -> str | None:
+    """The machine's load and Python speed at the report (``bench.report.machine_info``),
+    as the table's caption; None for a report made before they were recorded."""
+    if "python_speed_us" not in machine:
+        return None
+    load = "/".join(f"{value:.2f}" for value in machine["load_average"])
+    return f"at the end: load average {load}; sum(range(1000)) in {machine['python_speed_us']} us"
+
+
 def print_table(report: dict[str, Any], console: Console | None = None) -> None:
     """Print the report's figures as one table (service, baseline and their ratio)."""
     console = console or table_console()
@@ -65,6 +74,7 @@ def print_table(report: dict[str, Any], console: Console | None = None) -> None:
             f"{p['interval_seconds']} s, window {p['window_seconds']:g} s "
             f"({report['machine']['cores']} cores)"
         ),
+        caption=_machine_state(report["machine"]),
         show_lines=False,
     )
     table.add_column("figure")
@@ -172,7 +182,9 @@ def print_table(report: dict[str, Any], console: Console | None = None) -> None:
     for name in ("service", "baseline"):
         profile = (report.get(name) or {}).get("profile")
         if profile and profile.get("leaf"):
-            console.print(f"[bold]{name} profile[/] ({profile['samples']} samples), top leaves:")
+            parts = ", ".join(f"{part} {share:g} %" for share, part in profile.get("split", []))
+            console.print(f"[bold]{name} profile[/] ({profile['samples']} samples): {parts}")
+            console.print("top leaves:")
             for share, function in profile["leaf"][:12]:
                 console.print(f"  {share:5.1f} %  {function}", highlight=False)
     if report["missing"]:

@@ -35,7 +35,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -60,10 +60,14 @@ from .targets import open_targets
 __all__ = [
     "GOALS",
     "PageBenchOptions",
+    "WrkOptions",
     "parse_wrk",
     "print_status_pages",
+    "print_wrk_table",
     "run_status_pages_bench",
     "run_wrk",
+    "shares_of_healthz",
+    "wrk_in_turns",
     "wrk_totals",
 ]
 
@@ -153,6 +157,62 @@ async def run_wrk(
     with trio.fail_after(seconds + 30):
         done = await trio.run_process(command, capture_stdout=True, capture_stderr=True)
     return parse_wrk(bytes(done.stdout).decode())
+
+
+@dataclass(frozen=True, slots=True)
+class WrkOptions:
+    """wrk's runs of a comparison: ``rounds`` of ``seconds`` per route, ``connections``
+    and ``threads``."""
+
+    seconds: float = 10.0
+    rounds: int = 3
+    connections: int = 32
+    threads: int = 1
+
+
+async def wrk_in_turns(
+    urls: Mapping[str, str],
+    wrk: WrkOptions,
+    headers: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """`run_wrk` on each of ``urls`` (by name) in turns, ``wrk.rounds`` times, so drift in
+    the machine's load falls on every route alike; ``headers[name]`` go with that route's
+    requests. The parsed figures of each run, by name.
+
+    Raises:
+        RuntimeError: wrk is not installed, or printed no figures.
+    """
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in urls}
+    for _ in range(wrk.rounds):
+        for name, url in urls.items():
+            extra = (headers or {}).get(name, ())
+            runs[name].append(await run_wrk(url, wrk.seconds, wrk.connections, wrk.threads, extra))
+    return runs
+
+
+def shares_of_healthz(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """`wrk_totals` of each route of ``runs`` (which holds ``healthz``), each route but
+    ``healthz`` with ``ratio_to_healthz``: its requests/s over ``/healthz``'s."""
+    figures = {name: wrk_totals(rounds) for name, rounds in runs.items()}
+    base = figures["healthz"]["requests_per_second"]
+    for name, row in figures.items():
+        if name != "healthz":
+            row["ratio_to_healthz"] = round(row["requests_per_second"] / max(base, 1e-9), 3)
+    return figures
+
+
+def print_wrk_table(figures: Mapping[str, dict[str, Any]], labels: Mapping[str, str] = {}) -> None:
+    """The table of `shares_of_healthz`'s ``figures`` on stdout, a route a line (named by
+    ``labels``, else by its key): requests/s, share of /healthz, p50, p99, errors."""
+    width = max(len(labels.get(name, name)) for name in [*figures, "route"])
+    print(f"  {'route':<{width}} | requests/s | vs /healthz | p50 ms | p99 ms | errors")
+    for name, row in figures.items():
+        errors = row["non_2xx_3xx"] + row["socket_errors"]
+        print(
+            f"  {labels.get(name, name):<{width}} | {row['requests_per_second']:>10,.0f} | "
+            f"{row.get('ratio_to_healthz', 1.0):>11.0%} | {row['p50_ms']:>6} | "
+            f"{row['p99_ms']:>6} | {errors}"
+        )
 
 
 def _components(monitor_ids: list[str]) -> list[dict[str, Any]]:
@@ -268,18 +328,11 @@ async def _load_phase(
                 "live_page": f"{service.base_url}/status/live",
                 "history_page": f"{service.base_url}/status/history-0",
             }
-            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in urls}
-            for _ in range(options.rounds):
-                for name, url in urls.items():
-                    runs[name].append(
-                        await run_wrk(url, options.seconds, options.connections, options.threads)
-                    )
+            wrk = WrkOptions(options.seconds, options.rounds, options.connections, options.threads)
+            runs = await wrk_in_turns(urls, wrk)
             service.terminate()
             await service.wait_stopped()
-    figures = {name: wrk_totals(rounds) for name, rounds in runs.items()}
-    base = figures["healthz"]["requests_per_second"]
-    for name in ("live_page", "history_page"):
-        figures[name]["ratio_to_healthz"] = round(figures[name]["requests_per_second"] / base, 3)
+    figures = shares_of_healthz(runs)
     return {
         "monitors": params.monitors,
         "interval_seconds": params.interval_seconds,
@@ -371,14 +424,7 @@ def print_status_pages(report: dict[str, Any]) -> None:
         f"wrk -t{wrk['threads']} -c{wrk['connections']}, {wrk['rounds']} rounds of "
         f"{wrk['seconds']:g} s per route, in turns"
     )
-    print("  route        | requests/s | vs /healthz | p50 ms | p99 ms | errors")
-    for name, row in load["figures"].items():
-        ratio = row.get("ratio_to_healthz", 1.0)
-        errors = row["non_2xx_3xx"] + row["socket_errors"]
-        print(
-            f"  {name:<12} | {row['requests_per_second']:>10,.0f} | {ratio:>10.0%} | "
-            f"{row['p50_ms']:>6} | {row['p99_ms']:>6} | {errors}"
-        )
+    print_wrk_table(load["figures"])
     print(
         f"  cold render of the live page under load: {load['live_page_cold_render']['p50_ms']} ms"
     )

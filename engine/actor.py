@@ -36,7 +36,7 @@ import contextlib
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeAlias, TypeVar
+from typing import Generic, Protocol, TypeAlias, TypeVar
 
 import trio
 
@@ -44,6 +44,7 @@ __all__ = [
     "ActorRef",
     "ActorUnavailable",
     "AskTimeout",
+    "Inbox",
     "Reply",
     "answer",
     "ask",
@@ -51,6 +52,7 @@ __all__ = [
 ]
 
 M = TypeVar("M")
+M_in = TypeVar("M_in", contravariant=True)
 T = TypeVar("T")
 
 Reply: TypeAlias = trio.MemorySendChannel[T]
@@ -75,16 +77,28 @@ class AskTimeout(ActorUnavailable):
     """
 
 
+class Inbox(Protocol[M_in]):
+    """What an :class:`ActorRef` sends through: the send side of a trio memory channel
+    (:class:`open_inbox`), or an :class:`~engine.mailbox.Mailbox` (the inbox of actors
+    that are many and mostly idle: a tenth of a channel's memory)."""
+
+    async def send(self, value: M_in, /) -> None:
+        """Send, waiting for room."""
+
+    def send_nowait(self, value: M_in, /) -> None:
+        """Send now, or raise ``trio.WouldBlock``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActorRef(Generic[M]):
     """The address of an actor: the send side of its bounded inbox.
 
     Cheap to copy and share; it never closes the inbox (only the actor's own loop
     owns the receive side, and its death is what makes the ref unavailable).
-    Create one with :class:`open_inbox`.
+    Create one with :class:`open_inbox`, or around a :class:`~engine.mailbox.Mailbox`.
     """
 
-    inbox: trio.MemorySendChannel[M]
+    inbox: Inbox[M]
 
     async def tell(self, message: M) -> None:
         """Send ``message``, waiting for room in the inbox (back-pressure).
@@ -110,8 +124,12 @@ class ActorRef(Generic[M]):
             raise ActorUnavailable(f"actor inbox is closed: {self!r}") from exc
 
     def is_open(self) -> bool:
-        """Whether the actor still holds its inbox open (a snapshot, not a promise)."""
-        return self.inbox.statistics().open_receive_channels > 0
+        """Whether the actor still holds its inbox open (a snapshot, not a promise); a
+        mailbox's: until it is closed."""
+        inbox = self.inbox
+        if isinstance(inbox, trio.MemorySendChannel):
+            return inbox.statistics().open_receive_channels > 0
+        return not getattr(inbox, "closed", False)
 
 
 class open_inbox(tuple[ActorRef[M], trio.MemoryReceiveChannel[M]]):

@@ -145,7 +145,8 @@ class HeartbeatState:
         self.config = HeartbeatConfig.of(record) if config is None else config
         self.offset = now - wall
         """The trio clock minus the wall clock, seconds (a pause's end is wall time)."""
-        self.status = record.status if record.status in ("up", "down") else "pending"
+        # the literals, not the record's own strings: one object for every heartbeat
+        self.status = {"up": "up", "down": "down"}.get(record.status, "pending")
         self.started: float | None = None
         # the latest success on the trio clock (from the stored one, epoch seconds)
         success_at = record.last_success_at

@@ -1,10 +1,14 @@
 """The monitor actor: one trio task per running monitor, owning its schedule and status.
 
-Only the actor's loop touches its state (config, health, next deadline). A probe runs as
-a child task in the actor's nursery and posts a :class:`ProbeDone` back to the inbox, so
-the actor keeps answering :class:`Reconfigure` while a probe is in flight. Each result
-becomes a check record, moves the state machine (:mod:`engine.health`) and goes to the
-store actor, together with the status change it caused (one transaction there).
+The actor's loop owns its schedule (config, next deadline). A probe runs as a child task
+in the actor's nursery, so the actor keeps answering :class:`Reconfigure` while a probe
+is in flight; when the probe returns, that task turns the result into a check record,
+moves the state machine (:mod:`engine.health`) and hands both to the store actor (the
+check and the status change it caused: one transaction there), all without a
+checkpoint between reading the state and writing it, so the loop never sees it half
+changed (trio switches tasks only at a checkpoint). The actor is not woken for a result:
+a check costs it one wake-up, at its deadline (bench/RESULTS.md, the performance
+campaign).
 
 Schedule (docs/checks.md, When checks run; :mod:`engine.schedule`): deadlines on the grid
 ``phase + k * interval`` of the trio clock; a probe still running at the next deadline makes
@@ -13,14 +17,21 @@ once, one started by a (re)load waits for its grid point. Every probe waits for 
 the global ``CapacityLimiter`` (file descriptors are finite), then runs under its own
 timeout inside :meth:`engine.probes.Prober.probe`.
 
-The inbox belongs to the engine and outlives an incarnation: a restarted actor reads the
-same inbox, and ignores the results of probes started by an earlier incarnation.
+The inbox (a :class:`~engine.mailbox.Mailbox`: a tenth of a memory channel's memory, for
+an actor that waits most of its life) belongs to the engine and outlives an incarnation: a
+restarted actor reads the same inbox. A probe task lives in its incarnation's nursery, so
+no result outlives the incarnation that asked for it.
+
+Back-pressure: a result the store cannot take at once (its inbox is full) is handed over
+by the probe's task, which waits for room; the probe counts as in flight until then, so
+the deadlines that pass meanwhile are missed ticks, never piled-up probes.
 
 Stopping: a cancelled actor (pause, delete, a forced stop) loses the probe in flight (a
 probe cut short is not a result). A :class:`Drain` (the graceful stop, docs/operations.md,
 Shutdown) starts no new probe and lets the one already sent finish, bounded by its own
-timeout: its check goes to the store before the actor returns. A probe still waiting for a
-slot of the global limiter was not sent: it is dropped.
+timeout: its check goes to the store, then the probe's task ends the actor (it cancels
+the actor's nursery), which answers reconfigurations until then. A probe still waiting
+for a slot of the global limiter was not sent: it is dropped.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from store import (
 from .actor import ActorRef, Reply, answer
 from .health import Health, after_check, starting_status
 from .leases import Holding
+from .mailbox import Mailbox
 from .observer import CheckObserver
 from .probes import (
     Prober,
@@ -67,33 +79,25 @@ class Reconfigure:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProbeDone:
-    """A probe of incarnation ``incarnation`` finished: its result, when it started
-    (wall time, epoch seconds) and which deadline (trio clock, seconds) it served."""
-
-    incarnation: object
-    result: ProbeResult
-    started_wall: float
-    deadline: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Drain:
     """Stop gracefully: start no new probe, finish the one already sent, hand its check
     to the store, then return (see the module docstring)."""
 
 
-MonitorMessage = Reconfigure | ProbeDone | Drain
+MonitorMessage = Reconfigure | Drain
 
 
 class _Ticket:
-    """One probe's progress, written by its task and read by the actor's loop: ``sent``
-    once the probe has its limiter slot and has started."""
+    """One probe's progress, between its task and the actor's loop: ``sent`` (written by
+    the task) once the probe has its limiter slot and has started; ``then`` (written by
+    the loop on a :class:`Drain`) the actor's nursery scope, which the task cancels once
+    the probe's check is handed to the store."""
 
-    __slots__ = ("sent",)
+    __slots__ = ("sent", "then")
 
     def __init__(self) -> None:
         self.sent = False
+        self.then: trio.CancelScope | None = None
 
 
 @dataclass(slots=True)
@@ -179,17 +183,13 @@ def probe_spec(monitor: MonitorRecord, tls: TlsContexts) -> ProbeSpec:
     )
 
 
-async def _probe(
-    deps: MonitorDeps,
-    ref: ActorRef[MonitorMessage],
-    incarnation: object,
-    spec: ProbeSpec,
-    deadline: float,
-    ticket: _Ticket,
-) -> None:
-    # The fast paths (a free slot, room in the inbox: nearly always) skip the scheduler
-    # round trip that `async with limiter` and `tell` make even when they need not wait;
-    # the probe itself is the checkpoint.
+async def _probe(state: _Monitor, deadline: float, ticket: _Ticket) -> None:
+    """One probe of ``state``'s monitor for ``deadline`` (trio clock, seconds), then its
+    check (and the status change it caused) handed to the store (module docstring)."""
+    # The fast paths (a free slot, room in the store's inbox: nearly always) skip the
+    # scheduler round trip that `async with limiter` and `write` make even when they need
+    # not wait; the probe itself is the checkpoint.
+    deps = state.deps
     limiter = deps.limiter
     try:
         limiter.acquire_nowait()
@@ -202,20 +202,33 @@ async def _probe(
         if deps.observer is not None:
             deps.observer.probe_started(lateness_seconds)
         started_wall = time.time()
-        result = await deps.prober.probe(spec)
+        result = await deps.prober.probe(state.spec)
     finally:
         limiter.release()
-    done = ProbeDone(
-        incarnation=incarnation, result=result, started_wall=started_wall, deadline=deadline
-    )
-    try:
-        ref.tell_nowait(done)
-    except trio.WouldBlock:
-        await ref.tell(done)
+    item = state.item(*state.record(result, started_wall))  # no checkpoint since the probe
+    if not deps.writer.write_nowait(item):
+        await deps.writer.write(item)  # back-pressure: still in flight meanwhile
+    state.in_flight = None
+    if ticket.then is not None:
+        ticket.then.cancel()  # drained: the actor may go
 
 
 class _Monitor:
-    """The state of one incarnation; methods are called from the actor's loop only."""
+    """The state of one incarnation: its methods are called from the actor's loop, and
+    :meth:`record` and :meth:`item` from its probe's task (module docstring)."""
+
+    __slots__ = (
+        "clock_offset",
+        "config",
+        "deps",
+        "health",
+        "in_flight",
+        "lease_epoch",
+        "lease_region",
+        "phase",
+        "slot",
+        "spec",
+    )
 
     def __init__(self, monitor: MonitorRecord, deps: MonitorDeps) -> None:
         self.config = monitor
@@ -226,12 +239,10 @@ class _Monitor:
         deps.stats.statuses[monitor.id] = status
         self.clock_offset = trio.current_time() - time.time()
         self.phase = grid_phase(monitor.id, monitor.interval_seconds, self.clock_offset)
-        self.incarnation = object()
         self.in_flight: _Ticket | None = None
         holding, regions = deps.holding, monitor.regions
         slot = None if holding is None else holding.slot_of(monitor.id, regions)
-        self.slot = -1 if slot is None else slot
-        """Its lease slot (``store.leases.slot_of``); -1: none of this node's."""
+        self.slot = -1 if slot is None else slot  # its lease slot; -1: none of this node's
         self.lease_epoch = None if holding is None else holding.held.get(self.slot, -1)
         self.lease_region = None if holding is None or regions is None else holding.region
 
@@ -273,11 +284,13 @@ class _Monitor:
             return next_deadline(now, self.phase, monitor.interval_seconds)
         return deadline
 
-    def record(self, done: ProbeDone) -> tuple[CheckRecord, StatusChange | None]:
-        """Turn a probe result into a check and maybe a status change."""
-        result = done.result
+    def record(
+        self, result: ProbeResult, started_wall: float
+    ) -> tuple[CheckRecord, StatusChange | None]:
+        """Turn a probe's result (the probe started at ``started_wall``, epoch seconds)
+        into a check and maybe a status change."""
         config = self.config
-        created = int(done.started_wall)
+        created = int(started_wall)
         check = CheckRecord(
             id=new_check_id(created),
             monitor_id=config.id,
@@ -351,16 +364,17 @@ def _missed_in_hand_over(state: _Monitor, latest: float, now: float) -> bool:
 async def run_monitor(
     monitor: MonitorRecord,
     ref: ActorRef[MonitorMessage],
-    inbox: trio.MemoryReceiveChannel[MonitorMessage],
+    inbox: Mailbox[MonitorMessage],
     deps: MonitorDeps,
     *,
     check_now: bool,
     catch_up: bool = False,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[ActorRef[MonitorMessage]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run ``monitor`` until cancelled (pause, delete, shutdown) or its inbox closes.
 
-    ``ref`` is the send side of ``inbox`` (probe tasks post their results there).
+    ``ref`` is the send side of ``inbox``, the value given to ``task_status.started`` (a
+    supervisor's shutdown hook gets it).
     ``check_now`` runs the first check at once (create, resume) instead of at the grid
     point. ``catch_up`` (a bucket taken over from another node) runs it at once when the
     latest grid point has no stored check and the newest one (``last_checked_at``) is at
@@ -368,7 +382,9 @@ async def run_monitor(
     than never (:func:`_missed_in_hand_over`).
 
     Raises only for bugs (a probe that raises crashes the actor; its supervisor restarts
-    it); ``trio.Cancelled`` propagates after results already probed are handed to the store.
+    it); ``trio.Cancelled`` propagates (a probe's result is handed to the store without a
+    checkpoint after the probe, so a cancellation loses only a probe cut short, or a
+    check still waiting for room in the store).
     """
     state = _Monitor(monitor, deps)
     interval = float(monitor.interval_seconds)
@@ -380,18 +396,14 @@ async def run_monitor(
     # After an immediate first check the grid resumes at least half an interval later,
     # so a new monitor is not checked twice in quick succession.
     off_grid = check_now
-    draining = False  # told to Drain: waits only for the probe in flight
     try:
         async with trio.open_nursery() as nursery:
-            task_status.started()
+            task_status.started(ref)
             while True:
-                # One cancel scope per deadline, not per message: results and
-                # reconfigurations are handled inside it. Only a result the store cannot
-                # take at once leaves it early, so that waiting for room in the store
-                # (back-pressure) is never cut short by the deadline.
-                unwritten: WriteCheck | None = None
+                # One cancel scope per deadline, not per message: reconfigurations are
+                # handled inside it.
                 with trio.move_on_at(deadline) as waiting:
-                    while unwritten is None:
+                    while True:
                         try:
                             message = await inbox.receive()
                         except trio.EndOfChannel:
@@ -401,29 +413,16 @@ async def run_monitor(
                                 with reply:
                                     now = trio.current_time()
                                     moved = state.reconfigure(new, now, deadline)
-                                    if not draining:
+                                    if deadline != math.inf:  # not draining
                                         deadline = waiting.deadline = moved
                                     answer(reply, None)
-                            case ProbeDone() if message.incarnation is state.incarnation:
-                                state.in_flight = None
-                                item = state.item(*state.record(message))
-                                if not deps.writer.write_nowait(item):
-                                    unwritten = item
-                                elif draining:
-                                    return
-                            case ProbeDone():
-                                pass  # a probe of an earlier incarnation: its actor is gone
                             case Drain():
-                                if state.in_flight is None or not state.in_flight.sent:
+                                ticket = state.in_flight
+                                if ticket is None or not ticket.sent:
                                     nursery.cancel_scope.cancel()  # a probe not sent yet
                                     return
-                                draining = True
+                                ticket.then = nursery.cancel_scope  # its task ends us
                                 deadline = waiting.deadline = math.inf
-                if unwritten is not None:
-                    await deps.writer.write(unwritten)
-                    if draining:
-                        return
-                    continue
                 now = trio.current_time()  # the deadline has come
                 interval = float(state.config.interval_seconds)
                 earliest = deadline + interval / 2 if off_grid else max(now, deadline)
@@ -439,27 +438,22 @@ async def run_monitor(
                     deps.stats.withheld += 1  # the bucket may be another node's now
                 else:
                     ticket = state.in_flight = _Ticket()
-                    nursery.start_soon(
-                        _probe, deps, ref, state.incarnation, state.spec, deadline, ticket
-                    )
+                    nursery.start_soon(_probe, state, deadline, ticket)
                 if not off_grid:
                     deps.stats.missed += missed_between(deadline, following, interval)
                 off_grid = False
                 deadline = following
     except BaseException:
-        # A probe that already finished is a check: hand it over before going. (A
-        # cancellation comes out of the nursery wrapped in a BaseExceptionGroup, so this
-        # catches everything, and re-raises it.)
-        with trio.CancelScope(shield=True), trio.move_on_after(5):
-            while True:
-                try:
-                    message = inbox.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-                if isinstance(message, ProbeDone) and message.incarnation is state.incarnation:
-                    await deps.writer.write(state.item(*state.record(message)))
-                elif isinstance(message, Reconfigure):
-                    message.reply.close()
+        # Askers of reconfigurations still in the inbox are freed at once (a cancellation
+        # comes out of the nursery wrapped in a BaseExceptionGroup, so this catches
+        # everything, and re-raises it).
+        while True:
+            try:
+                message = inbox.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            if isinstance(message, Reconfigure):
+                message.reply.close()
         raise
     finally:
         deps.stats.statuses.pop(monitor.id, None)

@@ -63,7 +63,7 @@ from .errors import (
 )
 from .events import EventCause, EventFilter
 from .ids import check_created, has_prefix, new_check_id, new_id
-from .location import DEFAULT_DATA_DIR, StoreLocation, open_store
+from .location import StoreLocation, open_store
 from .maintenance import MaintenanceSettings, maintain, run_maintenance
 from .migrate import LATEST_VERSION, apply_migrations, schema_version
 from .pagination import CreatedBounds, Page, PageRequest
@@ -92,7 +92,6 @@ from .records import (
 
 __all__ = [
     "DATA_DIR_MODE",
-    "DEFAULT_DATA_DIR",
     "LATEST_VERSION",
     "OPEN_TO_OTHERS",
     "AccountRecord",

@@ -10,9 +10,14 @@ takes effect on the next request. Nor is the signing secret: only its fingerprin
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
 from .database import Connection
 from .ids import new_id
 from .records import AccountRecord, TokenContext, TokenRecord
+
+T = TypeVar("T")
 
 _TOKEN = "id, account_id, name, permissions, created, expires_at, revoked_at"
 
@@ -134,6 +139,63 @@ async def token_context(connection: Connection, token_id: str) -> TokenContext |
         token_id,
     )
     return None if row is None else TokenContext.from_row(row)
+
+
+_TOKEN_COLUMNS = (
+    ("tk.id", "id"),
+    ("tk.account_id", "account_id"),
+    ("a.name", "account_name"),
+    ("a.api_version", "api_version"),
+    ("tk.permissions", "permissions"),
+    ("tk.expires_at", "expires_at"),
+    ("tk.revoked_at", "revoked_at"),
+)
+
+
+def with_token_sql(resource_select: str, *, once: str | None = None) -> str:
+    """One statement reading the token ``$1`` as :func:`token_context` does, its columns
+    named ``token_<field>``, beside the row(s) ``resource_select`` reads (a ``SELECT``
+    that may name the token's account as ``tk.account_id``; its own parameters from
+    ``$2`` on), one row of NULLs when it reads none: the token and an authenticated
+    GET's resource in one round trip. No row when the token is unknown. Read the token
+    with :func:`token_of_row`.
+
+    ``once``: for several rows, an SQL condition on the resource's row ``r`` true on one
+    of them (or on the row of NULLs): only that row carries the token, the others NULLs
+    (its permissions are not sent and decoded a hundred times for a page).
+    """
+    columns = ", ".join(
+        f"{expression if once is None else f'CASE WHEN {once} THEN {expression} END'}"
+        f" AS token_{name}"
+        for expression, name in _TOKEN_COLUMNS
+    )
+    return (
+        f"SELECT {columns}, r.* FROM api_tokens tk JOIN accounts a ON a.id = tk.account_id "
+        f"LEFT JOIN LATERAL ({resource_select}) r ON true WHERE tk.id = $1"
+    )
+
+
+def token_of_row(row: Any) -> TokenContext:
+    """The token of a row read with :func:`with_token_sql`."""
+    return TokenContext(**{name: row[f"token_{name}"] for _, name in _TOKEN_COLUMNS})
+
+
+async def token_context_then(
+    connection: Connection,
+    token_id: str,
+    then: Callable[[Connection, TokenContext], Awaitable[T]],
+) -> tuple[TokenContext | None, T | None]:
+    """:func:`token_context`, then ``then(connection, token)`` on the same connection when
+    the token is known: two reads in one unit of work (one crossing of the bridge, one
+    pooled connection), the token's read first, so a revocation committed before it
+    counts. ``then`` decides from the token whether to read anything (the web layer's
+    read of an authenticated GET: ``web.http.middleware.authenticate``). Returns the
+    token (None when unknown, and then ``then`` is not called) and what ``then``
+    returned."""
+    token = await token_context(connection, token_id)
+    if token is None:
+        return None, None
+    return token, await then(connection, token)
 
 
 async def recorded_fingerprint(connection: Connection, secret: str, fingerprint: str) -> str:

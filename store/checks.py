@@ -21,8 +21,9 @@ transaction that writes what they count"). One statement writes the whole batch:
   such move, none for the others), applies them and the spans in time order to the
   monitors' status and ``status_since``, logs them and the spans' edges in
   ``status_changes``, and adds the status periods they close to the rollups' up, down and
-  paused seconds (:data:`store.rollups.SPLIT_PERIODS`) in the same upsert as the counts
-  (a span's seconds count nowhere: unknown). A change already logged is skipped, and a
+  paused seconds (:data:`store.rollups.SPLIT_PERIODS`) in the same upsert as the counts,
+  and to the daily seconds (:data:`store.rollups.ADD_DAILY`) (a span's seconds count
+  nowhere: unknown). A change already logged is skipped, and a
   retried batch inserts no check so finds no span: nothing is closed twice.
 
 Without changes or spans those parts run on empty sets. The moves it applied then open
@@ -51,7 +52,7 @@ from .family import Family, Partitions, register
 from .ids import check_created
 from .pagination import CreatedBounds, fetch_newest_first
 from .records import CheckRecord
-from .rollups import SPLIT_PERIODS, gap_sql, last_check_sql
+from .rollups import ADD_DAILY, SPLIT_PERIODS, gap_sql, last_check_sql
 
 _CHECK_COLUMNS = (
     "id, monitor_id, status, response_time_ms, status_code, error_code, error_message, "
@@ -280,7 +281,7 @@ _WRITE_BATCH = (
     "AS status, coalesce(lag(p.at) OVER w, mon.since) AS started, p.at AS ended "
     "FROM pts p JOIN mon ON mon.monitor_id = p.monitor_id "
     "WINDOW w AS (PARTITION BY p.monitor_id ORDER BY p.at, p.rank, p.ord)), "
-    f"{SPLIT_PERIODS}, "
+    f"{SPLIT_PERIODS}, {ADD_DAILY}, "
     "by_bucket AS (SELECT monitor_id, created - created % 3600 AS hour, "
     "histogram_bucket(response_time_ms) AS bucket, count(*) AS n, "
     "count(*) FILTER (WHERE status = 'down') AS failed, "

@@ -41,16 +41,16 @@ async def fence(connection: Connection, node: str, parts: Sequence[Part]) -> tup
     pool's; docs/several-nodes.md, Regions). Must run in the batch's transaction (the
     lease rows stay locked until it ends). This node's leases that expired unclaimed are
     renewed here."""
-    keys = {
-        _key(row)
+    fenced = [
+        (row, _key(row))
         for part in parts
         for rows in (part.items, part.moves)
         for row in rows
         if row.lease_epoch is not None
-    }
-    if not keys:
+    ]
+    if not fenced:
         return list(parts), 0
-    ordered = sorted(keys)
+    ordered = sorted({key for _, key in fenced})
     rows = await connection.fetch(
         "SELECT b.region, b.bucket, b.epoch, b.expires_at > now() AS live "
         "FROM pool_leases b JOIN unnest($2::text[], $3::smallint[]) AS k(region, bucket) "
@@ -71,21 +71,18 @@ async def fence(connection: Connection, node: str, parts: Sequence[Part]) -> tup
             [region for region, _ in lapsed],
             [bucket for _, bucket in lapsed],
         )
-
-    def covered(row: Fenced) -> bool:
-        epoch = row.lease_epoch
-        return epoch is None or held.get(_key(row)) == epoch
-
+    refused = {id(row) for row, key in fenced if held.get(key) != row.lease_epoch}
+    if not refused:
+        return list(parts), 0
     kept = [
         Part(
             part.family,
-            [item for item in part.items if covered(item)],
-            [move for move in part.moves if covered(move)],
+            [item for item in part.items if id(item) not in refused],
+            [move for move in part.moves if id(move) not in refused],
         )
         for part in parts
     ]
-    refused = sum(map(len, parts)) - sum(map(len, kept))
-    return kept, refused
+    return kept, len(refused)
 
 
 def _key(row: Fenced) -> tuple[str, int]:

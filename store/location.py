@@ -19,12 +19,9 @@ from .database import Database, open_database
 from .embedded import EmbeddedPostgres, start_embedded
 from .migrate import apply_migrations
 
-__all__ = ["DEFAULT_DATA_DIR", "StoreLocation", "open_store"]
+__all__ = ["StoreLocation", "open_store"]
 
 log = structlog.get_logger("uptrio.store")
-
-DEFAULT_DATA_DIR = Path("./.uptrio")
-"""The data directory when neither ``--data-dir`` nor ``UPTRIO_DATA_DIR`` is given."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +34,7 @@ class StoreLocation:
         database_url: an external Postgres URL, or None for the embedded server.
     """
 
-    data_dir: Path = DEFAULT_DATA_DIR
+    data_dir: Path
     database_url: str | None = None
 
 

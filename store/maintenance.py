@@ -9,7 +9,8 @@ Every ``interval_seconds`` (and once before it reports started), :func:`maintain
 * drops every partition whose rows are all older than ``check_retention_days``: first
   ``DETACH PARTITION ... CONCURRENTLY`` (inserts into the other partitions go on), then
   ``DROP TABLE``. Checks are never deleted row by row, except with their monitor;
-* deletes rollup rows older than ``rollup_retention_days`` and the logs of status moves
+* deletes rollup rows older than ``rollup_retention_days`` (hourly, per region, and the
+  daily seconds of the days they fill) and the logs of status moves
   of that age (monitors' ``status_changes``, heartbeats' ``heartbeat_moves``), keeping
   each resource's last move before the cutoff (the status an availability range starts
   with);
@@ -167,13 +168,30 @@ _MOVE_LOGS = (
 heartbeats', and the region views' of monitors with regions (docs/regions.md)."""
 
 
+_PURGE_ROLLUPS = (
+    "WITH gone AS (DELETE FROM check_rollups WHERE hour + 3600 <= $1 "
+    "RETURNING monitor_id, hour, up_seconds, down_seconds, paused_seconds), "
+    "kept AS (UPDATE daily_rollups d SET up_seconds = d.up_seconds - g.up, "
+    "down_seconds = d.down_seconds - g.down, paused_seconds = d.paused_seconds - g.paused "
+    "FROM (SELECT monitor_id, hour - hour % 86400 AS day, sum(up_seconds)::int AS up, "
+    "sum(down_seconds)::int AS down, sum(paused_seconds)::int AS paused FROM gone "
+    "GROUP BY 1, 2) AS g WHERE d.monitor_id = g.monitor_id AND d.day = g.day "
+    "AND d.day + 86400 > $1), "
+    "days AS (DELETE FROM daily_rollups WHERE day + 86400 <= $1) "
+    "SELECT count(*) FROM gone"
+)
+"""The hourly rollups older than the cutoff ($1, epoch seconds) and the daily seconds of
+the days they fill (``store.rollups``, Daily seconds): a whole day's row goes, and a day
+the cutoff cuts keeps the sum of its hours that stay, so a status page reads the same from
+either."""
+
+
 async def _purge(connection: Connection, rollup_cutoff: int) -> tuple[int, int]:
-    rollups = 0
-    for table in ("check_rollups", "region_rollups"):
-        status = await connection.execute(
-            f"DELETE FROM {table} WHERE hour + 3600 <= $1", rollup_cutoff
-        )
-        rollups += int(status.rsplit(" ", 1)[-1])
+    rollups = int(await connection.fetchval(_PURGE_ROLLUPS, rollup_cutoff))
+    status = await connection.execute(
+        "DELETE FROM region_rollups WHERE hour + 3600 <= $1", rollup_cutoff
+    )
+    rollups += int(status.rsplit(" ", 1)[-1])
     moves = 0
     for table, columns in _MOVE_LOGS:
         same = " AND ".join(f"n.{column} = s.{column}" for column in columns)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import dependencies, quorum
+from . import accounts, dependencies, quorum
 from .coverage import NOW_SQL, in_maintenance_sql, paused_until_sql
 from .database import Connection
 from .evented import EventedTable
 from .events import EventCause
-from .pagination import Page, PageRequest, fetch_page
-from .records import MonitorRecord
+from .pagination import Page, PageRequest, fetch_first_page_with_token, fetch_page
+from .records import MonitorRecord, TokenContext
 from .rollups import CLOSE_PERIODS, known_end_sql, last_check_sql
 
 _COLUMNS = (
@@ -162,6 +162,26 @@ async def get_monitor(
     return None if row is None else MonitorRecord.from_row(row)
 
 
+async def get_monitor_with_token(
+    connection: Connection, token_id: str, monitor_id: str
+) -> tuple[TokenContext | None, MonitorRecord | None]:
+    """The token ``token_id`` (:func:`store.accounts.token_context`) and the monitor
+    ``monitor_id`` of its account (:func:`get_monitor`), in one statement: (None, None)
+    for an unknown token. The monitor is read whatever the token's state: the caller
+    hands it to no one before the token passed (``web.http.middleware.authenticate``)."""
+    row = await connection.fetchrow(
+        accounts.with_token_sql(
+            f"SELECT {_SELECT} FROM monitors t WHERE t.id = $2 AND t.account_id = tk.account_id"
+        ),
+        token_id,
+        monitor_id,
+    )
+    if row is None:
+        return None, None
+    monitor = None if row["id"] is None else MonitorRecord.from_row(row)
+    return accounts.token_of_row(row), monitor
+
+
 async def list_monitors(
     connection: Connection,
     account_id: str,
@@ -177,6 +197,53 @@ async def list_monitors(
     Raises:
         CursorNotFound: the page's cursor names no monitor of the account.
     """
+    rows, has_more = await fetch_page(
+        connection,
+        table="monitors",
+        select=_SELECT,
+        account_id=account_id,
+        filters=_list_filters(status, type, search),
+        page=page,
+    )
+    return Page([MonitorRecord.from_row(r) for r in rows], has_more)
+
+
+async def list_monitors_with_token(
+    connection: Connection,
+    token_id: str,
+    page: PageRequest,
+    *,
+    status: str | None = None,
+    type: str | None = None,
+    search: str | None = None,
+) -> tuple[TokenContext | None, Page[MonitorRecord] | None]:
+    """The token ``token_id`` (:func:`store.accounts.token_context`) and the first page
+    of its account's monitors (:func:`list_monitors`), in one statement; (None, None) for
+    an unknown token. The page is read whatever the token's state: the caller hands it
+    to no one before the token passed (``web.http.middleware.authenticate``).
+
+    Raises:
+        ValueError: ``page`` has a cursor (:func:`store.pagination.fetch_first_page_with_token`).
+    """
+    first, rows, has_more = await fetch_first_page_with_token(
+        connection,
+        accounts.with_token_sql,
+        token_id,
+        table="monitors",
+        select=_SELECT,
+        filters=_list_filters(status, type, search),
+        page=page,
+    )
+    if first is None:
+        return None, None
+    monitors = [MonitorRecord.from_row(r) for r in rows]
+    return accounts.token_of_row(first), Page(monitors, has_more)
+
+
+def _list_filters(
+    status: str | None, type: str | None, search: str | None
+) -> list[tuple[str, object]]:
+    """The conditions of :func:`list_monitors` (:func:`store.pagination.fetch_page`)."""
     filters: list[tuple[str, object]] = []
     if status is not None:
         filters.append(("t.status = {}", status))
@@ -185,15 +252,7 @@ async def list_monitors(
     if search is not None:
         escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         filters.append(("t.name ILIKE {}", f"%{escaped}%"))
-    rows, has_more = await fetch_page(
-        connection,
-        table="monitors",
-        select=_SELECT,
-        account_id=account_id,
-        filters=filters,
-        page=page,
-    )
-    return Page([MonitorRecord.from_row(r) for r in rows], has_more)
+    return filters
 
 
 async def update_monitor(
@@ -413,6 +472,7 @@ _MONITORS: EventedTable[MonitorRecord] = EventedTable(
         ("checks", "monitor_id"),
         ("status_changes", "monitor_id"),
         ("check_rollups", "monitor_id"),
+        ("daily_rollups", "monitor_id"),
         ("maintenance_window_resources", "resource_id"),
         ("monitor_regions", "monitor_id"),
         ("region_moves", "monitor_id"),

@@ -15,7 +15,7 @@ direction of travel (after it for ``starting_after`` or no cursor, before it for
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -115,17 +115,72 @@ async def fetch_page(
         op = "<" if descending else ">"
         where.append(f"(t.{sort}, t.seq) {op} (${len(args) - 1}, ${len(args)})")
 
+    rows = await connection.fetch(_page_select(table, select, where, page, descending), *args)
+    return _page_of(rows, page, forward)
+
+
+def _page_select(
+    table: str, select: str, where: list[str], page: PageRequest, descending: bool
+) -> str:
+    """The ``SELECT`` of a page: one row more than ``page.limit``, to tell ``has_more``;
+    ``page_seq`` is its rows' tiebreaker."""
     direction = "DESC" if descending else "ASC"
-    rows = await connection.fetch(
-        f"SELECT {select} FROM {table} t WHERE {' AND '.join(where)} "
-        f"ORDER BY t.{sort} {direction}, t.seq {direction} LIMIT {int(page.limit) + 1}",
-        *args,
+    return (
+        f"SELECT {select}, t.seq AS page_seq FROM {table} t WHERE {' AND '.join(where)} "
+        f"ORDER BY t.{page.sort} {direction}, t.seq {direction} LIMIT {int(page.limit) + 1}"
     )
+
+
+def _page_of(rows: list[Any], page: PageRequest, forward: bool) -> tuple[list[object], bool]:
+    """The rows of a page in list order, and ``has_more``."""
     has_more = len(rows) > page.limit
     rows = rows[: page.limit]
     if not forward:
         rows.reverse()
     return list(rows), has_more
+
+
+async def fetch_first_page_with_token(
+    connection: Connection,
+    token_sql: Callable[..., str],
+    token_id: str,
+    *,
+    table: str,
+    select: str,
+    filters: list[tuple[str, object]],
+    page: PageRequest,
+) -> tuple[Any, list[object], bool]:
+    """:func:`fetch_page` of a page without a cursor, for the account of token
+    ``token_id``, in the statement ``token_sql(page_select, once=...)`` that reads the
+    token too (``store.accounts.with_token_sql``: the token is ``$1`` and ``tk``; only the
+    row ``once`` names carries it): one round trip. Returns the row that carries the
+    token's columns (None when the token is unknown), the page's rows and ``has_more``.
+
+    Raises:
+        ValueError: ``page`` has a cursor (read it with :func:`fetch_page`).
+    """
+    if page.starting_after is not None or page.ending_before is not None:
+        raise ValueError("a page with a cursor is read with fetch_page")
+    args: list[object] = [token_id]
+    where = ["t.account_id = tk.account_id"]
+    for condition, value in filters:
+        args.append(value)
+        where.append(condition.format(f"${len(args)}"))
+    direction = "DESC" if page.descending else "ASC"
+    numbered = (  # the one row that carries the token: any one, numbered 1
+        "SELECT p.*, row_number() OVER () AS page_row "
+        f"FROM ({_page_select(table, select, where, page, page.descending)}) p"
+    )
+    rows = await connection.fetch(
+        token_sql(numbered, once="r.page_row IS NULL OR r.page_row = 1")
+        + f" ORDER BY r.{page.sort} {direction}, r.page_seq {direction}",
+        *args,
+    )
+    if not rows:
+        return None, [], False
+    first = next(r for r in rows if r["page_row"] is None or r["page_row"] == 1)
+    found, has_more = _page_of([r for r in rows if r["page_seq"] is not None], page, True)
+    return first, found, has_more
 
 
 async def bury(connection: Connection, *, table: str, row_id: str, now: int) -> None:

@@ -10,6 +10,20 @@ written in the transactions that write what they count (``store.checks``:
 ``write_check_batch``; ``store.monitors``: pause and resume), never by a job that
 rescans checks.
 
+**Daily seconds.** ``daily_rollups`` (migration 0029) has one row per monitor per UTC day
+(``day``: its first second): the ``up_seconds``, ``down_seconds`` and ``paused_seconds``
+of that day's hourly rows, always their sum. The statements that add seconds to the hourly
+rows add the same pieces to the daily ones in the same statement (:data:`ADD_DAILY`, fed
+by :data:`SPLIT_PERIODS`), so the two cannot disagree: not the maintenance round, because
+a finished day's seconds still change (a period is added to the rollups when it closes,
+and it may have begun many days earlier), and a later fold would have to know which days
+a move touched. A status page reads its 90 days from them: 90 rows per component instead
+of 2,160 (docs/status-pages.md, Built for the stampede). They are purged with the hourly
+rows (``store.maintenance``: a whole day's row goes with its last hour, and a day the
+cutoff cuts loses the seconds of the hours that go). Hourly rows written by a statement
+other than the store's (a bench's seeded history) need their daily rows written too, as
+migration 0029 backfilled them.
+
 **Histogram.** Bucket 0 holds responses under 0.001 ms; bucket ``b`` (1 to 199) holds
 ``[0.001 * 1.1^(b-1), 0.001 * 1.1^b)`` ms (the SQL function ``histogram_bucket`` of
 migration 0003, the one definition). A percentile is read as the geometric middle of the
@@ -53,6 +67,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 __all__ = [
+    "ADD_DAILY",
     "BUCKET_RATIO",
     "CLOSE_PERIODS",
     "HOUR_SECONDS",
@@ -90,8 +105,21 @@ started, ended)`` (epoch seconds, ``[started, ended)``) in each hour they touch:
 ``(monitor_id, hour, up, down, paused)`` seconds, one of the three non-zero. Periods of
 other statuses (``pending``, ``unknown``) count nowhere."""
 
+ADD_DAILY = (
+    "daily AS (INSERT INTO daily_rollups AS d (monitor_id, day, up_seconds, down_seconds, "
+    "paused_seconds) SELECT monitor_id, hour - hour % 86400, sum(up)::int, sum(down)::int, "
+    "sum(paused)::int FROM split GROUP BY 1, 2 ORDER BY 1, 2 "
+    "ON CONFLICT (monitor_id, day) DO UPDATE SET "
+    "up_seconds = d.up_seconds + EXCLUDED.up_seconds, "
+    "down_seconds = d.down_seconds + EXCLUDED.down_seconds, "
+    "paused_seconds = d.paused_seconds + EXCLUDED.paused_seconds)"
+)
+"""A CTE (``daily``) that adds the pieces of a CTE ``split`` (:data:`SPLIT_PERIODS`) to
+``daily_rollups``, summed by UTC day, locking their rows in key order (module docstring,
+Daily seconds). Every statement that adds ``split`` to ``check_rollups`` carries it."""
+
 CLOSE_PERIODS = (
-    f"{SPLIT_PERIODS}, "
+    f"{SPLIT_PERIODS}, {ADD_DAILY}, "
     "closed AS (INSERT INTO check_rollups AS r (monitor_id, hour, up_seconds, "
     "down_seconds, paused_seconds) "
     "SELECT monitor_id, hour, sum(up)::int, sum(down)::int, sum(paused)::int "
@@ -101,9 +129,10 @@ CLOSE_PERIODS = (
     "down_seconds = r.down_seconds + EXCLUDED.down_seconds, "
     "paused_seconds = r.paused_seconds + EXCLUDED.paused_seconds)"
 )
-"""CTEs (``split``, ``closed``) that add the periods of a CTE ``periods`` (as
+"""CTEs (``split``, ``daily``, ``closed``) that add the periods of a CTE ``periods`` (as
 :data:`SPLIT_PERIODS`) to the rollups, split by hour, locking their rows in key order (as
-the checks' upsert does: two nodes writing one monitor's rows never deadlock). Follow them
+the checks' upsert does: two nodes writing one monitor's rows never deadlock), and to the
+daily seconds (:data:`ADD_DAILY`). Follow them
 with the statement's main part. (A batch of checks adds the same pieces in its one upsert of
 the rollups: ``store.checks``.)"""
 

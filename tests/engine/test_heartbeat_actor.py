@@ -195,6 +195,41 @@ async def test_the_mailbox_refuses_when_full_or_closed_and_wakes_its_receiver(
         assert got == [1, 2, -1]
 
 
+async def test_a_full_mailbox_makes_send_wait_for_room_and_close_frees_the_waiting_senders(
+    autojump_clock: MockClock, nursery: trio.Nursery
+) -> None:
+    # A monitor actor's inbox: tell (send) waits for room, as a memory channel's send does.
+    with trio.fail_after(10):
+        mailbox: Mailbox[int] = Mailbox(1)
+        sent: list[int] = []
+        refused: list[int] = []
+
+        async def sender(value: int) -> None:
+            try:
+                await mailbox.send(value)
+                sent.append(value)
+            except ActorUnavailable:
+                refused.append(value)
+
+        with pytest.raises(trio.WouldBlock):
+            mailbox.receive_nowait()
+        mailbox.send_nowait(1)
+        nursery.start_soon(sender, 2)
+        await trio.sleep(1)
+        assert sent == [] and len(mailbox) == 1  # parked: no room
+        assert mailbox.receive_nowait() == 1  # makes room: the sender goes on
+        await trio.sleep(1)
+        assert sent == [2] and await mailbox.receive() == 2
+        mailbox.put(3)
+        nursery.start_soon(sender, 4)
+        await trio.sleep(1)
+        assert mailbox.close() == [3] and sent == [2]
+        await trio.sleep(1)
+        assert refused == [4]  # closed while it waited: told, nothing added
+        with pytest.raises(trio.EndOfChannel):
+            mailbox.receive_nowait()
+
+
 async def test_a_maintenance_pause_holds_the_deadline_until_a_period_after_its_end(
     autojump_clock: MockClock, nursery: trio.Nursery
 ) -> None:

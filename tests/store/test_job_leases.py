@@ -33,7 +33,10 @@ async def test_one_holder_at_a_time_and_a_lapsed_lease_is_taken(db: Database) ->
 
 
 async def test_maintenance_runs_on_one_node_and_moves_when_it_stops(db: Database) -> None:
-    settings = MaintenanceSettings(interval_seconds=0.1)
+    # Rounds every 0.5 s, so the lease lasts 1 s: node-a renews it in time even when a
+    # loaded machine makes one of its rounds take a few tenths of a second (at 0.1 s the
+    # lease of 0.2 s lapsed under the suite's load and node-b took it early).
+    settings = MaintenanceSettings(interval_seconds=0.5)
     start = partial(run_maintenance, db, settings, partition_seconds=86_400)
     with trio.fail_after(15):
         async with trio.open_nursery() as nursery:

@@ -228,7 +228,7 @@ def test_a_secret_file_copied_with_its_mode_open_is_closed_to_other_users(
 def test_notification_flags_make_the_notifiers_settings(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from web.process.cli.serve import service_settings
+    from web.process.cli.serve_flags import service_settings
 
     parse = build_parser().parse_args
     default = service_settings(parse(["serve"]))
@@ -273,7 +273,8 @@ def test_notification_flags_make_the_notifiers_settings(
 def test_probe_source_address_is_bound_once_at_start_up(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from web.process.cli.serve import run, service_settings
+    from web.process.cli.serve import run
+    from web.process.cli.serve_flags import service_settings
 
     parse = build_parser().parse_args
     assert service_settings(parse(["serve"])).probe_source is None

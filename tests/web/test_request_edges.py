@@ -37,7 +37,7 @@ from web.http.idempotency import parse_key
 from web.http.json_body import MAX_JSON_DEPTH
 from web.process.app import create_app
 from web.process.cli import build_parser
-from web.process.cli.serve import service_settings
+from web.process.cli.serve_flags import service_settings
 from web.routes import ROUTES
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from web.http.page_cache import (
     etag_of,
 )
 from web.process.cli import build_parser
-from web.process.cli.serve import service_settings
+from web.process.cli.serve_flags import service_settings
 
 
 class Renderer:

@@ -5,6 +5,7 @@ template's colours against WCAG 2.1 AA. No database, no clock.
 
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from store import IncidentRecord, page_maintenance, status_pages
+from web.public.status_pages import summary_json
 from web.public.status_view import (
     component_state,
     day_level,
@@ -174,3 +176,27 @@ def test_an_occurrence_is_scheduled_in_progress_then_completed() -> None:
     assert statuses == ["scheduled", "in_progress", "in_progress", "completed"]
     shown = public_maintenance(m, components, 150)
     assert shown["components"] == ["Database"] and "key" not in shown
+
+
+def test_the_summary_json_is_byte_for_byte_what_json_dumps_writes() -> None:
+    """``summary.json`` is written by pydantic-core's serializer: the bytes of
+    ``json.dumps(..., separators=(",", ":"), ensure_ascii=False)`` (what it was written
+    with before), for every percentage a summary can hold (the multiples of 0.001 from 0
+    to 100 that ``_round`` gives, and null), integers up to epoch seconds and beyond, and
+    texts with quotes, backslashes, every ASCII control character, non-ASCII letters,
+    line separators and an emoji."""
+    texts = [
+        "".join(chr(c) for c in range(0x80)),
+        'é ü 中文 \u2028 \u2029 \ufeff 😀 </script> "quoted" \\ back',
+        "",
+    ]
+    shown = {
+        "percents": [k / 1000 for k in range(100_001)] + [None],
+        "texts": texts,
+        "keys": {text: len(text) for text in texts},
+        "numbers": [0, -1, 1_795_795_000, 2**53, 2**63 - 1],
+        "flags": [True, False, None],
+        "nested": [{"date": "2026-11-27", "uptime_percent": 99.305, "level": "partial"}],
+    }
+    expected = json.dumps(shown, separators=(",", ":"), ensure_ascii=False).encode()
+    assert summary_json(shown) == expected

@@ -21,7 +21,7 @@ from tests.web.helpers import assert_error, create_monitor, expect
 from web.http.deps import Dependencies
 from web.process.app import create_app
 from web.process.cli import build_parser
-from web.process.cli.serve import service_settings
+from web.process.cli.serve_flags import service_settings
 
 if TYPE_CHECKING:
     from quart.typing import TestClientProtocol

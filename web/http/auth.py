@@ -7,7 +7,9 @@ is required, ``exp`` is enforced when present. The algorithm is pinned (``alg: n
 any other algorithm is refused before the signature is looked at). The signature proves
 the token was made here; the database decides whether it still counts: permissions,
 expiry and revocation live in ``api_tokens``, read on every request, so a revocation
-applies from the next request on.
+applies from the next request on. What the signature proves does not change, so an app
+checks it once per token string (:class:`ClaimsCache`, a bounded LRU the app owns); the
+time claims are checked on every request all the same.
 
 The signing secret is ``UPTRIO_JWT_SECRET`` when set, else a random secret generated once
 into ``<data-dir>/jwt-secret`` with mode 0600. Several processes sharing a database must
@@ -25,7 +27,9 @@ import os
 import secrets
 import stat
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import jwt
@@ -130,7 +134,9 @@ def bearer_token(authorization: str | None) -> str:
     return token.strip()
 
 
-def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
+def verify_token(
+    secret: bytes, token: str, *, now: float | None = None, cache: ClaimsCache | None = None
+) -> str:
     """Check a JWT's signature and claims; return its ``sub`` (the ``tok_`` id).
 
     pyjwt checks the structure, the algorithm, the signature, the audience and that
@@ -141,6 +147,12 @@ def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
     not be later than ``now`` plus :data:`LEEWAY_SECONDS`, and ``exp`` must be later
     than ``now`` minus it. Messages are Uptrio's own words, never pyjwt's.
 
+    With a ``cache`` (the app's :class:`ClaimsCache`, made for ``secret`` alone), a token
+    string whose signature and claims were checked before is not decoded again; its time
+    claims are checked against ``now`` on every call all the same, so an expired token
+    fails however often it was seen. Whether the token is still known, unrevoked and
+    granted a permission is the database's to say, on every request (module docstring).
+
     Args:
         now: the current time, epoch seconds (default: the clock).
 
@@ -149,6 +161,39 @@ def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
             anything else wrong (segments, base64, algorithm, signature, audience, missing
             claims, a time claim that is not a number, ``nbf``/``iat`` in the future
             beyond the leeway, malformed ``sub``).
+    """
+    claims = cache.get(token) if cache is not None else None
+    if claims is None:
+        claims = _decode(secret, token)
+        if cache is not None:
+            cache.put(token, claims)
+    now = time.time() if now is None else now
+    if claims.iat > now + LEEWAY_SECONDS:
+        raise ApiError("invalid_token", "invalid token: iat is in the future")
+    if claims.nbf > now + LEEWAY_SECONDS:
+        raise ApiError("invalid_token", "invalid token: not valid before its nbf")
+    if claims.exp is not None and claims.exp <= now - LEEWAY_SECONDS:
+        raise ApiError("token_expired", "the token has expired")
+    return claims.subject
+
+
+@dataclass(frozen=True, slots=True)
+class TokenClaims:
+    """What a JWT whose signature, structure and claims' types were checked says:
+    its ``sub`` and its time claims (epoch seconds; ``nbf`` 0 when absent, ``exp`` None
+    when absent)."""
+
+    subject: str
+    iat: float
+    nbf: float
+    exp: float | None
+
+
+def _decode(secret: bytes, token: str) -> TokenClaims:
+    """The claims of ``token`` once everything but time is checked (:func:`verify_token`).
+
+    Raises:
+        ApiError: ``invalid_token`` (401), as :func:`verify_token` says.
     """
     try:
         claims = jwt.decode(
@@ -165,7 +210,6 @@ def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
         )
     except jwt.PyJWTError as exc:
         raise ApiError("invalid_token", f"invalid token: {_reason(exc)}") from None
-    now = time.time() if now is None else now
     subject = claims.get("sub")
     if not isinstance(subject, str) or not has_prefix(subject, "tok"):
         # strict: a NUL or a lone surrogate in sub would fail in the database, not here
@@ -174,13 +218,38 @@ def verify_token(secret: bytes, token: str, *, now: float | None = None) -> str:
         value = claims.get(name, 0)
         if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
             raise ApiError("invalid_token", f"invalid token: {name} must be a number (a time)")
-    if claims["iat"] > now + LEEWAY_SECONDS:
-        raise ApiError("invalid_token", "invalid token: iat is in the future")
-    if claims.get("nbf", 0) > now + LEEWAY_SECONDS:
-        raise ApiError("invalid_token", "invalid token: not valid before its nbf")
-    if "exp" in claims and claims["exp"] <= now - LEEWAY_SECONDS:
-        raise ApiError("token_expired", "the token has expired")
-    return subject
+    return TokenClaims(subject, claims["iat"], claims.get("nbf", 0), claims.get("exp"))
+
+
+class ClaimsCache:
+    """The claims of the tokens an app verified lately, by token string: a bounded LRU
+    of at most ``max_entries`` (default 4,096) owned by the app (``Dependencies``), for
+    one signing secret. Only tokens whose signature and claims passed are kept; what
+    changes with time (expiry) and what the database decides (revocation, permissions)
+    is still checked on every request (:func:`verify_token`)."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        if max_entries < 1:
+            raise ValueError("a claims cache holds at least one token")
+        self._max = max_entries
+        self._claims: OrderedDict[str, TokenClaims] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    def get(self, token: str) -> TokenClaims | None:
+        """The claims kept for ``token`` (now the most recently used), or None."""
+        claims = self._claims.get(token)
+        if claims is not None:
+            self._claims.move_to_end(token)
+        return claims
+
+    def put(self, token: str, claims: TokenClaims) -> None:
+        """Keep ``claims`` for ``token``, forgetting the least recently used past the bound."""
+        self._claims[token] = claims
+        self._claims.move_to_end(token)
+        while len(self._claims) > self._max:
+            self._claims.popitem(last=False)
 
 
 def _finite(value: float) -> bool:
@@ -212,12 +281,19 @@ def expired(expires_at: int | None, now: float) -> bool:
     return expires_at is not None and expires_at <= now - LEEWAY_SECONDS
 
 
+def granted(permissions: list[str], needed: str | tuple[str, ...]) -> bool:
+    """Whether ``needed`` is among ``permissions`` (a tuple: one of them)."""
+    if isinstance(needed, str):
+        return needed in permissions
+    return any(p in permissions for p in needed)
+
+
 def require_permission(permissions: list[str], needed: str | tuple[str, ...]) -> None:
     """Raises ApiError ``missing_permission`` (403) unless ``needed`` is granted (a
     tuple: unless one of them is)."""
-    if isinstance(needed, str):
-        needed = (needed,)
-    if not any(p in permissions for p in needed):
+    if not granted(permissions, needed):
+        if isinstance(needed, str):
+            needed = (needed,)
         raise ApiError(
             "missing_permission", f"this token lacks the permission {' or '.join(needed)}"
         )

@@ -26,6 +26,7 @@ from engine import (
 )
 from store import Database, MaintenanceSettings
 
+from .auth import ClaimsCache
 from .limits.quota import QuotaLimiter
 from .page_cache import DEFAULT_MAX_BYTES, PageCache
 
@@ -119,6 +120,9 @@ class Dependencies:
             (:mod:`web.http.page_cache`: at most one render per page per 10 s).
         status_render_limiter: the worker threads public status pages are rendered on, and
             schedules' answers computed (:data:`STATUS_RENDER_THREADS`).
+        token_claims: the claims of the bearer tokens verified lately, for ``jwt_secret``
+            (:class:`web.http.auth.ClaimsCache`): a token's signature is checked once per
+            token string; its expiry, revocation and permissions on every request.
         channels: what a notification channel's test send is given (the SMTP relay,
             providers' bases, the target policy; docs/alerts.md); by default no relay.
     """
@@ -137,6 +141,7 @@ class Dependencies:
     status_render_limiter: trio.CapacityLimiter = field(
         default_factory=lambda: trio.CapacityLimiter(STATUS_RENDER_THREADS)
     )
+    token_claims: ClaimsCache = field(default_factory=ClaimsCache)
     channels: ChannelSettings = field(
         default_factory=lambda: NotifierSettings().channel_settings(TargetPolicy())
     )

@@ -6,15 +6,17 @@ authorization and the check of query parameters.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from store import accounts
+from store import Connection, DatabaseUnavailable, TokenContext, accounts
 
-from .auth import bearer_token, expired, require_permission, verify_token
+from .auth import bearer_token, expired, granted, require_permission, verify_token
 from .errors import ApiError
 from .idempotency import idempotency_keys
 from .limits.throttle import rate_limit, throttle_failed_authentication
 from .params import check_names, check_utf8, refuse_nul
-from .pipeline import ApiResponse, Handler, Middleware, RequestContext
+from .pipeline import ApiResponse, Handler, Middleware, PlannedRead, RequestContext
 from .versioning import HEADER, resolve_version
 
 __all__ = [
@@ -32,8 +34,30 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
     ``duplicate_header``."""
     if ctx.route.permission is None:
         return await call_next(ctx)
-    token_id = verify_token(ctx.deps.jwt_secret, bearer_token(ctx.header("Authorization")))
-    token = await ctx.deps.db.run(accounts.token_context, token_id)
+    token_id = verify_token(
+        ctx.deps.jwt_secret,
+        bearer_token(ctx.header("Authorization")),
+        cache=ctx.deps.token_claims,
+    )
+    planned = _planned_read(ctx)
+    if planned is None:
+        token = await ctx.deps.db.run(accounts.token_context, token_id)
+    elif planned.with_token is not None:  # what it read reaches the handler only if
+        # the token passes the chain, as a read in the handler would
+        try:
+            token, result = await ctx.deps.db.run(
+                planned.with_token, token_id, *planned.args, **planned.kwargs
+            )
+        except DatabaseUnavailable:
+            raise
+        except Exception:  # as in _read_ahead: the handler meets it in its own place
+            token = await ctx.deps.db.run(accounts.token_context, token_id)
+        else:
+            ctx.prefetched = (planned, result)
+    else:
+        token, ctx.prefetched = await ctx.deps.db.run(
+            accounts.token_context_then, token_id, _read_ahead(planned, ctx.route.permission)
+        )
     if token is None:
         raise ApiError("invalid_token", "invalid token: unknown token")
     if token.revoked_at is not None:
@@ -42,6 +66,42 @@ async def authenticate(ctx: RequestContext, call_next: Handler) -> ApiResponse:
         raise ApiError("token_expired", "the token has expired")
     ctx.token = token
     return await call_next(ctx)
+
+
+def _planned_read(ctx: RequestContext) -> PlannedRead | None:
+    """The route's read to make with the token's (``Route.prefetch``), or None: the route
+    has none, or would refuse the request before reading."""
+    prefetch = ctx.route.prefetch
+    if prefetch is None:
+        return None
+    try:
+        return prefetch(ctx)
+    except ApiError:
+        return None
+
+
+def _read_ahead(
+    planned: PlannedRead, permission: str | tuple[str, ...] | None
+) -> Callable[[Connection, TokenContext], Awaitable[tuple[PlannedRead, Any] | None]]:
+    """What :func:`store.accounts.token_context_then` runs after the token's read: the
+    planned read, only for a token the chain will let through to the handler (unrevoked,
+    unexpired, granted the route's permission). It reads nothing the handler would not,
+    for the token's own account; a read that fails is left to the handler, which reads
+    again and meets the failure in its own place in the chain (a bad cursor's 404 after
+    the checks of the query), so every answer is the one a read in the handler gives."""
+
+    async def then(connection: Connection, token: TokenContext) -> tuple[PlannedRead, Any] | None:
+        if token.revoked_at is not None or expired(token.expires_at, time.time()):
+            return None
+        if permission is not None and not granted(token.permissions, permission):
+            return None
+        try:
+            result = await planned.fn(connection, token.account_id, *planned.args, **planned.kwargs)
+        except Exception:  # the handler's own read raises it again (docstring)
+            return None
+        return planned, result
+
+    return then
 
 
 async def negotiate_version(ctx: RequestContext, call_next: Handler) -> ApiResponse:

@@ -40,6 +40,23 @@ class ApiResponse:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedRead:
+    """A handler's read, named before it runs: ``fn(connection, account_id, *args,
+    **kwargs)`` (a store function). A GET route's ``prefetch`` plans it, so that
+    authentication makes it in the token's own unit of work
+    (:func:`web.http.middleware.authenticate`); the handler plans it again and
+    :meth:`RequestContext.read` hands over the result when the two are equal."""
+
+    fn: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    with_token: Callable[..., Awaitable[tuple[TokenContext | None, Any]]] | None = None
+    """The same read joined to the token's in one statement, where the store has one:
+    ``with_token(connection, token_id, *args, **kwargs) -> (token or None, result)``
+    (``store.monitors.get_monitor_with_token``): one round trip instead of two."""
+
+
 @dataclass(slots=True, kw_only=True)
 class RequestContext:
     """One request as the pipeline sees it. Middlewares fill ``token`` and ``version``;
@@ -70,6 +87,8 @@ class RequestContext:
     token: TokenContext | None = None
     version: str = CURRENT_VERSION
     response_headers: dict[str, str] = field(default_factory=dict)
+    prefetched: tuple[PlannedRead, Any] | None = None
+    """A read made ahead with the token's (:class:`PlannedRead`) and its result."""
 
     @property
     def account_id(self) -> str:
@@ -90,6 +109,19 @@ class RequestContext:
         """The base of a heartbeat's ``ping_url``: ``--public-url``, else the base URL
         this request came to (docs/heartbeats.md, The ping URL)."""
         return self.deps.settings.public_url or self.base_url
+
+    async def read(self, planned: PlannedRead) -> Any:
+        """The result of ``planned`` for the request's account: the one read ahead with
+        the token when it is the same read (once), else read now.
+
+        Raises:
+            store.DatabaseUnavailable, store.StoreError: as :meth:`store.Database.run`.
+        """
+        prefetched = self.prefetched
+        if prefetched is not None and prefetched[0] == planned:
+            self.prefetched = None
+            return prefetched[1]
+        return await self.deps.db.run(planned.fn, self.account_id, *planned.args, **planned.kwargs)
 
     def header(self, name: str) -> str | None:
         """The value of request header ``name`` (case-insensitive), or None when absent.
@@ -176,6 +208,10 @@ class Route:
     links: tuple[str, ...] = ()
     """For a create: the operations that take the created object's id, which the OpenAPI
     document links from the response's ``id`` (the stateful API test follows them)."""
+    prefetch: Callable[[RequestContext], PlannedRead] | None = None
+    """For a GET: the handler's read (:class:`PlannedRead`), made in the token's unit of
+    work, one crossing to the database instead of two; it raises ``ApiError`` where the
+    handler would refuse the request before reading (then nothing is read ahead)."""
 
 
 def chain(middlewares: Sequence[Middleware], handler: Handler) -> Handler:

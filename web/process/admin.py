@@ -36,12 +36,13 @@ import secrets
 import socket
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 import trio
 
-from engine import ChildInfo, SupervisorStatistics
+if TYPE_CHECKING:  # annotations only: ``uptrio supervisors`` imports no engine
+    from engine import ChildInfo, SupervisorStatistics
 
 __all__ = [
     "MAX_LINE_BYTES",

@@ -78,6 +78,7 @@ from ..http.limits.throttle import SHARED_WINDOWS
 from ..http.page_cache import PageCache
 from ..http.protocols import hypercorn_config
 from ..http.server import WebServer
+from ..routes import PERMISSIONS
 from .actors import ACTORS, Parts
 from .admin import UnknownSupervisor, admin_socket_path, check_admin_socket_free, serve_admin
 from .app import create_app
@@ -347,7 +348,7 @@ async def run_service(settings: ServiceSettings, location: StoreLocation) -> int
         except SecretMismatch as exc:
             print(f"uptrio: {exc}", file=sys.stderr)
             return 1
-        first = await first_token(db, secret, data_dir)
+        first = await first_token(db, secret, data_dir, PERMISSIONS)
         async with trio.open_nursery() as outer:
             await outer.start(wait_for_signal, stop, outer.cancel_scope)
             prober = Prober(

@@ -9,6 +9,7 @@ import os
 import signal
 import stat
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from ..http.auth import (
     secret_source,
 )
 from ..http.versioning import CURRENT_VERSION
-from ..routes import PERMISSIONS
 
 __all__ = [
     "FIRST_ACCOUNT",
@@ -98,15 +98,18 @@ async def check_secret(db: Database, secret: bytes, data_dir: Path) -> None:
     )
 
 
-async def first_token(db: Database, secret: bytes, data_dir: Path) -> str | None:
+async def first_token(
+    db: Database, secret: bytes, data_dir: Path, permissions: Sequence[str]
+) -> str | None:
     """On the very first start (no account yet): account ``default`` and a token with
-    every permission; returns its JWT (also saved to ``<data-dir>/first-token``, mode
-    0600), else None."""
+    ``permissions``, every one (``web.routes.PERMISSIONS``: the service passes them, so
+    that ``uptrio tokens``, which checks the secret here, imports none of the API);
+    returns its JWT (also saved to ``<data-dir>/first-token``, mode 0600), else None."""
     now = int(time.time())
     token = await db.transaction(
         accounts.create_first_token,
         FIRST_ACCOUNT,
-        list(PERMISSIONS),
+        list(permissions),
         now=now,
         current_version=CURRENT_VERSION,
     )

@@ -232,19 +232,24 @@ def summary(data: status_pages.PublicPage) -> dict[str, Any]:
     open_incidents = [i for i in data.incidents if i.resolved_at is None]
     in_open = {m for i in open_incidents for m in i.monitors}
     in_maintenance = data.maintenance.under_maintenance
+    dates = [_iso_date(start) for start in data.day_starts]  # once for every component
+    cells: dict[tuple[int, int], tuple[float | None, str]] = {}  # (up, down): once a page
     shown: list[dict[str, Any]] = []
     for c in components:
         monitor = data.monitors[c["monitor"]]
         state = component_state(
             monitor.status, c["monitor"] in in_open, c["monitor"] in in_maintenance
         )
-        days, up_total, down_total = [], 0, 0
-        for start, (up, down) in zip(data.day_starts, data.days[c["monitor"]], strict=True):
-            level, percent = day_level(up, down)
-            up_total, down_total = up_total + up, down_total + down
-            days.append(
-                {"date": _iso_date(start), "uptime_percent": _round(percent), "level": level}
-            )
+        pairs = data.days[c["monitor"]]
+        days = []
+        for date, pair in zip(dates, pairs, strict=True):
+            cell = cells.get(pair)
+            if cell is None:
+                level, percent = day_level(*pair)
+                cell = cells[pair] = (_round(percent), level)
+            days.append({"date": date, "uptime_percent": cell[0], "level": cell[1]})
+        up_total = sum(up for up, _ in pairs)
+        down_total = sum(down for _, down in pairs)
         shown.append(
             {
                 "name": c["name"],

@@ -12,7 +12,7 @@ from store import has_prefix
 
 from ..api.common import MAX_METADATA_KEYS, EmptyBody, merge_metadata
 from ..http.errors import ApiError
-from ..http.pipeline import ApiResponse, Handler, RequestContext, Route
+from ..http.pipeline import ApiResponse, Handler, PlannedRead, RequestContext, Route
 from .resource import Resource
 
 PAGE_QUERY = (
@@ -50,18 +50,35 @@ async def get_owned(
     resource: Resource,
     get: Callable[..., Awaitable[Any]],
     to_object: Callable[[Any], dict[str, Any]],
+    with_token: Callable[..., Awaitable[Any]] | None = None,
 ) -> ApiResponse:
     """GET /<resources>/:id: 200 with ``to_object`` of the account's row read by
-    ``get(connection, account_id, id)``.
+    ``get(connection, account_id, id)`` (:func:`owned_read`, with ``with_token``).
 
     Raises:
         ApiError: 404 ``resource_missing`` when the account has no such row.
     """
-    row_id = path_id(ctx, resource)
-    record = await ctx.deps.db.run(get, ctx.account_id, row_id)
+    planned = owned_read(ctx, resource, get, with_token)
+    record = await ctx.read(planned)
     if record is None:
-        raise not_found(resource, row_id)
+        raise not_found(resource, planned.args[0])
     return ApiResponse(200, to_object(record))
+
+
+def owned_read(
+    ctx: RequestContext,
+    resource: Resource,
+    get: Callable[..., Awaitable[Any]],
+    with_token: Callable[..., Awaitable[Any]] | None = None,
+) -> PlannedRead:
+    """The read of :func:`get_owned`: ``get(connection, account_id, id)`` of the path's id
+    (what a route's ``prefetch`` returns), and ``with_token``, the same read joined to the
+    token's (:attr:`PlannedRead.with_token`), if the store has it.
+
+    Raises:
+        ApiError: 404 ``resource_missing`` for an id that is not one of ``resource``.
+    """
+    return PlannedRead(get, (path_id(ctx, resource),), with_token=with_token)
 
 
 async def delete_owned(

@@ -48,7 +48,7 @@ from ..api.monitors import (
 )
 from ..http.errors import ApiError
 from ..http.params import choice, parse_list_query, text
-from ..http.pipeline import ApiResponse, RequestContext, Route
+from ..http.pipeline import ApiResponse, PlannedRead, RequestContext, Route
 from ..http.validation import validate
 from .common import (
     PAGE_QUERY,
@@ -57,6 +57,7 @@ from .common import (
     move_owned,
     not_found,
     now,
+    owned_read,
     patch_changes,
     path_id,
 )
@@ -182,11 +183,32 @@ async def create_monitor(ctx: RequestContext) -> ApiResponse:
 
 async def get_monitor(ctx: RequestContext) -> ApiResponse:
     """GET /monitors/:id."""
-    return await get_owned(ctx, RESOURCE, monitors.get_monitor, monitor_object)
+    return await get_owned(
+        ctx, RESOURCE, monitors.get_monitor, monitor_object, monitors.get_monitor_with_token
+    )
+
+
+def _get_read(ctx: RequestContext) -> PlannedRead:
+    """The read of ``GET /monitors/:id`` (its route's ``prefetch``).
+
+    Raises:
+        ApiError: 404 ``resource_missing`` for a path id that is no monitor's.
+    """
+    return owned_read(ctx, RESOURCE, monitors.get_monitor, monitors.get_monitor_with_token)
 
 
 async def list_monitors(ctx: RequestContext) -> ApiResponse:
     """GET /monitors: a page, filtered by status, type and a name search."""
+    page = await ctx.read(_list_read(ctx))
+    return ApiResponse(200, list_object("/monitors", page.items, page.has_more, monitor_object))
+
+
+def _list_read(ctx: RequestContext) -> PlannedRead:
+    """The read of ``GET /monitors`` (its route's ``prefetch``).
+
+    Raises:
+        ApiError: 400 for a query parameter out of its range (:mod:`web.http.params`).
+    """
     query = parse_list_query(
         ctx.query,
         prefix=RESOURCE.prefix,
@@ -197,10 +219,13 @@ async def list_monitors(ctx: RequestContext) -> ApiResponse:
             "search": text(200),
         },
     )
-    page = await ctx.deps.db.run(
-        monitors.list_monitors, ctx.account_id, query.page, **query.filters
+    first = query.page.starting_after is None and query.page.ending_before is None
+    return PlannedRead(
+        monitors.list_monitors,
+        (query.page,),
+        query.filters,
+        with_token=monitors.list_monitors_with_token if first else None,
     )
-    return ApiResponse(200, list_object("/monitors", page.items, page.has_more, monitor_object))
 
 
 async def update_monitor(ctx: RequestContext) -> ApiResponse:
@@ -342,6 +367,7 @@ RESOURCE = Resource(
             method="GET",
             path="/monitors",
             handler=list_monitors,
+            prefetch=_list_read,
             permission="monitors.read",
             summary="List monitors",
             response_model=MonitorList,
@@ -384,6 +410,7 @@ RESOURCE = Resource(
             method="GET",
             path="/monitors/<id>",
             handler=get_monitor,
+            prefetch=_get_read,
             permission="monitors.read",
             summary="Retrieve a monitor",
             response_model=MonitorObject,

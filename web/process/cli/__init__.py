@@ -20,6 +20,15 @@ Commands:
 
 ``--log-format`` and ``--log-level`` go before the command or after it.
 
+The parser is built on every start, so each command module imports, at its top, only
+``argparse`` and :mod:`.flags`, and a command imports its heavy parts when it runs: the
+store (``tokens``, ``nodes``), the permission list of ``web.routes`` (``tokens create``),
+the API client (``apply``), the engine's rules (``import``), the whole service (``serve``).
+``uptrio serve``'s flags, whose defaults come from the settings of every package, are
+added only when ``serve`` is parsed (:class:`.flags.CommandParser`), and logging
+(structlog) is configured once the arguments are parsed. ``uptrio --help`` so imports none
+of them (tests/web/test_cli_imports.py).
+
 Configuration: flags, else environment (``UPTRIO_DATABASE_URL``, ``UPTRIO_DATA_DIR``,
 ``UPTRIO_JWT_SECRET``), else the settings' defaults.
 """
@@ -32,9 +41,8 @@ import signal
 import sys
 from importlib.metadata import entry_points
 
-from ..logs import configure_logging
 from . import apply, imports, nodes, serve, supervisors, tokens
-from .flags import log_flags
+from .flags import CommandParser, log_flags
 
 __all__ = ["COMMANDS", "COMMAND_GROUP", "build_parser", "main"]
 
@@ -50,9 +58,9 @@ flags every command takes) with ``run(args, argv) -> exit status`` as its defaul
 def build_parser() -> argparse.ArgumentParser:
     """The ``uptrio`` argument parser: :data:`COMMANDS`, then the sub-commands of
     :data:`COMMAND_GROUP`."""
-    parser = argparse.ArgumentParser(prog="uptrio", description="Uptime monitoring service.")
+    parser = CommandParser(prog="uptrio", description="Uptime monitoring service.")
     log_flags(parser, defaults=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = CommandParser(add_help=False)
     log_flags(common, defaults=False)
     commands = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
@@ -83,5 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str] | None) -> int:
     """Parse ``argv`` and run the command; its exit status."""
     args = build_parser().parse_args(argv)
+    from ..logs import configure_logging  # structlog: after ``--help`` has had its turn
+
     configure_logging(args.log_format, args.log_level)
     return int(args.run(args, argv))

@@ -1,40 +1,85 @@
-"""What the commands of ``uptrio`` share on their command line: where the database is
-(``--data-dir``, ``--database-url``, :func:`store_location`), the log flags, number
-types (:func:`positive_int`), the probes' source address (:func:`probe_source`), and
+"""What the commands of ``uptrio`` share on their command line: their parser
+(:class:`CommandParser`), where the database is (``--data-dir``, ``--database-url``,
+:func:`store_location`), the log flags, number types (:func:`positive_int`), and
 :func:`command`, which adds a command with them.
 
+Light on purpose: the whole ``uptrio`` parser is built on every start (``uptrio --help``,
+``uptrio tokens create``), so this module imports the standard library only, and the
+commands import their heavy parts (the store, the engine, the API) when they run.
+
 Configuration: flags, else environment (``UPTRIO_DATABASE_URL``, ``UPTRIO_DATA_DIR``),
-else the settings' defaults.
+else :data:`DEFAULT_DATA_DIR`.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from engine import SourceAddress, source_address
-from store import DEFAULT_DATA_DIR, StoreLocation, leases
+if TYPE_CHECKING:
+    from store import StoreLocation
 
 __all__ = [
+    "DEFAULT_DATA_DIR",
+    "CommandParser",
     "Commands",
     "command",
     "data_dir_flag",
     "log_flags",
     "positive_float",
     "positive_int",
-    "probe_source",
-    "region_name",
-    "source_family_conflict",
     "store_flags",
     "store_location",
 ]
 
+DEFAULT_DATA_DIR = Path("./.uptrio")
+"""The data directory when neither ``--data-dir`` nor ``UPTRIO_DATA_DIR`` is given
+(docs/operations.md, Command line)."""
+
 _N = TypeVar("_N", int, float)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``uptrio`` and of each of its commands (``add_subparsers`` makes its
+    sub-parsers of its own class).
+
+    Flags whose defaults need heavy imports (``uptrio serve``'s come from the settings of
+    every package, and those import the engine, the store and the API) are added with
+    :meth:`defer`: they are added the first time this parser parses or formats its help,
+    so that building the whole ``uptrio`` parser imports none of them, and ``uptrio serve
+    --help`` shows them as if they had been added at once.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deferred: list[Callable[[argparse.ArgumentParser], None]] = []
+
+    def defer(self, flags: Callable[[argparse.ArgumentParser], None]) -> None:
+        """Call ``flags(self)`` when this parser first parses or formats its help."""
+        self._deferred.append(flags)
+
+    def _add_deferred(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """``argparse.ArgumentParser.parse_known_args``, the deferred flags added first."""
+        self._add_deferred()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        """The usage line, the deferred flags added first."""
+        self._add_deferred()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        """The help, the deferred flags added first."""
+        self._add_deferred()
+        return super().format_help()
 
 
 def _positive(text: str, kind: type[_N]) -> _N:
@@ -45,18 +90,6 @@ def _positive(text: str, kind: type[_N]) -> _N:
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a finite number above 0: {text}")
     return value
-
-
-def region_name(text: str) -> str:
-    """A region's name (``store.leases.REGION_NAME``: ``a-z 0-9 -``, 1 to 32 characters),
-    for ``argparse``.
-
-    Raises:
-        argparse.ArgumentTypeError: anything else.
-    """
-    if not leases.REGION_NAME.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"a region is 1 to 32 of a-z, 0-9 and -: {text!r}")
-    return text
 
 
 def positive_int(text: str) -> int:
@@ -77,38 +110,11 @@ def positive_float(text: str) -> float:
     return _positive(text, float)
 
 
-def probe_source(text: str) -> SourceAddress:
-    """One of this host's IP addresses, for ``--probe-source-address``: parsed and bound
-    once now (`engine.source_address`), so that a bad one stops ``uptrio serve`` with
-    status 2 before it starts rather than failing every check.
-
-    Raises:
-        argparse.ArgumentTypeError: not an IP address, or not one this host can bind.
-    """
-    try:
-        return source_address(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def source_family_conflict(
-    source: SourceAddress | None, nameserver: tuple[str, int] | None
-) -> str | None:
-    """Why ``--probe-source-address`` and ``--dns-nameserver`` cannot go together (a
-    nameserver of the other family cannot be asked from the source), or None."""
-    if source is None or nameserver is None:
-        return None
-    if ipaddress.ip_address(nameserver[0]).version == source.ip.version:
-        return None
-    return (
-        f"--dns-nameserver {nameserver[0]} cannot be asked from --probe-source-address "
-        f"{source.ip}: give both of one family (IPv4 or IPv6)"
-    )
-
-
 def store_location(args: argparse.Namespace) -> StoreLocation:
     """The database's location from ``--data-dir`` / ``--database-url``, else
     ``UPTRIO_DATA_DIR`` / ``UPTRIO_DATABASE_URL``, else the data directory's default."""
+    from store import StoreLocation  # the store, imported when a command runs
+
     data_dir = getattr(args, "data_dir", None) or os.environ.get("UPTRIO_DATA_DIR")
     url = getattr(args, "database_url", None) or os.environ.get("UPTRIO_DATABASE_URL")
     return StoreLocation(
@@ -152,18 +158,18 @@ def log_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     )
 
 
-Commands = argparse._SubParsersAction  # the type add_subparsers returns
+Commands = argparse._SubParsersAction  # add_subparsers returns Commands[CommandParser]
 
 
 def command(
-    commands: Commands[argparse.ArgumentParser],
+    commands: Commands[CommandParser],
     name: str,
     text: str,
     flags: Callable[[argparse.ArgumentParser], None],
-    common: argparse.ArgumentParser,
-) -> argparse.ArgumentParser:
+    common: CommandParser,
+) -> CommandParser:
     """Command ``name`` of ``commands``, with the log flags (``common``) and ``flags``
-    (``store_flags``, ``data_dir_flag`` or ``serve_flags``)."""
+    (``store_flags`` or ``data_dir_flag``)."""
     parser = commands.add_parser(name, help=text, parents=[common])
     flags(parser)
     return parser

@@ -12,29 +12,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-from .flags import Commands
-from .importers import Conversion, InvalidImport, convert_gatus, convert_kuma, dump_yaml
+from .flags import CommandParser, Commands
 
-__all__ = ["CONVERTERS", "add_command", "run"]
+__all__ = ["add_command", "run"]
 
-CONVERTERS: dict[str, Callable[[str], Conversion]] = {
-    "uptime-kuma": convert_kuma,
-    "gatus": convert_gatus,
-}
-"""Each ``uptrio import`` source and its converter (:mod:`.importers`)."""
-
-_HELP = {
+_HELP = {  # the sources of importers.CONVERTERS: what each reads, and its file
     "uptime-kuma": ("an Uptime Kuma 1.x JSON backup (Settings → Backup → Export)", "FILE.json"),
     "gatus": ("a Gatus configuration file", "FILE.yaml"),
 }
 
 
-def add_command(
-    commands: Commands[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def add_command(commands: Commands[CommandParser], common: CommandParser) -> None:
     """Add ``uptrio import`` and its sources to ``commands``."""
     import_p = commands.add_parser(
         "import", help="print another tool's configuration in the apply format"
@@ -49,6 +39,8 @@ def add_command(
 def run(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Run ``uptrio import SOURCE FILE``; its exit status (0, or 2 for a file that cannot
     be read or converted)."""
+    from .importers import CONVERTERS, InvalidImport, dump_yaml  # they import the engine
+
     path: Path = args.file
     try:
         text = path.read_text(encoding="utf-8-sig")

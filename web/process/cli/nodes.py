@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
-import trio
-import trio_asyncio
+from .flags import CommandParser, Commands, command, store_flags, store_location
 
-from store import Connection, leases, open_store
-
-from .flags import Commands, command, store_flags, store_location
+if TYPE_CHECKING:
+    from store import Connection
 
 __all__ = ["add_command", "nodes_command"]
 
@@ -27,6 +26,10 @@ async def nodes_command(args: argparse.Namespace) -> int:
     off the list (``store.leases.forget_node``); exit status 1 for a live node or an
     unknown name. Nodes stopped or expired for three days go by themselves (the
     maintenance round, docs/several-nodes.md, Operations)."""
+    import trio_asyncio
+
+    from store import leases, open_store
+
     async with trio_asyncio.open_loop(), open_store(store_location(args)) as db:
         if args.nodes == "forget":
             return _forgot(args.name, await db.transaction(leases.forget_node, args.name))
@@ -68,9 +71,7 @@ async def _database_now(connection: Connection) -> float:
     return float(await connection.fetchval("SELECT extract(epoch FROM now())::float8"))
 
 
-def add_command(
-    commands: Commands[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def add_command(commands: Commands[CommandParser], common: CommandParser) -> None:
     """Add ``uptrio nodes`` and its sub-commands to ``commands``."""
     nodes_p = commands.add_parser("nodes", help="the nodes sharing the database")
     nodes = nodes_p.add_subparsers(dest="nodes", required=True)
@@ -90,4 +91,6 @@ def add_command(
 
 def run(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Run ``uptrio nodes ...``; its exit status (:func:`nodes_command`)."""
+    import trio
+
     return trio.run(nodes_command, args)

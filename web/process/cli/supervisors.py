@@ -8,10 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-import trio
-
-from ..admin import AdminUnavailable, admin_request, admin_socket_path
-from .flags import Commands, command, data_dir_flag, store_location
+from .flags import CommandParser, Commands, command, data_dir_flag, store_location
 
 __all__ = ["add_command", "supervisors_command"]
 
@@ -19,6 +16,8 @@ __all__ = ["add_command", "supervisors_command"]
 async def supervisors_command(args: argparse.Namespace) -> int:
     """``uptrio supervisors list|restart NAME``: ask the running service through its admin
     socket; exit status 1 (with a message on stderr) when none runs or it refuses."""
+    from ..admin import AdminUnavailable, admin_request, admin_socket_path
+
     path = admin_socket_path(store_location(args).data_dir)
     request: dict[str, Any] = {"command": args.supervisors}
     if args.supervisors == "restart":
@@ -47,9 +46,7 @@ async def supervisors_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(
-    commands: Commands[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def add_command(commands: Commands[CommandParser], common: CommandParser) -> None:
     """Add ``uptrio supervisors`` and its sub-commands to ``commands``."""
     supervisors_p = commands.add_parser(
         "supervisors", help="list or restart the running service's supervisors"
@@ -75,4 +72,6 @@ def add_command(
 
 def run(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Run ``uptrio supervisors ...``; its exit status (:func:`supervisors_command`)."""
+    import trio
+
     return trio.run(supervisors_command, args)

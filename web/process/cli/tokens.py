@@ -9,23 +9,7 @@ import argparse
 import sys
 import time
 
-import trio
-import trio_asyncio
-
-from store import accounts, open_store
-
-from ...http.auth import (
-    expired,
-    issue_token,
-    load_secret,
-    parse_permissions,
-    secret_fingerprint,
-    secret_source,
-)
-from ...http.versioning import CURRENT_VERSION
-from ...routes import PERMISSIONS
-from ..startup import SecretMismatch, check_secret
-from .flags import Commands, command, positive_int, store_flags, store_location
+from .flags import CommandParser, Commands, command, positive_int, store_flags, store_location
 
 __all__ = ["add_command", "token_name", "tokens_command"]
 
@@ -44,6 +28,21 @@ async def tokens_command(args: argparse.Namespace) -> int:
     ``reset-secret --yes`` records this process's secret as the database's (a new secret, or
     the first node's one lost) and revokes every token (docs/several-nodes.md, One secret
     per database)."""
+    import trio_asyncio
+
+    from store import accounts, open_store
+
+    from ...http.auth import (
+        expired,
+        issue_token,
+        load_secret,
+        parse_permissions,
+        secret_fingerprint,
+        secret_source,
+    )
+    from ...http.versioning import CURRENT_VERSION
+    from ..startup import SecretMismatch, check_secret
+
     location = store_location(args)
     secret = load_secret(location.data_dir)
     if args.tokens == "reset-secret" and not args.yes:
@@ -67,6 +66,8 @@ async def tokens_command(args: argparse.Namespace) -> int:
             return 1
         now = int(time.time())
         if args.tokens == "create":
+            from ...routes import PERMISSIONS  # derived from every route: create alone needs it
+
             try:
                 permissions = parse_permissions(args.permissions, PERMISSIONS)
             except ValueError as exc:
@@ -118,9 +119,7 @@ def token_name(text: str) -> str:
     return text
 
 
-def add_command(
-    commands: Commands[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def add_command(commands: Commands[CommandParser], common: CommandParser) -> None:
     """Add ``uptrio tokens`` and its sub-commands to ``commands``."""
     tokens_p = commands.add_parser("tokens", help="create, list and revoke API tokens")
     tokens = tokens_p.add_subparsers(dest="tokens", required=True)
@@ -156,4 +155,6 @@ def add_command(
 
 def run(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Run ``uptrio tokens ...``; its exit status (:func:`tokens_command`)."""
+    import trio
+
     return trio.run(tokens_command, args)

@@ -9,10 +9,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["DEFAULT_API_URL", "TIMEOUT_SECONDS", "ApiClient", "ApiError", "open_client"]
-
-DEFAULT_API_URL = "http://127.0.0.1:8080"
-"""Where ``uptrio serve`` listens by default (README, "From nothing to an alert")."""
+__all__ = ["TIMEOUT_SECONDS", "ApiClient", "ApiError", "open_client"]
 
 TIMEOUT_SECONDS = 30.0
 """The deadline of each request, in seconds (connect, read, write, pool)."""

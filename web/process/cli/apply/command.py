@@ -1,5 +1,7 @@
 """The ``uptrio apply`` and ``uptrio export`` sub-commands (docs/apply.md),
-their flags, and their run in trio."""
+their flags, and their run in trio. The parser imports the standard library only; the
+client (httpx), the loader (YAML, JSON Schema) and the API's models are imported when
+one of them runs."""
 
 from __future__ import annotations
 
@@ -9,17 +11,18 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
-import trio
+from ..flags import CommandParser, Commands
 
-from ..flags import Commands
-from .client import DEFAULT_API_URL, ApiClient, ApiError, open_client
-from .export import export_account
-from .run import apply_files
+__all__ = ["DEFAULT_API_URL", "add_command", "run"]
 
-__all__ = ["add_command", "run"]
+DEFAULT_API_URL = "http://127.0.0.1:8080"
+"""Where ``uptrio serve`` listens by default (README, "From nothing to an alert")."""
 
 
 async def _apply(args: argparse.Namespace) -> int:
+    from .client import open_client
+    from .run import apply_files
+
     async with open_client(args.api_url) as http:
         return await apply_files(
             [Path(p) for p in args.file], http, dry_run=args.dry_run, prune=args.prune
@@ -27,6 +30,9 @@ async def _apply(args: argparse.Namespace) -> int:
 
 
 async def _export(args: argparse.Namespace) -> int:
+    from .client import ApiClient, ApiError, open_client
+    from .export import export_account
+
     async with open_client(args.api_url) as http:
         try:
             await export_account(ApiClient(http))
@@ -36,9 +42,7 @@ async def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(
-    commands: Commands[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def add_command(commands: Commands[CommandParser], common: CommandParser) -> None:
     """Add ``uptrio apply`` and ``uptrio export`` to ``commands``."""
     url_help = f"the service's base URL (default {DEFAULT_API_URL}); the token is UPTRIO_TOKEN"
     apply_p = commands.add_parser(
@@ -77,4 +81,6 @@ def run(
     argv: list[str] | None,
 ) -> int:
     """Run ``command`` (``_apply`` or ``_export``) with ``args`` in trio; its exit status."""
+    import trio
+
     return trio.run(command, args)

@@ -19,8 +19,24 @@ the rest is still converted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ._document import Conversion, InvalidImport, Note, dump_yaml
 from .gatus import convert_gatus
 from .kuma import convert_kuma
 
-__all__ = ["Conversion", "InvalidImport", "Note", "convert_gatus", "convert_kuma", "dump_yaml"]
+__all__ = [
+    "CONVERTERS",
+    "Conversion",
+    "InvalidImport",
+    "Note",
+    "convert_gatus",
+    "convert_kuma",
+    "dump_yaml",
+]
+
+CONVERTERS: dict[str, Callable[[str], Conversion]] = {
+    "uptime-kuma": convert_kuma,
+    "gatus": convert_gatus,
+}
+"""Each ``uptrio import`` source (the command's sub-command) and its converter."""
