@@ -263,7 +263,11 @@ async def _memory(
     command = serve_command(data_dir, *_FLAGS, log_level="warning")
     async with run_service_process(command, output / "service-memory.log") as service:
         pid = service.pid
-        limits = httpx.Limits(max_connections=options.concurrency)
+        # Idle connections are dropped after 2 s, before the server's keep-alive timeout
+        # (5 s, web.http.protocols) closes them: at httpx's default of 5 s a connection
+        # idle since the warm-up could be reused just as the server closed it ("Server
+        # disconnected without sending a response" on the first pings).
+        limits = httpx.Limits(max_connections=options.concurrency, keepalive_expiry=2.0)
         async with httpx.AsyncClient(base_url=service.base_url, limits=limits) as client:
             await _warm_up(client, token)
             await trio.sleep(3)
