@@ -134,6 +134,33 @@ def check_records(
     ]
 
 
+def one_check(monitor_id: str, status: str = "up", created: int = 100) -> CheckRecord:
+    """One check of ``status`` at ``created`` (epoch seconds), 1.5 ms; a failed one was
+    refused."""
+    return CheckRecord(
+        id=new_id("chk"),
+        monitor_id=monitor_id,
+        status=status,
+        response_time_ms=1.5,
+        status_code=None,
+        error_code=None if status == "up" else "connection_refused",
+        error_message=None if status == "up" else "refused",
+        created=created,
+    )
+
+
+def change_of(check: CheckRecord, before: str, after: str, epoch: int = 0) -> StatusChange:
+    """The status move ``before`` → ``after`` that ``check`` caused, in run ``epoch``."""
+    return StatusChange(
+        monitor_id=check.monitor_id,
+        check_id=check.id,
+        from_status=before,
+        to_status=after,
+        run_epoch=epoch,
+        created=check.created,
+    )
+
+
 async def write_checks(
     db: Database,
     monitor_id: str,

@@ -7,16 +7,13 @@ import time
 import trio
 
 from store import (
-    CheckRecord,
     Database,
-    StatusChange,
     WriteCheck,
     checks,
     monitors,
-    new_id,
     run_store_writer,
 )
-from tests.store.helpers import new_monitor
+from tests.store.helpers import change_of, new_monitor, one_check
 
 
 async def _monitor(db: Database, status: str = "pending") -> str:
@@ -25,38 +22,14 @@ async def _monitor(db: Database, status: str = "pending") -> str:
     return record.id
 
 
-def _check(monitor_id: str, status: str = "up", created: int = 100) -> CheckRecord:
-    return CheckRecord(
-        id=new_id("chk"),
-        monitor_id=monitor_id,
-        status=status,
-        response_time_ms=1.5,
-        status_code=None,
-        error_code=None if status == "up" else "connection_refused",
-        error_message=None if status == "up" else "refused",
-        created=created,
-    )
-
-
-def _change(check: CheckRecord, before: str, after: str, epoch: int = 0) -> StatusChange:
-    return StatusChange(
-        monitor_id=check.monitor_id,
-        check_id=check.id,
-        from_status=before,
-        to_status=after,
-        run_epoch=epoch,
-        created=check.created,
-    )
-
-
 async def test_batch_writes_checks_and_the_last_status_change(db: Database) -> None:
     with trio.fail_after(10):
         monitor_id = await _monitor(db)
-        first, second = _check(monitor_id, "up", 100), _check(monitor_id, "down", 110)
+        first, second = one_check(monitor_id, "up", 100), one_check(monitor_id, "down", 110)
         inserted = await db.transaction(
             checks.write_check_batch,
             [first, second],
-            [_change(first, "pending", "up"), _change(second, "up", "down")],
+            [change_of(first, "pending", "up"), change_of(second, "up", "down")],
         )
         assert inserted == 2
         record = await db.run(monitors.get_monitor, None, monitor_id)
@@ -71,7 +44,7 @@ async def test_batch_writes_checks_and_the_last_status_change(db: Database) -> N
 async def test_retried_batch_inserts_nothing_twice(db: Database) -> None:
     with trio.fail_after(10):
         monitor_id = await _monitor(db)
-        batch = [_check(monitor_id), _check(monitor_id)]
+        batch = [one_check(monitor_id), one_check(monitor_id)]
         assert await db.transaction(checks.write_check_batch, batch, []) == 2
         assert await db.transaction(checks.write_check_batch, batch, []) == 0
 
@@ -81,15 +54,15 @@ async def test_status_change_of_an_old_epoch_or_a_paused_monitor_is_ignored(
 ) -> None:
     with trio.fail_after(10):
         monitor_id = await _monitor(db)
-        check = _check(monitor_id, "up")
+        check = one_check(monitor_id, "up")
         await db.transaction(
-            checks.write_check_batch, [check], [_change(check, "pending", "up", epoch=7)]
+            checks.write_check_batch, [check], [change_of(check, "pending", "up", epoch=7)]
         )
         record = await db.run(monitors.get_monitor, None, monitor_id)
         assert record is not None and record.status == "pending"
         paused = await _monitor(db, status="paused")
-        check = _check(paused, "up")
-        await db.transaction(checks.write_check_batch, [check], [_change(check, "pending", "up")])
+        check = one_check(paused, "up")
+        await db.transaction(checks.write_check_batch, [check], [change_of(check, "pending", "up")])
         record = await db.run(monitors.get_monitor, None, paused)
         assert record is not None and record.status == "paused"
 
@@ -106,8 +79,8 @@ async def test_a_check_started_after_a_pause_is_refused(db: Database) -> None:
             monitors.pause_monitor, (await _account(db, monitor_id)), monitor_id, now
         )
         assert changed and record is not None
-        before, after = _check(monitor_id, created=now - 1), _check(monitor_id, created=now)
-        late = _change(after, "pending", "up", epoch=record.run_epoch - 1)
+        before, after = one_check(monitor_id, created=now - 1), one_check(monitor_id, created=now)
+        late = change_of(after, "pending", "up", epoch=record.run_epoch - 1)
         assert await db.transaction(checks.write_check_batch, [before, after], [late]) == 1
         listed, _ = await db.run(checks.list_checks, monitor_id, limit=10, starting_after=None)
         assert [c.id for c in listed] == [before.id]
@@ -123,7 +96,7 @@ async def _account(db: Database, monitor_id: str) -> str:
 
 async def test_checks_of_a_deleted_monitor_are_dropped(db: Database) -> None:
     with trio.fail_after(10):
-        assert await db.transaction(checks.write_check_batch, [_check("mon_gone")], []) == 0
+        assert await db.transaction(checks.write_check_batch, [one_check("mon_gone")], []) == 0
 
 
 async def test_store_actor_batches_and_flushes_everything_on_close(db: Database) -> None:
@@ -132,12 +105,12 @@ async def test_store_actor_batches_and_flushes_everything_on_close(db: Database)
         async with trio.open_nursery() as nursery:
             writer = await nursery.start(run_store_writer, db)
             for i in range(1200):
-                await writer.write(WriteCheck(check=_check(monitor_id, created=i)))
+                await writer.write(WriteCheck(check=one_check(monitor_id, created=i)))
             await writer.flush()
             assert writer.statistics.rows_written == 1200
             assert max(writer.statistics.batch_sizes) <= 500
             for i in range(300):
-                await writer.write(WriteCheck(check=_check(monitor_id, created=2000 + i)))
+                await writer.write(WriteCheck(check=one_check(monitor_id, created=2000 + i)))
             await writer.aclose()
         count = await db.run(
             lambda conn: conn.fetchval(

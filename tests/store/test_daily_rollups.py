@@ -14,43 +14,17 @@ import trio_asyncio
 from store import (
     CheckRecord,
     Database,
-    StatusChange,
     apply_migrations,
     checks,
     monitors,
-    new_id,
 )
 from store.maintenance import MaintenanceSettings, maintain
 from tests.store import test_quorum as quorum_tests
-from tests.store.helpers import new_monitor
+from tests.store.helpers import change_of, new_monitor, one_check
 
 DAY = 86_400
 D = 1_790_035_200  # a midnight UTC (2026-09-22)
 assert D % DAY == 0
-
-
-def _check(monitor_id: str, status: str, created: int) -> CheckRecord:
-    return CheckRecord(
-        id=new_id("chk"),
-        monitor_id=monitor_id,
-        status=status,
-        response_time_ms=1.5,
-        status_code=None,
-        error_code=None if status == "up" else "connection_refused",
-        error_message=None if status == "up" else "refused",
-        created=created,
-    )
-
-
-def _change(check: CheckRecord, before: str, after: str, epoch: int = 0) -> StatusChange:
-    return StatusChange(
-        monitor_id=check.monitor_id,
-        check_id=check.id,
-        from_status=before,
-        to_status=after,
-        run_epoch=epoch,
-        created=check.created,
-    )
 
 
 async def _days(db: Database, monitor_id: str) -> dict[int, tuple[int, int, int]]:
@@ -88,16 +62,16 @@ async def _history(db: Database) -> str:
     written by one batch whose periods cross midnight ``D``."""
     monitor = await new_monitor(db, created=D - 7200, interval_seconds=3600)
     await db.run(checks.ensure_partitions, D - DAY, D + DAY, DAY)
-    first = _check(monitor.id, "up", D - 3000)
-    second = _check(monitor.id, "down", D + 600)
-    third = _check(monitor.id, "up", D + 1200)
+    first = one_check(monitor.id, "up", D - 3000)
+    second = one_check(monitor.id, "down", D + 600)
+    third = one_check(monitor.id, "up", D + 1200)
     await db.transaction(
         checks.write_check_batch,
         [first, second, third],
         [
-            _change(first, "pending", "up"),
-            _change(second, "up", "down"),
-            _change(third, "down", "up"),
+            change_of(first, "pending", "up"),
+            change_of(second, "up", "down"),
+            change_of(third, "down", "up"),
         ],
     )
     return monitor.id
@@ -135,9 +109,9 @@ async def test_a_retried_batch_adds_nothing_twice(db: Database) -> None:
             for r in rows
         ]
         changes = [
-            _change(again[0], "pending", "up"),
-            _change(again[1], "up", "down"),
-            _change(again[2], "down", "up"),
+            change_of(again[0], "pending", "up"),
+            change_of(again[1], "up", "down"),
+            change_of(again[2], "down", "up"),
         ]
         await db.transaction(checks.write_check_batch, again, changes)
         assert await _days(db, monitor_id) == before
